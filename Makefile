@@ -1,0 +1,32 @@
+# The two commands of the README:
+#   make demo   build a store from the demo corpus and search it, with and without reranking
+#   make test   install what the tests need (nox, uv) and run every test session
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+BIN := $(VENV)/bin
+
+.PHONY: demo test lint bench clean
+
+$(BIN)/nox:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q nox uv
+
+$(BIN)/rankseam: $(BIN)/nox core/pyproject.toml
+	$(BIN)/python -m pip install -q -e core
+	@touch $@
+
+demo: $(BIN)/rankseam
+	$(BIN)/rankseam demo
+
+test: $(BIN)/nox
+	$(BIN)/python .ci/parallel_nox.py
+
+lint: $(BIN)/nox
+	$(BIN)/nox -s lint
+
+bench: $(BIN)/nox
+	$(BIN)/nox -s bench
+
+clean:
+	rm -rf $(VENV) .nox

@@ -1,0 +1,76 @@
+"""rankseam: memory search with a governed rerank seam.
+
+Importing rankseam has no side effects: plugins load lazily, once, on first need.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import pluggy
+
+from rankseam.errors import (
+    BackendError,
+    BackendTimeoutError,
+    BackendUnavailableError,
+    ConfigurationError,
+    InvalidOutputError,
+    PluginError,
+    RankseamError,
+    RerankError,
+    ValidationError,
+)
+from rankseam.types import (
+    Candidate,
+    CandidateRecord,
+    Hit,
+    MemoryRef,
+    RerankDecision,
+    RerankStatus,
+    RerankTrace,
+    SearchResult,
+    SearchTrace,
+    Usage,
+)
+
+if TYPE_CHECKING:
+    from rankseam.memory import Memory, open_memory
+
+__version__ = "0.1.0"
+
+#: Marker for hook implementations: ``@rankseam.hookimpl``.
+hookimpl = pluggy.HookimplMarker("rankseam")
+
+__all__ = [
+    "__version__",
+    "hookimpl",
+    "open_memory",
+    "Memory",
+    "MemoryRef",
+    "Hit",
+    "Candidate",
+    "CandidateRecord",
+    "RerankDecision",
+    "RerankStatus",
+    "RerankTrace",
+    "SearchResult",
+    "SearchTrace",
+    "Usage",
+    "RankseamError",
+    "ConfigurationError",
+    "ValidationError",
+    "PluginError",
+    "RerankError",
+    "BackendError",
+    "BackendTimeoutError",
+    "BackendUnavailableError",
+    "InvalidOutputError",
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("open_memory", "Memory"):
+        from rankseam import memory
+
+        return getattr(memory, name)
+    raise AttributeError(f"module 'rankseam' has no attribute {name!r}")

@@ -1,0 +1,56 @@
+"""The embedder contract: text -> vectors, with a descriptor that names the vector space.
+
+Vectors of different descriptors never mix: the store keeps each vector with its descriptor
+key and cosine only ever compares vectors of the active embedder's space.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
+
+import attrs
+import numpy as np
+
+__all__ = ["EmbedderDescriptor", "Embedder"]
+
+
+def _positive(_inst: object, attr: attrs.Attribute[int], value: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"EmbedderDescriptor.{attr.name} must be a positive integer, got {value!r}")
+
+
+@attrs.frozen
+class EmbedderDescriptor:
+    """Pins a vector space: two embedders with equal keys produce comparable vectors.
+
+    ``revision`` pins the model or algorithm version (a model hash, a package version...).
+    ``normalization`` is ``"l2"`` (unit vectors) or ``"none"``.
+    """
+
+    name: str
+    dimensions: int = attrs.field(validator=_positive)
+    normalization: str = attrs.field(default="l2", validator=attrs.validators.in_(("l2", "none")))
+    revision: str = "1"
+
+    @property
+    def key(self) -> str:
+        return f"{self.name}@{self.revision}/d{self.dimensions}/{self.normalization}"
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "name": self.name,
+            "dimensions": self.dimensions,
+            "normalization": self.normalization,
+            "revision": self.revision,
+            "key": self.key,
+        }
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """``embed`` returns a float32 array of shape ``(len(texts), descriptor.dimensions)``."""
+
+    descriptor: EmbedderDescriptor
+
+    def embed(self, texts: Sequence[str], /) -> np.ndarray: ...

@@ -1,0 +1,69 @@
+"""Typed errors of rankseam. Every message says what went wrong and how to fix it."""
+
+from __future__ import annotations
+
+__all__ = [
+    "RankseamError",
+    "ConfigurationError",
+    "ValidationError",
+    "PluginError",
+    "RerankError",
+    "BackendError",
+    "BackendTimeoutError",
+    "BackendUnavailableError",
+    "InvalidOutputError",
+]
+
+
+class RankseamError(Exception):
+    """Base class of every error rankseam raises on purpose."""
+
+
+class ConfigurationError(RankseamError):
+    """The assembly (configuration, plugins, backends) cannot work; raised at start-up."""
+
+
+class ValidationError(RankseamError, ValueError):
+    """A caller passed a value rankseam refuses (empty query, bad limit, NUL bytes, ...)."""
+
+
+class PluginError(RankseamError):
+    """A plugin failed to import or to register its components."""
+
+
+class BackendError(RankseamError):
+    """A model backend (decision or generation) failed. Subclasses say how."""
+
+    kind = "backend"
+
+
+class BackendTimeoutError(BackendError):
+    """The backend did not answer within its timeout or deadline."""
+
+    kind = "timeout"
+
+
+class BackendUnavailableError(BackendError):
+    """The backend could not be reached or refused the request."""
+
+    kind = "unavailable"
+
+
+class InvalidOutputError(BackendError):
+    """The backend answered, but its output is unparseable or violates the schema."""
+
+    kind = "invalid_output"
+
+
+class RerankError(RankseamError):
+    """The rerank stage failed and the deployment chose to fail closed (``on_error="raise"``).
+
+    ``policy_id`` names the reranker, ``reason`` is a short machine-readable cause
+    (``timeout``, ``unavailable``, ``invalid_output``, ``degraded_decision``, ``exception``),
+    and ``__cause__`` holds the original exception when there is one.
+    """
+
+    def __init__(self, message: str, *, policy_id: str | None = None, reason: str = "exception") -> None:
+        super().__init__(message)
+        self.policy_id = policy_id
+        self.reason = reason

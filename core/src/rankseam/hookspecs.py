@@ -1,0 +1,76 @@
+"""Every hook a rankseam plugin may implement.
+
+Hooks *register* components; they never run on the search path. Each hook receives a typed
+register object and the host records which plugin owns each component. Hook arguments may only
+be added over time, never removed or renamed. ``docs/plugin-hooks.md`` documents each hook with
+its exact signature, and a test keeps the two in agreement.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import pluggy
+
+if TYPE_CHECKING:
+    import click
+
+    from rankseam.registry import (
+        CandidateSourceRegister,
+        DecisionBackendRegister,
+        EmbedderRegister,
+        GenerationBackendRegister,
+        RerankerRegister,
+    )
+
+_hookspec = pluggy.HookspecMarker("rankseam")
+
+
+@_hookspec
+def register_candidate_sources(register: CandidateSourceRegister) -> None:
+    """Register candidate sources: ``register(name, factory, summary=...)``.
+
+    A source returns its own ranked list of candidates for a query (lexical, vector,
+    an external store ...). The factory is called as ``factory(options, context)``.
+    """
+
+
+@_hookspec
+def register_embedders(register: EmbedderRegister) -> None:
+    """Register text embedders: ``register(name, factory, summary=...)``.
+
+    An embedder turns texts into vectors and describes its space with an
+    :class:`~rankseam.embedding.EmbedderDescriptor` (name, dimensions, normalisation).
+    """
+
+
+@_hookspec
+def register_rerankers(register: RerankerRegister) -> None:
+    """Register rerankers: ``register(name, factory, summary=...)``.
+
+    A reranker answers ``rerank(query, candidates, limit)`` with a
+    :class:`~rankseam.types.RerankDecision` of 1-based coarse positions.
+    """
+
+
+@_hookspec
+def register_decision_backends(register: DecisionBackendRegister) -> None:
+    """Register decision backends: ``register(name, factory, summary=...)``.
+
+    A decision backend answers one narrow yes/no/abstain question
+    (:class:`~rankseam.decision.DecisionBackend`).
+    """
+
+
+@_hookspec
+def register_generation_backends(register: GenerationBackendRegister) -> None:
+    """Register structured-generation backends: ``register(name, factory, summary=...)``.
+
+    A generation backend turns a :class:`~rankseam.generation.GenerationRequest` into a
+    parsed JSON object (:class:`~rankseam.generation.GenerationBackend`).
+    """
+
+
+@_hookspec
+def register_commands(cli: click.Group) -> None:
+    """Add sub-commands to the ``rankseam`` command line (``cli.add_command(...)``)."""

@@ -1,0 +1,245 @@
+"""The plugin manager façade.
+
+Plugins are found through the entry-point group ``rankseam`` and loaded lazily, once, on first
+need (importing :mod:`rankseam` loads nothing). In-tree default plugins are registered through
+the very same hooks. Environment variables:
+
+- ``RANKSEAM_LOAD_PLUGINS``: comma-separated allow-list of entry-point plugin names; set to the
+  empty string to load no third-party plugin at all.
+- ``RANKSEAM_DISABLE_PLUGINS``: comma-separated block-list.
+- ``RANKSEAM_STRICT_PLUGINS=1``: re-raise a plugin's import or registration error instead of
+  isolating it (also ``load_plugins(strict=True)``).
+
+A third-party plugin that fails to import or to register is isolated: the host keeps working
+without it, a warning is logged, and ``rankseam plugins`` shows the error.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import os
+import threading
+from collections.abc import Iterable
+from importlib import metadata
+from typing import Any
+
+import attrs
+import pluggy
+
+from rankseam import hookspecs
+from rankseam.errors import PluginError
+from rankseam.registry import REGISTER_FOR_HOOK, Registry
+
+__all__ = [
+    "PluginInfo",
+    "load_plugins",
+    "get_plugin_manager",
+    "get_registry",
+    "get_plugins",
+    "check_pending",
+    "reset_plugins",
+]
+
+log = logging.getLogger("rankseam.plugins")
+
+ENTRY_POINT_GROUP = "rankseam"
+DEFAULT_PLUGINS = ("rankseam.default_plugins.identity",)
+
+
+@attrs.frozen
+class PluginInfo:
+    """What ``rankseam plugins`` reports about one plugin."""
+
+    name: str
+    version: str | None
+    default: bool
+    status: str  # "ok" | "error" | "disabled"
+    hooks: tuple[str, ...] = ()
+    components: dict[str, list[str]] = attrs.field(factory=dict)
+    error: str | None = None
+    distribution: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "name": self.name,
+            "version": self.version,
+            "default": self.default,
+            "status": self.status,
+            "hooks": list(self.hooks),
+            "components": self.components,
+        }
+        if self.distribution:
+            out["distribution"] = self.distribution
+        if self.error:
+            out["error"] = self.error
+        return out
+
+
+class _State:
+    def __init__(self) -> None:
+        self.pm: pluggy.PluginManager | None = None
+        self.registry: Registry | None = None
+        self.infos: list[PluginInfo] = []
+
+
+_lock = threading.RLock()
+_state = _State()
+
+
+def _env_list(name: str) -> list[str] | None:
+    raw = os.environ.get(name)
+    if raw is None:
+        return None
+    return [part.strip() for part in raw.split(",") if part.strip()]
+
+
+def _strict_from_env() -> bool:
+    return os.environ.get("RANKSEAM_STRICT_PLUGINS", "").strip().lower() in {"1", "true", "yes"}
+
+
+def _hooks_of(pm: pluggy.PluginManager, plugin: object) -> tuple[str, ...]:
+    return tuple(sorted(impl.name for impl in pm.get_hookcallers(plugin) or ()))
+
+
+def _register_components(pm: pluggy.PluginManager, plugin: object, name: str, registry: Registry) -> None:
+    """Call one plugin's registration hooks into a scratch registry, then merge it.
+
+    Merging only after every hook succeeded means a plugin that fails half-way leaves nothing
+    behind.
+    """
+    scratch = Registry()
+    for hook_name, register_cls in REGISTER_FOR_HOOK.items():
+        caller = getattr(pm.hook, hook_name)
+        for impl in caller.get_hookimpls():
+            if impl.plugin is plugin:
+                impl.function(register=register_cls(scratch, name))
+    for spec in scratch:
+        registry._add(spec)
+
+
+def _entry_points() -> Iterable[metadata.EntryPoint]:
+    return metadata.entry_points(group=ENTRY_POINT_GROUP)
+
+
+def load_plugins(*, strict: bool | None = None) -> pluggy.PluginManager:
+    """Load default and entry-point plugins once; later calls return the same manager.
+
+    Re-entrant and thread-safe. ``strict`` (default: ``RANKSEAM_STRICT_PLUGINS``) re-raises
+    the first plugin error instead of isolating the plugin.
+    """
+    with _lock:
+        if _state.pm is not None:
+            return _state.pm
+        strict = _strict_from_env() if strict is None else strict
+        pm = pluggy.PluginManager("rankseam")
+        pm.add_hookspecs(hookspecs)
+        registry = Registry()
+        infos: list[PluginInfo] = []
+
+        for module_name in DEFAULT_PLUGINS:
+            module = importlib.import_module(module_name)
+            pm.register(module, name=module_name)
+            _register_components(pm, module, module_name, registry)
+            infos.append(
+                PluginInfo(
+                    name=module_name,
+                    version=None,
+                    default=True,
+                    status="ok",
+                    hooks=_hooks_of(pm, module),
+                    components=registry.owned_by(module_name),
+                )
+            )
+
+        allow = _env_list("RANKSEAM_LOAD_PLUGINS")
+        block = set(_env_list("RANKSEAM_DISABLE_PLUGINS") or [])
+        seen: set[str] = set()
+        for ep in sorted(_entry_points(), key=lambda e: e.name):
+            if ep.name in seen:
+                continue
+            seen.add(ep.name)
+            dist = ep.dist
+            version = dist.version if dist is not None else None
+            dist_name = dist.metadata["Name"] if dist is not None else None
+            if (allow is not None and ep.name not in allow) or ep.name in block:
+                infos.append(PluginInfo(ep.name, version, False, "disabled", distribution=dist_name))
+                continue
+            plugin: object | None = None
+            try:
+                plugin = ep.load()
+                pm.register(plugin, name=ep.name)
+                unknown = sorted(c.name for c in pm.get_hookcallers(plugin) or () if c.spec is None)
+                if unknown:
+                    raise PluginError(
+                        f"implements unknown hook(s) {', '.join(unknown)}; see docs/plugin-hooks.md "
+                        "for the hooks this rankseam version defines"
+                    )
+                _register_components(pm, plugin, ep.name, registry)
+            except Exception as exc:  # isolate a broken third-party plugin
+                if plugin is not None and pm.is_registered(plugin):
+                    pm.unregister(plugin)
+                message = f"{type(exc).__name__}: {exc}"
+                if strict:
+                    raise PluginError(f"plugin {ep.name!r} failed to load: {message}") from exc
+                log.warning(
+                    "plugin %r failed to load and was disabled: %s",
+                    ep.name,
+                    message,
+                    extra={"plugin": ep.name},
+                )
+                infos.append(
+                    PluginInfo(ep.name, version, False, "error", error=message, distribution=dist_name)
+                )
+                continue
+            infos.append(
+                PluginInfo(
+                    ep.name,
+                    version,
+                    False,
+                    "ok",
+                    hooks=_hooks_of(pm, plugin),
+                    components=registry.owned_by(ep.name),
+                    distribution=dist_name,
+                )
+            )
+
+        _state.registry = registry
+        _state.infos = infos
+        _state.pm = pm
+        return pm
+
+
+def get_plugin_manager() -> pluggy.PluginManager:
+    return load_plugins()
+
+
+def get_registry() -> Registry:
+    """The registry of every component of every loaded plugin (loads plugins on first use)."""
+    load_plugins()
+    assert _state.registry is not None
+    return _state.registry
+
+
+def get_plugins(*, all: bool = False) -> list[PluginInfo]:
+    """Plugins and their status; default (in-tree) plugins only with ``all=True``."""
+    load_plugins()
+    return [info for info in _state.infos if all or not info.default]
+
+
+def check_pending() -> None:
+    """Raise when a loaded plugin implements a hook rankseam does not define (a typo, or a
+    plugin written for a newer rankseam)."""
+    try:
+        load_plugins().check_pending()
+    except pluggy.PluginValidationError as exc:
+        raise PluginError(f"{exc}; check the hook name against docs/plugin-hooks.md") from exc
+
+
+def reset_plugins() -> None:
+    """Forget loaded plugins so that the next use loads them again (tests, long-lived hosts
+    that changed RANKSEAM_* variables)."""
+    with _lock:
+        _state.pm = None
+        _state.registry = None
+        _state.infos = []

@@ -1,0 +1,127 @@
+"""Typed register objects: what hooks receive, and the record of who owns each component."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, Generic, TypeVar
+
+import attrs
+
+from rankseam.errors import PluginError
+
+__all__ = [
+    "ComponentSpec",
+    "ComponentRegister",
+    "CandidateSourceRegister",
+    "EmbedderRegister",
+    "RerankerRegister",
+    "DecisionBackendRegister",
+    "GenerationBackendRegister",
+    "Registry",
+]
+
+T = TypeVar("T")
+
+#: A component factory: ``factory(options, context) -> component``. ``options`` is the
+#: component's own table from the configuration (a plain mapping); ``context`` is the
+#: :class:`rankseam.compose.ComponentContext` of the assembly.
+Factory = Callable[[Mapping[str, Any], Any], T]
+
+_KINDS = ("candidate_source", "embedder", "reranker", "decision_backend", "generation_backend")
+
+
+@attrs.frozen
+class ComponentSpec(Generic[T]):
+    """A registered component: its kind, name, factory and owning plugin."""
+
+    kind: str
+    name: str
+    factory: Factory[T]
+    plugin: str
+    summary: str = ""
+
+
+class ComponentRegister(Generic[T]):
+    """Collects the components of one kind. Call it: ``register(name, factory, summary=...)``."""
+
+    kind: str = ""
+
+    def __init__(self, registry: Registry, plugin: str) -> None:
+        self._registry = registry
+        self._plugin = plugin
+
+    def __call__(self, name: str, factory: Factory[T], *, summary: str = "") -> None:
+        if not isinstance(name, str) or not name or name.strip() != name:
+            raise PluginError(
+                f"plugin {self._plugin!r} registered a {self.kind} with an invalid name {name!r}; "
+                "names are non-empty strings without surrounding spaces"
+            )
+        if not callable(factory):
+            raise PluginError(
+                f"plugin {self._plugin!r} registered {self.kind} {name!r} with a factory that is "
+                f"not callable ({factory!r}); pass a callable factory(options, context)"
+            )
+        self._registry._add(ComponentSpec(self.kind, name, factory, self._plugin, summary))
+
+
+class CandidateSourceRegister(ComponentRegister[Any]):
+    kind = "candidate_source"
+
+
+class EmbedderRegister(ComponentRegister[Any]):
+    kind = "embedder"
+
+
+class RerankerRegister(ComponentRegister[Any]):
+    kind = "reranker"
+
+
+class DecisionBackendRegister(ComponentRegister[Any]):
+    kind = "decision_backend"
+
+
+class GenerationBackendRegister(ComponentRegister[Any]):
+    kind = "generation_backend"
+
+
+REGISTER_FOR_HOOK: dict[str, type[ComponentRegister[Any]]] = {
+    "register_candidate_sources": CandidateSourceRegister,
+    "register_embedders": EmbedderRegister,
+    "register_rerankers": RerankerRegister,
+    "register_decision_backends": DecisionBackendRegister,
+    "register_generation_backends": GenerationBackendRegister,
+}
+
+
+class Registry:
+    """Every registered component by kind and name, with its owning plugin."""
+
+    def __init__(self) -> None:
+        self._by_kind: dict[str, dict[str, ComponentSpec[Any]]] = {k: {} for k in _KINDS}
+
+    def _add(self, spec: ComponentSpec[Any]) -> None:
+        existing = self._by_kind[spec.kind].get(spec.name)
+        if existing is not None:
+            raise PluginError(
+                f"duplicate {spec.kind} name {spec.name!r}: registered by plugin "
+                f"{existing.plugin!r} and by plugin {spec.plugin!r}; uninstall or disable one of "
+                "them (RANKSEAM_DISABLE_PLUGINS)"
+            )
+        self._by_kind[spec.kind][spec.name] = spec
+
+    def get(self, kind: str, name: str) -> ComponentSpec[Any] | None:
+        return self._by_kind[kind].get(name)
+
+    def names(self, kind: str) -> list[str]:
+        return sorted(self._by_kind[kind])
+
+    def __iter__(self) -> Iterator[ComponentSpec[Any]]:
+        for kind in _KINDS:
+            yield from self._by_kind[kind].values()
+
+    def owned_by(self, plugin: str) -> dict[str, list[str]]:
+        out: dict[str, list[str]] = {}
+        for spec in self:
+            if spec.plugin == plugin:
+                out.setdefault(spec.kind, []).append(spec.name)
+        return out

@@ -1,0 +1,340 @@
+"""The rerank seam: the only place where plugin output meets stored memories.
+
+Rules (DESIGN.md §4–§5), enforced here whatever the plugin does:
+
+- The reranker is called only when one is assembled and the pool is non-empty, with
+  ``limit = min(requested limit, pool size)`` and read-only :class:`~rankseam.types.Candidate`
+  views whose text is cut to ``max_chars``.
+- Its answer must be a :class:`~rankseam.types.RerankDecision`. Each selected element that is
+  not an integer in ``1..n`` (bools and strings included), or repeats an earlier rank, is
+  discarded and counted; at most ``limit`` valid ranks are kept, in the plugin's order.
+- If no valid rank remains, the coarse ranks ``1..min(limit, n)`` are used and
+  ``used_fallback=True`` (status ``fell_back``).
+- Ranks resolve to the original hits: a plugin can never invent or alter an identity.
+- A failing reranker (any ``Exception``, or an answer of the wrong type) raises
+  :class:`~rankseam.errors.RerankError` by default (``on_error="raise"``). With
+  ``on_error="coarse"`` the coarse order is returned with status ``degraded``, the reason and a
+  warning log. ``asyncio.CancelledError`` always propagates.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import numbers
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Literal, Protocol, runtime_checkable
+
+import numpy as np
+
+from rankseam.errors import BackendError, RerankError, ValidationError
+from rankseam.types import (
+    Candidate,
+    Hit,
+    MemoryRef,
+    RerankDecision,
+    RerankStatus,
+    RerankTrace,
+    TraceCandidate,
+    Usage,
+)
+
+__all__ = [
+    "Reranker",
+    "OnError",
+    "MIN_POOL",
+    "MAX_POOL",
+    "DEFAULT_POOL",
+    "DEFAULT_MAX_CHARS",
+    "as_async_reranker",
+    "normalize_ranks",
+    "make_candidates",
+    "rerank_pool",
+    "trace_candidates",
+    "validate_limit",
+    "validate_pool_size",
+]
+
+log = logging.getLogger("rankseam.seam")
+
+MIN_POOL = 1
+MAX_POOL = 200
+DEFAULT_POOL = 30
+DEFAULT_MAX_CHARS = 2000
+
+OnError = Literal["raise", "coarse"]
+_ON_ERROR_CHOICES = ("raise", "coarse")
+
+#: Fetches stored vectors for a batch of identities in one call; ``None`` where a memory has
+#: no vector in the active embedding space.
+VectorFetcher = Callable[[Sequence[MemoryRef]], Sequence["np.ndarray | None"]]
+
+
+@runtime_checkable
+class Reranker(Protocol):
+    """What a reranker implements.
+
+    ``rerank`` receives the query, the coarse pool as read-only candidate views (``rank`` is the
+    1-based coarse position) and ``limit`` (already ``<= len(candidates)`` when called by the
+    seam). It answers with 1-based ranks. A synchronous ``rerank`` is supported too (run in a
+    worker thread by :func:`as_async_reranker`).
+
+    Optional attributes the host reads when present: ``descriptor`` (a JSON-able mapping for the
+    trace, no secrets), ``needs_embeddings`` (ask the host to attach stored vectors),
+    ``deterministic`` (the conformance kit then checks repeatability).
+    """
+
+    policy_id: str
+
+    async def rerank(
+        self, query: str, candidates: Sequence[Candidate], limit: int, /
+    ) -> RerankDecision: ...
+
+
+class _SyncRerankerAdapter:
+    """Runs a synchronous ``rerank`` in a worker thread; every other attribute passes through."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    async def rerank(self, query: str, candidates: Sequence[Candidate], limit: int, /) -> Any:
+        return await asyncio.to_thread(self._inner.rerank, query, candidates, limit)
+
+
+def as_async_reranker(reranker: Any) -> Reranker:
+    """Return ``reranker`` itself when its ``rerank`` is async, else the one sync adapter."""
+    rerank = getattr(reranker, "rerank", None)
+    if rerank is None or not callable(rerank):
+        raise TypeError(f"{reranker!r} has no callable rerank(query, candidates, limit)")
+    if not isinstance(getattr(reranker, "policy_id", None), str):
+        raise TypeError(f"{reranker!r} has no policy_id string")
+    if inspect.iscoroutinefunction(rerank):
+        return reranker  # type: ignore[no-any-return]
+    return _SyncRerankerAdapter(reranker)  # type: ignore[return-value]
+
+
+def validate_limit(limit: object) -> int:
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise ValidationError(f"limit must be an integer >= 1, got {limit!r}")
+    return limit
+
+
+def validate_pool_size(pool: object) -> int:
+    if isinstance(pool, bool) or not isinstance(pool, int) or not MIN_POOL <= pool <= MAX_POOL:
+        raise ValidationError(
+            f"pool size must be an integer in {MIN_POOL}..{MAX_POOL}, got {pool!r}; "
+            f"the coarse pool is bounded so that reranking cost stays bounded"
+        )
+    return pool
+
+
+def validate_on_error(on_error: object) -> OnError:
+    if on_error not in _ON_ERROR_CHOICES:
+        raise ValidationError(
+            f"on_error must be 'raise' (fail closed, the default) or 'coarse' (return the coarse "
+            f"order with status 'degraded'), got {on_error!r}"
+        )
+    return on_error  # type: ignore[return-value]
+
+
+def _is_rank(value: object) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool | np.bool_)
+
+
+def normalize_ranks(raw: Sequence[object], n: int, limit: int) -> tuple[tuple[int, ...], int]:
+    """Walk ``raw`` in order; keep valid, unseen ranks in ``1..n`` up to ``limit``.
+
+    Returns ``(kept, discarded)``. Elements after the ``limit``-th valid rank are ignored and
+    not counted (they were never going to be used).
+    """
+    kept: list[int] = []
+    seen: set[int] = set()
+    discarded = 0
+    for value in raw:
+        if len(kept) >= limit:
+            break
+        if not _is_rank(value):
+            discarded += 1
+            continue
+        rank = int(value)  # type: ignore[call-overload]
+        if rank < 1 or rank > n or rank in seen:
+            discarded += 1
+            continue
+        seen.add(rank)
+        kept.append(rank)
+    return tuple(kept), discarded
+
+
+def _cut(text: str, max_chars: int) -> str:
+    return text if len(text) <= max_chars else text[:max_chars]
+
+
+def make_candidates(
+    pool: Sequence[Hit],
+    *,
+    max_chars: int = DEFAULT_MAX_CHARS,
+    vectors: Sequence[np.ndarray | None] | None = None,
+    embedding_space: str | None = None,
+) -> tuple[Candidate, ...]:
+    """Build the read-only candidate views for a pool (text cut to ``max_chars``)."""
+    out = []
+    for i, hit in enumerate(pool):
+        vec = vectors[i] if vectors is not None else None
+        out.append(
+            Candidate(
+                rank=i + 1,
+                ref=hit.ref,
+                text=_cut(hit.text, max_chars),
+                score=hit.score,
+                importance=hit.importance,
+                matched_by=hit.matched_by,
+                channel_scores=hit.channel_scores,
+                embedding=vec,
+                embedding_space=embedding_space if vec is not None else None,
+            )
+        )
+    return tuple(out)
+
+
+def trace_candidates(pool: Sequence[Hit], *, text: bool = True) -> tuple[TraceCandidate, ...]:
+    return tuple(
+        TraceCandidate(i + 1, h.ref, h.score, h.matched_by, h.text if text else None)
+        for i, h in enumerate(pool)
+    )
+
+
+def describe(reranker: Any) -> dict[str, Any]:
+    descriptor = getattr(reranker, "descriptor", None)
+    if isinstance(descriptor, Mapping):
+        return dict(descriptor)
+    return {}
+
+
+def _failure_reason(exc: BaseException) -> str:
+    if isinstance(exc, RerankError):
+        return exc.reason
+    if isinstance(exc, BackendError):
+        return exc.kind
+    if isinstance(exc, TimeoutError):
+        return "timeout"
+    return "exception"
+
+
+async def rerank_pool(
+    query: str,
+    pool: Sequence[Hit],
+    limit: int,
+    reranker: Reranker | None,
+    *,
+    on_error: OnError = "raise",
+    max_chars: int = DEFAULT_MAX_CHARS,
+    fetch_vectors: VectorFetcher | None = None,
+    embedding_space: str | None = None,
+) -> tuple[tuple[Hit, ...], RerankTrace | None]:
+    """Run the rerank stage over a coarse pool; return the final hits and the stage's trace.
+
+    With no reranker, or an empty pool, the result is ``pool[:limit]`` and the trace is
+    ``None``: no reranking work is done and the reranker is never called.
+    """
+    validate_limit(limit)
+    validate_on_error(on_error)
+    pool = tuple(pool)
+    if len(pool) > MAX_POOL:
+        raise ValidationError(f"the coarse pool holds {len(pool)} hits; at most {MAX_POOL} allowed")
+    if reranker is None or not pool:
+        return pool[:limit], None
+
+    n = len(pool)
+    k = min(limit, n)
+    policy_id = str(getattr(reranker, "policy_id", type(reranker).__name__))
+    descriptor = describe(reranker)
+    vectors = None
+    if getattr(reranker, "needs_embeddings", False) and fetch_vectors is not None:
+        vectors = fetch_vectors([h.ref for h in pool])
+    candidates = make_candidates(
+        pool, max_chars=max_chars, vectors=vectors, embedding_space=embedding_space
+    )
+
+    started = time.perf_counter()
+    try:
+        decision = await as_async_reranker(reranker).rerank(query, candidates, k)
+        if not isinstance(decision, RerankDecision):
+            raise RerankError(
+                f"reranker {policy_id!r} returned {type(decision).__name__}, not a RerankDecision",
+                policy_id=policy_id,
+                reason="invalid_output",
+            )
+    except asyncio.CancelledError:
+        raise
+    except Exception as exc:
+        latency_ms = (time.perf_counter() - started) * 1000.0
+        reason = _failure_reason(exc)
+        usage = getattr(exc, "usage", None)
+        usage = usage if isinstance(usage, Usage) else Usage.zero()
+        if on_error == "raise":
+            raise RerankError(
+                f"reranker {policy_id!r} failed ({reason}): {type(exc).__name__}: {exc}. "
+                "The search failed closed; retry, fix the reranker or its backend, or set "
+                "on_error='coarse' to return the coarse order marked 'degraded' instead",
+                policy_id=policy_id,
+                reason=reason,
+            ) from exc
+        log.warning(
+            "rerank failed; returning the coarse order marked degraded",
+            extra={"policy_id": policy_id, "reason": reason, "status": "degraded"},
+        )
+        trace = RerankTrace(
+            policy_id=policy_id,
+            status=RerankStatus.DEGRADED,
+            selected_ranks=tuple(range(1, k + 1)),
+            reason=f"{reason}: {type(exc).__name__}",
+            usage=usage,
+            latency_ms=latency_ms,
+            descriptor=descriptor,
+            candidate_count=n,
+            limit=k,
+        )
+        return pool[:k], trace
+
+    latency_ms = (time.perf_counter() - started) * 1000.0
+    selected, seam_discarded = normalize_ranks(decision.selected_ranks, n, k)
+    discarded = decision.discarded_rank_count + seam_discarded
+    reason: str | None = None
+    if not selected:
+        selected = tuple(range(1, k + 1))
+        used_fallback = True
+        status = RerankStatus.FELL_BACK
+        reason = "no valid rank in the reranker's selection; coarse ranks used"
+    elif decision.used_fallback:
+        used_fallback = True
+        status = RerankStatus.FELL_BACK
+        reason = "the reranker fell back to coarse ranks"
+    else:
+        used_fallback = False
+        status = RerankStatus.REPAIRED if discarded else RerankStatus.OK
+        if discarded:
+            reason = f"{discarded} invalid or repeated rank(s) discarded"
+    log.debug(
+        "rerank done",
+        extra={"policy_id": policy_id, "status": status.value, "discarded": discarded},
+    )
+    trace = RerankTrace(
+        policy_id=policy_id,
+        status=status,
+        selected_ranks=selected,
+        discarded_rank_count=discarded,
+        used_fallback=used_fallback,
+        reason=reason,
+        usage=decision.usage,
+        latency_ms=latency_ms,
+        descriptor=descriptor,
+        records=decision.records,
+        candidate_count=n,
+        limit=k,
+    )
+    return tuple(pool[r - 1] for r in selected), trace

@@ -1,0 +1,364 @@
+"""Frozen value objects shared by the host and every plugin.
+
+Everything here is an immutable ``attrs`` class with validators. Plugins receive these
+objects; they cannot change them, and the host never trusts a plugin to build a hit.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from collections.abc import Iterable, Mapping
+from types import MappingProxyType
+from typing import Any
+
+import attrs
+import numpy as np
+
+__all__ = [
+    "MemoryRef",
+    "Usage",
+    "Hit",
+    "Candidate",
+    "CandidateRecord",
+    "RerankDecision",
+    "RerankStatus",
+    "RerankTrace",
+    "SearchTrace",
+    "SearchResult",
+    "TraceCandidate",
+]
+
+
+def _frozen_mapping(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    return MappingProxyType(dict(value or {}))
+
+
+def _non_negative_int(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"{attribute.name} must be a non-negative integer, got {value!r}")
+
+
+def _optional_non_negative_int(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is not None:
+        _non_negative_int(_inst, attribute, value)
+
+
+def _finite(_inst: object, attribute: attrs.Attribute[Any], value: float) -> None:
+    if not math.isfinite(value):
+        raise ValueError(f"{attribute.name} must be a finite number, got {value!r}")
+
+
+@attrs.frozen(order=True)
+class MemoryRef:
+    """The identity of one immutable revision of a memory: what a hit cites."""
+
+    namespace: str = attrs.field(validator=attrs.validators.instance_of(str))
+    memory_id: str = attrs.field(validator=attrs.validators.instance_of(str))
+    revision: int = attrs.field(validator=_non_negative_int)
+
+    def __attrs_post_init__(self) -> None:
+        if not self.namespace:
+            raise ValueError("MemoryRef.namespace must not be empty")
+        if not self.memory_id:
+            raise ValueError("MemoryRef.memory_id must not be empty")
+        if self.revision < 1:
+            raise ValueError(f"MemoryRef.revision starts at 1, got {self.revision}")
+
+    def sort_key(self) -> bytes:
+        """Deterministic tie-break key: the UTF-8 bytes of the identity."""
+        return b"\x00".join(
+            (self.namespace.encode(), self.memory_id.encode(), str(self.revision).encode())
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"namespace": self.namespace, "memory_id": self.memory_id, "revision": self.revision}
+
+
+@attrs.frozen
+class Usage:
+    """Cost of model calls. ``None`` token counts mean *unknown*, and unknown is contagious.
+
+    Usage is summable: ``Usage.zero() + Usage(calls=1, input_tokens=None)`` has one call and
+    unknown input tokens.
+    """
+
+    calls: int = attrs.field(default=0, validator=_non_negative_int)
+    input_tokens: int | None = attrs.field(default=0, validator=_optional_non_negative_int)
+    output_tokens: int | None = attrs.field(default=0, validator=_optional_non_negative_int)
+
+    @classmethod
+    def zero(cls) -> Usage:
+        return cls(0, 0, 0)
+
+    @classmethod
+    def one_call(cls, input_tokens: int | None = None, output_tokens: int | None = None) -> Usage:
+        return cls(1, input_tokens, output_tokens)
+
+    @classmethod
+    def total(cls, usages: Iterable[Usage]) -> Usage:
+        out = cls.zero()
+        for usage in usages:
+            out = out + usage
+        return out
+
+    def __add__(self, other: object) -> Usage:
+        if not isinstance(other, Usage):
+            return NotImplemented
+
+        def add(a: int | None, b: int | None) -> int | None:
+            return None if a is None or b is None else a + b
+
+        return Usage(
+            self.calls + other.calls,
+            add(self.input_tokens, other.input_tokens),
+            add(self.output_tokens, other.output_tokens),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "calls": self.calls,
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+        }
+
+
+@attrs.frozen
+class Hit:
+    """One search result: an exact stored revision, with how it was found.
+
+    ``score`` is the coarse (fused) score; rerankers re-select hits but never rewrite scores.
+    """
+
+    ref: MemoryRef
+    text: str
+    score: float = attrs.field(converter=float, validator=_finite)
+    importance: float = attrs.field(default=0.5, converter=float)
+    matched_by: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+    channel_scores: Mapping[str, float] = attrs.field(
+        factory=dict, converter=_frozen_mapping, eq=False
+    )
+    metadata: Mapping[str, Any] = attrs.field(factory=dict, converter=_frozen_mapping, eq=False)
+    created_at: float = attrs.field(default=0.0, converter=float)
+    content_hash: str = ""
+
+    def to_dict(self, *, text: bool = True) -> dict[str, Any]:
+        out: dict[str, Any] = {**self.ref.to_dict()}
+        if text:
+            out["text"] = self.text
+        out.update(
+            score=round(self.score, 6),
+            importance=self.importance,
+            matched_by=list(self.matched_by),
+            channel_scores={k: round(v, 6) for k, v in self.channel_scores.items()},
+            metadata=dict(self.metadata),
+            created_at=self.created_at,
+            content_hash=self.content_hash,
+        )
+        return out
+
+
+def _readonly_vector(value: object) -> np.ndarray | None:
+    if value is None:
+        return None
+    arr = np.array(value, dtype=np.float32, copy=True)
+    if arr.ndim != 1:
+        raise ValueError(f"Candidate.embedding must be one-dimensional, got shape {arr.shape}")
+    arr.setflags(write=False)
+    return arr
+
+
+@attrs.frozen
+class Candidate:
+    """The read-only view of one coarse-pool entry that a reranker sees.
+
+    ``rank`` is the 1-based coarse position: the only currency a reranker may answer in.
+    ``text`` is already cut to the seam's ``max_chars``. ``embedding`` is the stored vector
+    (float32, read-only) when the reranker asked for vectors and one exists in the store's
+    active embedding space, else ``None``.
+    """
+
+    rank: int = attrs.field(validator=_non_negative_int)
+    ref: MemoryRef
+    text: str
+    score: float
+    importance: float = 0.5
+    matched_by: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+    channel_scores: Mapping[str, float] = attrs.field(
+        factory=dict, converter=_frozen_mapping, eq=False
+    )
+    embedding: np.ndarray | None = attrs.field(default=None, converter=_readonly_vector, eq=False)
+    embedding_space: str | None = None
+
+
+@attrs.frozen
+class CandidateRecord:
+    """What a per-candidate policy did with one candidate (kept in the trace)."""
+
+    rank: int
+    outcome: str
+    latency_ms: float = 0.0
+    usage: Usage = attrs.field(factory=Usage.zero)
+    detail: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "rank": self.rank,
+            "outcome": self.outcome,
+            "latency_ms": round(self.latency_ms, 3),
+            "usage": self.usage.to_dict(),
+            "detail": self.detail,
+        }
+
+
+@attrs.frozen
+class RerankDecision:
+    """What a reranker answers: 1-based coarse positions, best first, plus cost.
+
+    ``selected_ranks`` is taken as the plugin gave it; the seam validates every element
+    (non-integers, out-of-range and repeated ranks are discarded and counted). ``used_fallback``
+    means the *reranker* fell back to coarse ranks because it had no valid selection; it is not
+    a backend degradation (that is ``DecisionResult.used_fallback``).
+    """
+
+    selected_ranks: tuple[Any, ...] = attrs.field(converter=tuple)
+    usage: Usage = attrs.field(factory=Usage.zero, validator=attrs.validators.instance_of(Usage))
+    discarded_rank_count: int = attrs.field(default=0, validator=_non_negative_int)
+    used_fallback: bool = attrs.field(default=False, validator=attrs.validators.instance_of(bool))
+    records: tuple[CandidateRecord, ...] = attrs.field(default=(), converter=tuple)
+
+
+class RerankStatus(str, enum.Enum):
+    """How the rerank stage ended.
+
+    - ``ok``: the reranker's selection was used as given.
+    - ``repaired``: some ranks were invalid and discarded; the valid rest was used.
+    - ``fell_back``: no valid rank remained; coarse ranks ``1..min(limit, n)`` were used.
+    - ``degraded``: the reranker failed and ``on_error="coarse"`` returned the coarse order.
+    - ``skipped``: no rerank ran (no reranker assembled, or an empty pool).
+    """
+
+    OK = "ok"
+    REPAIRED = "repaired"
+    FELL_BACK = "fell_back"
+    DEGRADED = "degraded"
+    SKIPPED = "skipped"
+
+
+@attrs.frozen
+class TraceCandidate:
+    """One coarse-pool entry as recorded in a trace (text optional: traces are sensitive)."""
+
+    rank: int
+    ref: MemoryRef
+    score: float
+    matched_by: tuple[str, ...]
+    text: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"rank": self.rank, **self.ref.to_dict(), "score": round(self.score, 6)}
+        out["matched_by"] = list(self.matched_by)
+        if self.text is not None:
+            out["text"] = self.text
+        return out
+
+
+@attrs.frozen
+class RerankTrace:
+    """Everything the seam knows about one rerank stage. JSON-serialisable via ``to_dict``."""
+
+    policy_id: str
+    status: RerankStatus
+    selected_ranks: tuple[int, ...] = ()
+    discarded_rank_count: int = 0
+    used_fallback: bool = False
+    reason: str | None = None
+    usage: Usage = attrs.field(factory=Usage.zero)
+    latency_ms: float = 0.0
+    descriptor: Mapping[str, Any] = attrs.field(factory=dict, converter=_frozen_mapping, eq=False)
+    records: tuple[CandidateRecord, ...] = ()
+    candidate_count: int = 0
+    limit: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "policy_id": self.policy_id,
+            "status": self.status.value,
+            "reason": self.reason,
+            "candidate_count": self.candidate_count,
+            "limit": self.limit,
+            "selected_ranks": list(self.selected_ranks),
+            "discarded_rank_count": self.discarded_rank_count,
+            "used_fallback": self.used_fallback,
+            "usage": self.usage.to_dict(),
+            "latency_ms": round(self.latency_ms, 3),
+            "descriptor": _jsonable(self.descriptor),
+            "records": [r.to_dict() for r in self.records],
+        }
+
+
+@attrs.frozen
+class SearchTrace:
+    """The trace of one search: the coarse pool and, when a reranker ran, its stage."""
+
+    query: str
+    namespace: str
+    limit: int
+    pool_size: int
+    coarse: tuple[TraceCandidate, ...]
+    rerank: RerankTrace | None = None
+    latency_ms: float = 0.0
+    channels: tuple[str, ...] = ()
+
+    @property
+    def status(self) -> RerankStatus:
+        return self.rerank.status if self.rerank is not None else RerankStatus.SKIPPED
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "query": self.query,
+            "namespace": self.namespace,
+            "limit": self.limit,
+            "pool_size": self.pool_size,
+            "channels": list(self.channels),
+            "status": self.status.value,
+            "latency_ms": round(self.latency_ms, 3),
+            "coarse": [c.to_dict() for c in self.coarse],
+            "rerank": self.rerank.to_dict() if self.rerank is not None else None,
+        }
+
+
+@attrs.frozen
+class SearchResult:
+    """Final hits plus the trace. Iterating a result iterates its hits."""
+
+    hits: tuple[Hit, ...] = attrs.field(converter=tuple)
+    trace: SearchTrace
+
+    @property
+    def status(self) -> RerankStatus:
+        return self.trace.status
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        return iter(self.hits)
+
+    def __len__(self) -> int:
+        return len(self.hits)
+
+    def __getitem__(self, index: int) -> Hit:
+        return self.hits[index]
+
+    def to_dict(self, *, text: bool = True) -> dict[str, Any]:
+        return {"hits": [h.to_dict(text=text) for h in self.hits], "trace": self.trace.to_dict()}
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, enum.Enum):
+        return value.value
+    if isinstance(value, str | int | float | bool) or value is None:
+        return value
+    return repr(value)

@@ -1,0 +1,99 @@
+"""The only noxfile. Discovers core/, plugins/*/ and plugins-hosted/*/ by itself.
+
+Each distribution is tested in its own virtual environment with only rankseam[testing] and
+itself installed, so a plugin that forgets to declare a dependency fails here.
+
+    nox -l                      # list sessions
+    nox -s "tests(rankseam)"    # one distribution
+    nox -s integration          # everything installed together, tests/ at the root
+    nox -s lint                 # ruff + mypy
+    nox -s bench                # a small, fast benchmark run (not part of `make test`)
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import nox
+
+ROOT = Path(__file__).parent
+nox.options.default_venv_backend = "uv|virtualenv"
+nox.options.reuse_existing_virtualenvs = True
+nox.options.sessions = ["tests", "integration", "lint"]
+
+
+def _distributions() -> dict[str, Path]:
+    found: dict[str, Path] = {}
+    for pyproject in [ROOT / "core" / "pyproject.toml", *sorted(ROOT.glob("plugins/*/pyproject.toml")),
+                      *sorted(ROOT.glob("plugins-hosted/*/pyproject.toml"))]:
+        meta = tomllib.loads(pyproject.read_text())
+        tool = meta.get("tool", {}).get("rankseam", {})
+        if tool.get("nox") is False:
+            continue
+        found[meta["project"]["name"]] = pyproject.parent
+    return found
+
+
+DISTS = _distributions()
+# Distributions whose session must use pip (e.g. torch comes from a local wheel uv cannot see).
+PIP_ONLY = {name for name, path in DISTS.items()
+            if tomllib.loads((path / "pyproject.toml").read_text()).get("tool", {}).get("rankseam", {}).get("installer") == "pip"}
+TESTED = [name for name in DISTS if name not in PIP_ONLY]
+
+
+@nox.session(python="3.11")
+@nox.parametrize("dist", TESTED, ids=TESTED)
+def tests(session: nox.Session, dist: str) -> None:
+    """One distribution, its own venv: rankseam[testing] + the distribution + its tests."""
+    path = DISTS[dist]
+    session.install("-e", f"{DISTS['rankseam']}[testing]")
+    if dist != "rankseam":
+        session.install("-e", f"{path}[test]" if _has_extra(path, "test") else str(path))
+    session.run("pytest", "-q", "-p", "no:cacheprovider", str(path / "tests"), *session.posargs,
+                env={"RANKSEAM_DATA": str(ROOT.parent / "shared" / "data")})
+
+
+for _name in sorted(PIP_ONLY):
+    def _pip_session(session: nox.Session, _dist: str = _name) -> None:
+        path = DISTS[_dist]
+        session.install("-e", f"{DISTS['rankseam']}[testing]")
+        session.install("-e", f"{path}[test]" if _has_extra(path, "test") else str(path))
+        session.run("pytest", "-q", "-p", "no:cacheprovider", str(path / "tests"), *session.posargs)
+
+    nox.session(name=f"tests-pip({_name})", python="3.11", venv_backend="virtualenv")(_pip_session)
+
+
+def _has_extra(path: Path, extra: str) -> bool:
+    meta = tomllib.loads((path / "pyproject.toml").read_text())
+    return extra in meta["project"].get("optional-dependencies", {})
+
+
+@nox.session(python="3.11")
+def integration(session: nox.Session) -> None:
+    """Everything installed together; runs the cross-distribution tests in tests/."""
+    session.install("-e", f"{DISTS['rankseam']}[testing,bench]")
+    for name in TESTED:
+        if name != "rankseam":
+            session.install("-e", str(DISTS[name]))
+    session.run("pytest", "-q", "-p", "no:cacheprovider", str(ROOT / "tests"), *session.posargs,
+                env={"RANKSEAM_DATA": str(ROOT.parent / "shared" / "data")})
+
+
+@nox.session(python="3.11")
+def lint(session: nox.Session) -> None:
+    """ruff (lint + format check) and mypy on the host."""
+    session.install("ruff", "mypy", "-e", f"{DISTS['rankseam']}[testing]")
+    session.run("ruff", "check", ".")
+    session.run("mypy", str(DISTS["rankseam"] / "src" / "rankseam"))
+
+
+@nox.session(python="3.11")
+def bench(session: nox.Session) -> None:
+    """A small, fast benchmark configuration (not part of `make test`)."""
+    session.install("-e", f"{DISTS['rankseam']}[bench]")
+    for name in TESTED:
+        if name != "rankseam":
+            session.install("-e", str(DISTS[name]))
+    out = session.posargs[0] if session.posargs else str(ROOT / "bench-out")
+    session.run("rankseam", "bench", "latency", "--quick", "--out", f"{out}/latency")

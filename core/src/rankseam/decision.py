@@ -40,6 +40,8 @@ __all__ = [
     "WRITE_GATE_QUESTION",
     "rerank_request",
     "write_gate_request",
+    "GateVerdict",
+    "ask_write_gate",
 ]
 
 log = logging.getLogger("rankseam.decision")
@@ -174,3 +176,32 @@ def wrap_for_role(backend: DecisionBackend, role: Role) -> DecisionBackend:
     if role.failure_policy is FailurePolicy.FAIL_CLOSED:
         return backend
     return FailOpenDecisionBackend(backend, role=role.name, timeout_s=role.timeout_s)
+
+
+@attrs.frozen
+class GateVerdict:
+    """The write gate's answer for one memory.
+
+    ``store`` is False only for a healthy ``NO``. A degraded verdict (the backend failed and the
+    fail-open envelope abstained) stores the memory anyway and says so with ``degraded=True``.
+    """
+
+    outcome: DecisionOutcome
+    store: bool
+    degraded: bool
+    policy_id: str
+    usage: Usage = attrs.field(factory=Usage.zero)
+    rationale: str | None = None
+
+
+async def ask_write_gate(backend: DecisionBackend, text: str) -> GateVerdict:
+    """Ask "is this worth remembering?" through a (fail-open) write-gate handle."""
+    result = await backend.evaluate(write_gate_request(text))
+    return GateVerdict(
+        outcome=result.outcome,
+        store=result.used_fallback or result.outcome is not DecisionOutcome.NO,
+        degraded=result.used_fallback,
+        policy_id=result.policy_id,
+        usage=result.usage,
+        rationale=result.rationale,
+    )

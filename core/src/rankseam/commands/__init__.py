@@ -1,0 +1,1 @@
+"""Sub-commands of the ``rankseam`` CLI, one module per concern, loaded lazily by cli.py."""

@@ -1,0 +1,75 @@
+"""The base of every contract: capability flags and the guard against silent skips."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+import pytest
+
+__all__ = ["ContractBase"]
+
+
+class ContractBase:
+    """Base class of the conformance contracts.
+
+    - ``capabilities``: flags the component declares (``frozenset`` of strings). A standard
+      test that needs a flag calls :meth:`require`, which skips with a message naming it.
+    - ``waived_tests``: ``{"test_name": "reason"}``. The only way to not run a standard test;
+      the test is then reported as skipped with the reason. Overriding, deleting or shadowing
+      a standard test any other way raises ``TypeError`` when the subclass is created.
+    """
+
+    capabilities: ClassVar[frozenset[str]] = frozenset()
+    waived_tests: ClassVar[Mapping[str, str]] = {}
+    #: Names of the standard tests of the contract (filled per contract class).
+    _standard_tests: ClassVar[dict[str, Any]] = {}
+    #: Set on the contract classes themselves (not on plugin subclasses).
+    _is_contract: ClassVar[bool] = False
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if cls.__dict__.get("_is_contract", False):
+            standard = dict(getattr(cls, "_standard_tests", {}))
+            for name, value in cls.__dict__.items():
+                if name.startswith("test_") and callable(value):
+                    standard[name] = value
+            cls._standard_tests = standard
+            return
+        waived = dict(cls.waived_tests)
+        unknown = sorted(set(waived) - set(cls._standard_tests))
+        if unknown:
+            raise TypeError(
+                f"{cls.__name__}.waived_tests names unknown standard test(s) {unknown}; "
+                f"standard tests are {sorted(cls._standard_tests)}"
+            )
+        for name, original in cls._standard_tests.items():
+            current = getattr(cls, name, None)
+            if name in waived:
+                reason = waived[name]
+                if not isinstance(reason, str) or not reason.strip():
+                    raise TypeError(f"{cls.__name__}.waived_tests[{name!r}] needs a reason")
+                setattr(cls, name, _waived(name, reason))
+                continue
+            if current is not original:
+                raise TypeError(
+                    f"{cls.__name__} overrides or removes the standard contract test {name!r}; "
+                    "standard tests cannot be changed silently. To not run it, list it in "
+                    f"waived_tests = {{{name!r}: 'why'}}; to test more, add a new test method."
+                )
+
+    def require(self, capability: str) -> None:
+        """Skip the calling standard test unless the component declares ``capability``."""
+        if capability not in self.capabilities:
+            pytest.skip(
+                f"needs capability {capability!r}, which {type(self).__name__}.capabilities "
+                "does not declare"
+            )
+
+
+def _waived(name: str, reason: str) -> Any:
+    def test(self: Any) -> None:
+        pytest.skip(f"waived by the plugin: {reason}")
+
+    test.__name__ = name
+    return test

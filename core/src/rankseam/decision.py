@@ -9,7 +9,8 @@ declares a :class:`FailurePolicy`; the host resolves it when it hands the role a
   envelope: any ``Exception`` (and an optional timeout) becomes ``ABSTAIN`` with
   ``used_fallback=True`` and zero usage; ``asyncio.CancelledError`` always propagates.
 
-One backend instance may serve a fail-open and a fail-closed role at the same time.
+One backend instance may serve a fail-open and a fail-closed role at the same time: the policy
+belongs to the role, never to the backend. ``docs/decision-port.md`` is the user-facing guide.
 """
 
 from __future__ import annotations
@@ -17,97 +18,167 @@ from __future__ import annotations
 import asyncio
 import enum
 import logging
-from typing import Protocol, runtime_checkable
+import math
+from collections.abc import Iterable
+from typing import Any, Protocol, runtime_checkable
 
 import attrs
 
+from rankseam.errors import InvalidOutputError
 from rankseam.types import Usage
 
 __all__ = [
+    "RERANK_DECISION_KIND",
+    "RERANK_QUESTION",
+    "RERANK_ROLE",
+    "WRITE_GATE_DECISION_KIND",
+    "WRITE_GATE_QUESTION",
+    "WRITE_GATE_ROLE",
+    "DecisionBackend",
     "DecisionOutcome",
     "DecisionRequest",
     "DecisionResult",
-    "DecisionBackend",
-    "FailurePolicy",
-    "Role",
     "FailOpenDecisionBackend",
-    "wrap_for_role",
-    "RERANK_ROLE",
-    "WRITE_GATE_ROLE",
-    "RERANK_DECISION_KIND",
-    "RERANK_QUESTION",
-    "WRITE_GATE_DECISION_KIND",
-    "WRITE_GATE_QUESTION",
-    "rerank_request",
-    "write_gate_request",
+    "FailurePolicy",
     "GateVerdict",
+    "Role",
     "ask_write_gate",
+    "checked_result",
+    "rerank_request",
+    "unwrap",
+    "wrap_for_role",
+    "write_gate_request",
 ]
 
 log = logging.getLogger("rankseam.decision")
 
 
-class DecisionOutcome(str, enum.Enum):
+class DecisionOutcome(enum.StrEnum):
     """A verdict. ``ABSTAIN`` is a deliberate "cannot tell" from a healthy backend *or* a
-    degradation by the fail-open envelope; ``DecisionResult.used_fallback`` tells them apart."""
+    degradation by the fail-open envelope; ``DecisionResult.used_fallback`` tells them apart,
+    and consumers must look at it: the decision reranker keeps a healthy abstain but fails on a
+    degraded one."""
 
     YES = "yes"
     NO = "no"
     ABSTAIN = "abstain"
 
 
-def _non_empty(_inst: object, attribute: attrs.Attribute[str], value: str) -> None:
+def _non_empty(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
     if not isinstance(value, str) or not value.strip():
-        raise ValueError(f"DecisionRequest.{attribute.name} must be a non-empty string")
+        raise ValueError(f"{attribute.name} must be a non-empty string, got {value!r}")
+
+
+def _evidence(value: object) -> tuple[str, ...]:
+    if isinstance(value, str | bytes):
+        raise TypeError(
+            "DecisionRequest.evidence is a sequence of strings, not one string; "
+            "write evidence=(text,)"
+        )
+    if not isinstance(value, Iterable):
+        raise TypeError(f"DecisionRequest.evidence must be a sequence of strings, got {value!r}")
+    out = tuple(value)
+    for item in out:
+        if not isinstance(item, str):
+            raise TypeError(
+                f"DecisionRequest.evidence items must be strings, got {type(item).__name__}"
+            )
+    return out
 
 
 @attrs.frozen
 class DecisionRequest:
-    """One question. ``decision_kind`` is a low-cardinality label (safe for logs), never content."""
+    """One question. ``decision_kind`` is a low-cardinality label (safe for logs), never content.
+
+    ``subject`` is what the question is about (may be empty: a memory can be empty text);
+    ``evidence`` is a tuple of supporting strings (for reranking: the query).
+    """
 
     decision_kind: str = attrs.field(validator=_non_empty)
     question: str = attrs.field(validator=_non_empty)
     subject: str = attrs.field(validator=attrs.validators.instance_of(str))
-    evidence: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+    evidence: tuple[str, ...] = attrs.field(default=(), converter=_evidence)
+
+
+def _confidence(_inst: object, _attribute: object, value: Any) -> None:
+    if value is None:
+        return
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or not 0.0 <= value <= 1.0
+    ):
+        raise ValueError(f"DecisionResult.confidence must be None or in [0, 1], got {value!r}")
 
 
 @attrs.frozen
 class DecisionResult:
-    """A verdict with its cost. ``used_fallback`` is set only by the fail-open envelope."""
+    """A verdict with its cost.
+
+    ``used_fallback`` is set only by the fail-open envelope: the backend failed and the verdict
+    is a stand-in ``ABSTAIN``, not an answer. ``confidence`` is reserved (recorded, never used to
+    decide). ``usage`` is the cost of this one evaluation.
+    """
 
     outcome: DecisionOutcome = attrs.field(converter=DecisionOutcome)
-    policy_id: str
-    usage: Usage = attrs.field(factory=Usage.zero)
-    rationale: str | None = None
-    confidence: float | None = None
-    used_fallback: bool = False
+    policy_id: str = attrs.field(validator=_non_empty)
+    usage: Usage = attrs.field(factory=Usage.zero, validator=attrs.validators.instance_of(Usage))
+    rationale: str | None = attrs.field(
+        default=None, validator=attrs.validators.optional(attrs.validators.instance_of(str))
+    )
+    confidence: float | None = attrs.field(default=None, validator=_confidence)
+    used_fallback: bool = attrs.field(default=False, validator=attrs.validators.instance_of(bool))
 
 
 @runtime_checkable
 class DecisionBackend(Protocol):
-    """What a decision backend implements. ``evaluate`` raises on failure (prefer the typed
-    :mod:`rankseam.errors` backend errors); it never degrades quietly on its own."""
+    """What a decision backend implements.
+
+    ``evaluate`` raises on failure (prefer the typed backend errors of :mod:`rankseam.errors`:
+    ``BackendTimeoutError``, ``BackendUnavailableError``, ``InvalidOutputError``); it never
+    degrades quietly on its own and never sets ``used_fallback``. It must be safe to call
+    concurrently (the decision reranker may run several calls at once).
+
+    Optional attribute the host reads when present: ``deterministic`` (same request, same
+    verdict; rerankers built on the backend then declare themselves deterministic too).
+    """
 
     policy_id: str
 
     async def evaluate(self, request: DecisionRequest, /) -> DecisionResult: ...
 
 
-class FailurePolicy(str, enum.Enum):
+class FailurePolicy(enum.StrEnum):
+    """What a role does when its backend fails: degrade to a marked abstain, or raise."""
+
     FAIL_OPEN = "fail_open"
     FAIL_CLOSED = "fail_closed"
+
+
+def _timeout(_inst: object, _attribute: object, value: Any) -> None:
+    if value is None:
+        return
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or value <= 0
+    ):
+        raise ValueError(f"Role.timeout_s must be None or a finite number > 0, got {value!r}")
 
 
 @attrs.frozen
 class Role:
     """A consumer of a backend and the failure policy it declares.
 
-    ``timeout_s`` applies only to fail-open roles (a fail-closed consumer keeps its own deadline).
+    ``timeout_s`` applies only to fail-open roles (the envelope enforces it); a fail-closed
+    consumer keeps its own deadline (the decision reranker's ``deadline_s``).
     """
 
-    name: str
-    failure_policy: FailurePolicy
-    timeout_s: float | None = None
+    name: str = attrs.field(validator=_non_empty)
+    failure_policy: FailurePolicy = attrs.field(converter=FailurePolicy)
+    timeout_s: float | None = attrs.field(default=None, validator=_timeout)
 
 
 #: The reranking role: fails closed (an error is raised, never a quiet coarse result).
@@ -128,28 +199,54 @@ def rerank_request(query: str, candidate_text: str) -> DecisionRequest:
 
 
 def write_gate_request(text: str) -> DecisionRequest:
-    """The write gate's question about a memory about to be stored."""
+    """The write gate's question about a memory about to be stored (subject = its text)."""
     return DecisionRequest(WRITE_GATE_DECISION_KIND, WRITE_GATE_QUESTION, text, ())
 
 
-class FailOpenDecisionBackend:
-    """The fail-open envelope (the only one): failures become a marked ``ABSTAIN``."""
+def checked_result(value: object, backend: object) -> DecisionResult:
+    """``value`` if it is a :class:`DecisionResult`, else :class:`InvalidOutputError`.
 
-    def __init__(self, delegate: DecisionBackend, *, role: str, timeout_s: float | None = None) -> None:
-        self.delegate = delegate
+    Consumers of an unwrapped (fail-closed) handle call this on what ``evaluate`` returned, so
+    that a backend answering with the wrong type fails loudly instead of being misread.
+    """
+    if isinstance(value, DecisionResult):
+        return value
+    name = getattr(backend, "policy_id", type(backend).__name__)
+    raise InvalidOutputError(
+        f"decision backend {name!r} returned {type(value).__name__}, not a DecisionResult; "
+        "fix the backend's evaluate() to return rankseam.decision.DecisionResult"
+    )
+
+
+class FailOpenDecisionBackend:
+    """The fail-open envelope (the only one): failures become a marked ``ABSTAIN``.
+
+    Any ``Exception`` from the delegate -- including the envelope's own timeout and an answer
+    that is not a :class:`DecisionResult` -- becomes ``DecisionResult(ABSTAIN, policy_id,
+    Usage.zero(), used_fallback=True)`` and a warning log record with the fields ``event``
+    (``decision.fallback``), ``decision_kind``, ``policy_id``, ``role`` and ``error_type`` (never
+    the subject or evidence). ``asyncio.CancelledError`` always propagates.
+    """
+
+    def __init__(
+        self, delegate: DecisionBackend, *, role: str, timeout_s: float | None = None
+    ) -> None:
+        if isinstance(delegate, FailOpenDecisionBackend):
+            delegate = delegate.delegate  # the envelope is applied once, never nested
+        self.delegate: DecisionBackend = delegate
         self.role = role
         self.timeout_s = timeout_s
-
-    @property
-    def policy_id(self) -> str:
-        return self.delegate.policy_id
+        self.policy_id: str = delegate.policy_id
+        self.deterministic = bool(getattr(delegate, "deterministic", False))
 
     async def evaluate(self, request: DecisionRequest, /) -> DecisionResult:
         try:
             if self.timeout_s is None:
-                return await self.delegate.evaluate(request)
-            async with asyncio.timeout(self.timeout_s):
-                return await self.delegate.evaluate(request)
+                raw = await self.delegate.evaluate(request)
+            else:
+                async with asyncio.timeout(self.timeout_s):
+                    raw = await self.delegate.evaluate(request)
+            return checked_result(raw, self.delegate)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
@@ -158,24 +255,37 @@ class FailOpenDecisionBackend:
                 extra={
                     "event": "decision.fallback",
                     "decision_kind": request.decision_kind,
-                    "policy_id": self.delegate.policy_id,
+                    "policy_id": self.policy_id,
                     "role": self.role,
                     "error_type": type(exc).__name__,
                 },
             )
             return DecisionResult(
-                DecisionOutcome.ABSTAIN, self.delegate.policy_id, Usage.zero(), used_fallback=True
+                DecisionOutcome.ABSTAIN, self.policy_id, Usage.zero(), used_fallback=True
             )
 
     def __repr__(self) -> str:
         return f"FailOpenDecisionBackend({self.delegate!r}, role={self.role!r})"
 
 
+def unwrap(backend: DecisionBackend) -> DecisionBackend:
+    """The backend itself, without the fail-open envelope if it wears one."""
+    if isinstance(backend, FailOpenDecisionBackend):
+        return backend.delegate
+    return backend
+
+
 def wrap_for_role(backend: DecisionBackend, role: Role) -> DecisionBackend:
-    """Resolve a role's failure policy: the unwrapped handle, or the fail-open envelope."""
+    """Resolve a role's failure policy: the unwrapped handle, or the fail-open envelope.
+
+    Idempotent and safe: a fail-closed role always receives the bare backend (even when handed
+    an enveloped one), and a fail-open role gets exactly one envelope carrying its own name and
+    timeout.
+    """
+    bare = unwrap(backend)
     if role.failure_policy is FailurePolicy.FAIL_CLOSED:
-        return backend
-    return FailOpenDecisionBackend(backend, role=role.name, timeout_s=role.timeout_s)
+        return bare
+    return FailOpenDecisionBackend(bare, role=role.name, timeout_s=role.timeout_s)
 
 
 @attrs.frozen
@@ -193,10 +303,30 @@ class GateVerdict:
     usage: Usage = attrs.field(factory=Usage.zero)
     rationale: str | None = None
 
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "outcome": self.outcome.value,
+            "store": self.store,
+            "degraded": self.degraded,
+            "policy_id": self.policy_id,
+            "usage": self.usage.to_dict(),
+            "rationale": self.rationale,
+        }
+
 
 async def ask_write_gate(backend: DecisionBackend, text: str) -> GateVerdict:
-    """Ask "is this worth remembering?" through a (fail-open) write-gate handle."""
-    result = await backend.evaluate(write_gate_request(text))
+    """Ask "is this worth remembering?" about ``text``; never raises for a backend failure.
+
+    ``backend`` is normally the write-gate handle from
+    ``ComponentContext.decision_backend(name, WRITE_GATE_ROLE)``; a bare backend is put in the
+    fail-open envelope here, so the gate is fail-open whatever it is handed.
+    """
+    handle = (
+        backend
+        if isinstance(backend, FailOpenDecisionBackend)
+        else wrap_for_role(backend, WRITE_GATE_ROLE)
+    )
+    result = await handle.evaluate(write_gate_request(text))
     return GateVerdict(
         outcome=result.outcome,
         store=result.used_fallback or result.outcome is not DecisionOutcome.NO,

@@ -44,7 +44,10 @@ __all__ = [
 log = logging.getLogger("rankseam.plugins")
 
 ENTRY_POINT_GROUP = "rankseam"
-DEFAULT_PLUGINS = ("rankseam.default_plugins.identity",)
+DEFAULT_PLUGINS = (
+    "rankseam.default_plugins.identity",
+    "rankseam.default_plugins.heuristic_decision",
+)
 
 
 @attrs.frozen

@@ -225,9 +225,17 @@ def get_registry() -> Registry:
 
 
 def get_plugins(*, all: bool = False) -> list[PluginInfo]:
-    """Plugins and their status; default (in-tree) plugins only with ``all=True``."""
+    """Entry-point plugins that were loaded or failed to load, with their status.
+
+    ``all=True`` adds the in-tree default plugins and the plugins that the allow/block lists
+    disabled (status ``disabled``).
+    """
     load_plugins()
-    return [info for info in _state.infos if all or not info.default]
+    return [
+        info
+        for info in _state.infos
+        if all or not (info.default or info.status == "disabled")
+    ]
 
 
 def check_pending() -> None:

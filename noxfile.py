@@ -48,7 +48,9 @@ def tests(session: nox.Session, dist: str) -> None:
     """One distribution, its own venv: rankseam[testing] + the distribution + its tests."""
     path = DISTS[dist]
     session.install("-e", f"{DISTS['rankseam']}[testing]")
-    if dist != "rankseam":
+    if dist == "rankseam":
+        session.install("uv")  # the example-plugin test builds a fresh venv with it
+    else:
         session.install("-e", f"{path}[test]" if _has_extra(path, "test") else str(path))
     session.run("pytest", "-q", "-p", "no:cacheprovider", str(path / "tests"), *session.posargs,
                 env={"RANKSEAM_DATA": str(ROOT.parent / "shared" / "data")})

@@ -1,0 +1,106 @@
+"""The MMR selection itself: plain numpy over arrays, no rankseam types.
+
+Greedy maximal marginal relevance::
+
+    mmr(i) = λ · rel(i) − (1 − λ) · max_{j ∈ S} sim(i, j)
+
+where ``S`` is the set already selected (the redundancy term is 0 while ``S`` is empty).
+``λ = 1`` is pure relevance (the relevance order), ``λ = 0`` is pure diversity.
+
+Cost: one Gram matrix of the unit vectors (``n × n``), then ``k`` rounds that each update a
+running maximum with the one row of the item just picked: O(n·k) after the Gram matrix,
+instead of re-comparing every candidate with every selected item each round (O(n·k²)).
+
+Ties: scores are rounded to :data:`SCORE_DECIMALS` decimals before comparison, so that
+mathematically equal scores tie on every platform and BLAS; among tied scores the lowest
+array index wins. Callers order the arrays by their tie-break key (coarse position, then
+identity) before calling.
+"""
+
+from __future__ import annotations
+
+import attrs
+import numpy as np
+
+__all__ = ["SCORE_DECIMALS", "MMRSelection", "minmax", "unit_rows", "select"]
+
+#: Scores are compared after rounding to this many decimals (platform-independent ties).
+SCORE_DECIMALS = 9
+
+
+@attrs.frozen
+class MMRSelection:
+    """Indices picked (best first) with, per pick, its relevance, redundancy and MMR score."""
+
+    indices: tuple[int, ...]
+    relevance: tuple[float, ...]
+    redundancy: tuple[float, ...]
+    scores: tuple[float, ...]
+
+
+def minmax(values: np.ndarray) -> np.ndarray:
+    """Min-max normalise to [0, 1]; a constant input (or a single value) maps to 1.0.
+
+    Non-finite entries count as the lowest value (0.0) and do not take part in min/max.
+    """
+    values = np.asarray(values, dtype=np.float64)
+    finite = np.isfinite(values)
+    out = np.zeros(values.shape, dtype=np.float64)
+    if not finite.any():
+        out[:] = 1.0
+        return out
+    lo = float(values[finite].min())
+    hi = float(values[finite].max())
+    if hi - lo <= 0.0:
+        out[finite] = 1.0
+        return out
+    out[finite] = (values[finite] - lo) / (hi - lo)
+    return out
+
+
+def unit_rows(matrix: np.ndarray, valid: np.ndarray) -> np.ndarray:
+    """Rows scaled to unit length; rows not ``valid`` (or of zero norm) become zero rows.
+
+    A zero row has cosine 0 with everything, which is how missing or incompatible vectors are
+    handled.
+    """
+    m = np.asarray(matrix, dtype=np.float64)
+    out = np.zeros(m.shape, dtype=np.float64)
+    if m.size == 0:
+        return out
+    norms = np.linalg.norm(m, axis=1)
+    ok = np.asarray(valid, dtype=bool) & np.isfinite(norms) & (norms > 0.0)
+    out[ok] = m[ok] / norms[ok, None]
+    return out
+
+
+def select(relevance: np.ndarray, unit: np.ndarray, lam: float, k: int) -> MMRSelection:
+    """Greedy MMR over ``len(relevance)`` items; ``unit`` holds one unit (or zero) row each."""
+    rel = np.asarray(relevance, dtype=np.float64)
+    n = rel.shape[0]
+    k = max(0, min(int(k), n))
+    if k == 0:
+        return MMRSelection((), (), (), ())
+    gram = unit @ unit.T if unit.shape[1:] and unit.shape[1] > 0 else np.zeros((n, n))
+    rel_term = lam * rel
+    weight = 1.0 - lam
+    max_sim = np.zeros(n, dtype=np.float64)
+    taken = np.zeros(n, dtype=bool)
+    picked: list[int] = []
+    rels: list[float] = []
+    reds: list[float] = []
+    scores: list[float] = []
+    for step in range(k):
+        score = np.round(rel_term - weight * max_sim, SCORE_DECIMALS)
+        score[taken] = -np.inf
+        j = int(np.argmax(score))  # first maximum = best tie-break key
+        picked.append(j)
+        rels.append(float(rel[j]))
+        reds.append(float(max_sim[j]) if step else 0.0)
+        scores.append(float(score[j]))
+        taken[j] = True
+        if step == 0:
+            max_sim = gram[j].copy()
+        else:
+            np.maximum(max_sim, gram[j], out=max_sim)
+    return MMRSelection(tuple(picked), tuple(rels), tuple(reds), tuple(scores))

@@ -1,0 +1,396 @@
+"""The ``decision`` reranker: one yes/no/abstain question per coarse candidate.
+
+For each coarse candidate, in coarse order, the reranker asks its decision backend the
+question of :func:`rankseam.decision.rerank_request` (kind ``memory.rerank``, subject = the
+candidate text, evidence = ``(query,)``) and keeps the candidate when the verdict is in the
+keep set (``{YES, ABSTAIN}`` by default). Kept ranks stay in coarse order; the scan stops once
+``limit`` candidates are kept. When nothing is kept, the answer is the coarse ranks
+``1..min(limit, n)`` with ``RerankDecision.used_fallback=True`` (after a full scan).
+
+Failure is closed (the rerank role gets the *unwrapped* backend):
+
+- a backend exception propagates unchanged (the seam turns it into a ``RerankError`` or, under
+  ``on_error="coarse"``, a visible ``degraded`` status);
+- a verdict with ``DecisionResult.used_fallback=True`` (a degraded backend) raises
+  ``RerankError(reason="degraded_decision")`` -- it is not an abstain;
+- an answer that is not a ``DecisionResult`` raises ``InvalidOutputError``;
+- the per-search deadline (``deadline_s``) raises ``RerankError(reason="timeout")``.
+
+Every failure first cancels and awaits the calls still running, and carries the cost so far as
+its ``usage`` attribute (the seam reports it in a degraded trace).
+
+Concurrency: at most ``window`` calls are issued ahead of the first candidate whose verdict is
+not yet used (``window=1`` is the reference RFC's sequential scan). Verdicts are *used* in
+coarse order whatever order they complete in, so the selection does not depend on timing. Once
+``limit`` candidates are kept, unfinished calls are cancelled and awaited; a call in the window
+that failed or degraded still fails the search even when enough candidates were kept. A larger
+window can spend up to ``window - 1`` calls beyond the sequential scan.
+
+Cost: one :class:`~rankseam.types.CandidateRecord` per call issued (rank, outcome, latency,
+usage, detail). ``usage.calls`` counts every call issued -- a call counts once, or as many
+model calls as the backend reports for it -- including calls cancelled after the limit was
+reached (their token counts are unknown, ``None``). Tokens are summed; one unknown makes the
+total unknown.
+
+``discarded_rank_count`` is always 0: the policy only ever emits valid, unique coarse ranks, so
+there is nothing to discard. Candidates that were asked and not kept are visible in ``records``
+(counting them as "discarded" would give the field a second meaning and make traces of
+different policies incomparable).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from rankseam.decision import (
+    RERANK_DECISION_KIND,
+    RERANK_ROLE,
+    DecisionBackend,
+    DecisionOutcome,
+    DecisionResult,
+    checked_result,
+    rerank_request,
+    unwrap,
+)
+from rankseam.errors import ConfigurationError, RerankError
+from rankseam.seam import MAX_POOL
+from rankseam.types import Candidate, CandidateRecord, RerankDecision, Usage
+
+__all__ = ["DEFAULT_DEADLINE_S", "DEFAULT_KEEP", "POLICY_ID", "DecisionReranker", "from_options"]
+
+log = logging.getLogger("rankseam_decision")
+
+POLICY_ID = "rankseam.rerank.decision.v1"
+DEFAULT_KEEP = frozenset({DecisionOutcome.YES, DecisionOutcome.ABSTAIN})
+DEFAULT_DEADLINE_S = 30.0
+_OPTIONS = ("backend", "keep", "window", "deadline_s")
+
+_Answer = tuple[DecisionResult, float]  # the verdict and the call's latency in ms
+
+
+def _call_usage(result: DecisionResult) -> Usage:
+    """A call's cost: at least one call, tokens as the backend reported them."""
+    u = result.usage
+    return Usage(max(1, u.calls), u.input_tokens, u.output_tokens)
+
+
+_UNKNOWN_CALL = Usage(1, None, None)
+
+
+class _Scan:
+    """The state of one rerank: issued calls, verdicts used, records."""
+
+    def __init__(self, n: int) -> None:
+        self.tasks: list[asyncio.Task[_Answer]] = []
+        self.kept: list[int] = []
+        self.used = 0  # verdicts used, in coarse order
+        self.records: dict[int, CandidateRecord] = {}
+        self.n = n
+
+    def usage(self, cancel_detail: str) -> Usage:
+        """The cost of every call issued (call once all calls have ended)."""
+        return Usage.total(r.usage for r in self.final_records(cancel_detail))
+
+    def final_records(self, cancel_detail: str) -> tuple[CandidateRecord, ...]:
+        out = []
+        for i, task in enumerate(self.tasks):
+            record = self.records.get(i)
+            if record is None:
+                if task.cancelled():
+                    record = CandidateRecord(i + 1, "cancelled", 0.0, _UNKNOWN_CALL, cancel_detail)
+                elif task.exception() is not None:
+                    exc = task.exception()
+                    record = CandidateRecord(i + 1, "error", 0.0, _UNKNOWN_CALL, type(exc).__name__)
+                else:
+                    result, latency_ms = task.result()
+                    record = CandidateRecord(
+                        i + 1,
+                        result.outcome.value,
+                        latency_ms,
+                        _call_usage(result),
+                        "not used: limit reached",
+                    )
+            out.append(record)
+        return tuple(out)
+
+
+async def _cancel_and_wait(tasks: Sequence[asyncio.Task[Any]]) -> None:
+    """Cancel every unfinished task and wait until all have ended, even if we are cancelled
+    meanwhile (then re-raise the cancellation): no call outlives the rerank."""
+    for task in tasks:
+        if not task.done():
+            task.cancel()
+    interrupted = False
+    while True:
+        pending = [t for t in tasks if not t.done()]
+        if not pending:
+            break
+        try:
+            await asyncio.wait(pending)
+        except asyncio.CancelledError:
+            interrupted = True
+    for task in tasks:  # mark every exception as retrieved; they are reported by the caller
+        if not task.cancelled():
+            task.exception()
+    if interrupted:
+        raise asyncio.CancelledError
+
+
+class DecisionReranker:
+    """Rerank by per-candidate decisions. Build it with :func:`from_options` (configuration)
+    or directly with a decision backend handle for the rerank role (unwrapped)."""
+
+    policy_id = POLICY_ID
+    needs_embeddings = False
+
+    def __init__(
+        self,
+        backend: DecisionBackend,
+        *,
+        keep: frozenset[DecisionOutcome] = DEFAULT_KEEP,
+        window: int = 1,
+        deadline_s: float | None = DEFAULT_DEADLINE_S,
+        backend_name: str | None = None,
+    ) -> None:
+        if not keep:
+            raise ValueError("keep must name at least one outcome")
+        if isinstance(window, bool) or not isinstance(window, int) or window < 1:
+            raise ValueError(f"window must be an integer >= 1, got {window!r}")
+        if deadline_s is not None and not (math.isfinite(deadline_s) and deadline_s > 0):
+            raise ValueError(f"deadline_s must be a finite number > 0 or None, got {deadline_s!r}")
+        self.backend = backend
+        self.keep = frozenset(keep)
+        self.window = window
+        self.deadline_s = deadline_s
+        self.backend_name = backend_name
+        self.deterministic = bool(getattr(unwrap(backend), "deterministic", False))
+
+    @property
+    def descriptor(self) -> Mapping[str, Any]:
+        return {
+            "name": "decision",
+            "backend": self.backend_name,
+            "backend_policy_id": self.backend.policy_id,
+            "decision_kind": RERANK_DECISION_KIND,
+            "keep": sorted(o.value for o in self.keep),
+            "window": self.window,
+            "deadline_s": self.deadline_s,
+        }
+
+    async def rerank(
+        self, query: str, candidates: Sequence[Candidate], limit: int, /
+    ) -> RerankDecision:
+        candidates = tuple(candidates)
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+            raise ValueError(f"limit must be an integer >= 1, got {limit!r}")
+        n = len(candidates)
+        if n == 0:
+            return RerankDecision((), used_fallback=True)
+        k = min(limit, n)
+        scan = _Scan(n)
+        started = time.perf_counter()
+        deadline = asyncio.timeout(self.deadline_s)
+        try:
+            async with deadline:
+                await self._run(scan, query, candidates, k)
+        except TimeoutError as exc:
+            if not deadline.expired():
+                _attach_usage(exc, scan.usage("cancelled: a call failed"))
+                raise  # a backend's own TimeoutError propagates as it is
+            error = RerankError(
+                f"the decision reranker passed its deadline of {self.deadline_s}s after "
+                f"{len(scan.tasks)} decision call(s) for {n} candidates; the search failed "
+                "closed. Raise [rerankers.decision] deadline_s, raise window to run calls "
+                "concurrently, lower the pool size, or use a faster decision backend",
+                policy_id=self.policy_id,
+                reason="timeout",
+            )
+            _attach_usage(error, scan.usage("cancelled: deadline passed"))
+            raise error from exc
+        except Exception as exc:
+            _attach_usage(exc, scan.usage("cancelled: a call failed"))
+            raise
+        records = scan.final_records("cancelled: limit reached")
+        usage = Usage.total(r.usage for r in records)
+        used_fallback = not scan.kept
+        selected = tuple(scan.kept) if scan.kept else tuple(range(1, k + 1))
+        log.debug(
+            "decision rerank done",
+            extra={
+                "policy_id": self.policy_id,
+                "decision_kind": RERANK_DECISION_KIND,
+                "role": RERANK_ROLE.name,
+                "calls": usage.calls,
+                "kept": len(scan.kept),
+                "used_fallback": used_fallback,
+                "elapsed_ms": round((time.perf_counter() - started) * 1000.0, 3),
+            },
+        )
+        return RerankDecision(
+            selected_ranks=selected,  # type: ignore[arg-type]  # attrs converter=tuple
+            usage=usage,
+            discarded_rank_count=0,
+            used_fallback=used_fallback,
+            records=records,  # type: ignore[arg-type]
+        )
+
+    async def _ask(self, query: str, candidate: Candidate) -> _Answer:
+        started = time.perf_counter()
+        raw = await self.backend.evaluate(rerank_request(query, candidate.text))
+        result = checked_result(raw, self.backend)
+        return result, (time.perf_counter() - started) * 1000.0
+
+    async def _run(
+        self, scan: _Scan, query: str, candidates: tuple[Candidate, ...], k: int
+    ) -> None:
+        n = len(candidates)
+        try:
+            while scan.used < n and len(scan.kept) < k:
+                while len(scan.tasks) < n and len(scan.tasks) - scan.used < self.window:
+                    scan.tasks.append(
+                        asyncio.create_task(self._ask(query, candidates[len(scan.tasks)]))
+                    )
+                head = scan.tasks[scan.used]
+                if not head.done():
+                    waiting = [t for t in scan.tasks[scan.used :] if not t.done()]
+                    await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+                self._raise_first_failure(scan)
+                while scan.used < len(scan.tasks) and len(scan.kept) < k:
+                    task = scan.tasks[scan.used]
+                    if not task.done():
+                        break
+                    result, latency_ms = task.result()
+                    rank = scan.used + 1
+                    kept = result.outcome in self.keep
+                    if kept:
+                        scan.kept.append(rank)
+                    scan.records[scan.used] = CandidateRecord(
+                        rank,
+                        result.outcome.value,
+                        latency_ms,
+                        _call_usage(result),
+                        "kept" if kept else "dropped",
+                    )
+                    scan.used += 1
+        finally:
+            await _cancel_and_wait(scan.tasks)
+        self._raise_first_failure(scan)  # a sibling that failed before it was cancelled
+
+    def _raise_first_failure(self, scan: _Scan) -> None:
+        """Raise for the first finished call (in coarse order) that failed or degraded."""
+        for i, task in enumerate(scan.tasks):
+            if not task.done() or task.cancelled():
+                continue
+            exc = task.exception()
+            if exc is not None:
+                raise exc
+            result = task.result()[0]
+            if result.used_fallback:
+                raise RerankError(
+                    f"decision backend {self.backend.policy_id!r} returned a degraded verdict "
+                    f"(used_fallback=True) for coarse rank {i + 1}; a degraded verdict is not "
+                    "an answer, so the rerank failed closed. Check the backend's health; give "
+                    "the rerank role the unwrapped backend (context.decision_backend(name, "
+                    "RERANK_ROLE)), never a fail-open handle",
+                    policy_id=self.policy_id,
+                    reason="degraded_decision",
+                )
+
+    def __repr__(self) -> str:
+        return (
+            f"DecisionReranker(backend={self.backend.policy_id!r}, "
+            f"keep={sorted(o.value for o in self.keep)}, window={self.window}, "
+            f"deadline_s={self.deadline_s})"
+        )
+
+
+def _attach_usage(exc: BaseException, usage: Usage) -> None:
+    """Let the seam report what the failed rerank cost (it reads ``exc.usage``)."""
+    try:
+        exc.usage = usage  # type: ignore[attr-defined]
+    except (AttributeError, TypeError):  # an exception type that refuses new attributes
+        pass
+
+
+# configuration -------------------------------------------------------------------------------
+
+
+def _parse_keep(value: object) -> frozenset[DecisionOutcome]:
+    items: list[object]
+    if isinstance(value, str):
+        items = [part.strip() for part in value.split(",") if part.strip()]
+    elif isinstance(value, list | tuple | set | frozenset):
+        items = list(value)
+    else:
+        items = [value]
+    out = set()
+    choices = ", ".join(o.value for o in DecisionOutcome)
+    for item in items:
+        try:
+            out.add(DecisionOutcome(str(item).strip().lower()))
+        except ValueError:
+            raise ConfigurationError(
+                f"reranker 'decision': keep has unknown outcome {item!r}; choose from {choices}, "
+                "e.g. keep = 'yes,abstain' (the default) or keep = 'yes'"
+            ) from None
+    if not out:
+        raise ConfigurationError(
+            f"reranker 'decision': keep must name at least one outcome ({choices}), "
+            "e.g. keep = 'yes,abstain'"
+        )
+    return frozenset(out)
+
+
+def _parse_window(value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_POOL:
+        raise ConfigurationError(
+            f"reranker 'decision': window must be an integer in 1..{MAX_POOL} (calls in flight "
+            f"at once; 1 = sequential), got {value!r}; e.g. --decision-window 4"
+        )
+    return value
+
+
+def _parse_deadline(value: object) -> float:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or value <= 0
+    ):
+        raise ConfigurationError(
+            "reranker 'decision': deadline_s must be a number of seconds > 0 (the whole "
+            f"rerank's deadline; it fails closed), got {value!r}; e.g. --decision-deadline-s 10"
+        )
+    return float(value)
+
+
+def from_options(options: Mapping[str, Any], context: Any) -> DecisionReranker:
+    """The factory: validate ``options`` and take the rerank role's (unwrapped) backend.
+
+    Options: ``backend`` (required: a decision backend name), ``keep`` (default
+    ``"yes,abstain"``), ``window`` (default 1), ``deadline_s`` (default 30).
+    """
+    unknown = sorted(set(options) - set(_OPTIONS))
+    if unknown:
+        raise ConfigurationError(
+            f"reranker 'decision' has no option(s) {unknown}; known options are {sorted(_OPTIONS)}"
+        )
+    name = options.get("backend")
+    if name is not None and not isinstance(name, str):
+        raise ConfigurationError(
+            f"reranker 'decision': backend must be a decision backend name, got {name!r}; "
+            "e.g. [rerankers.decision] backend = 'heuristic'"
+        )
+    backend = context.decision_backend(name, RERANK_ROLE)  # ConfigurationError when unusable
+    return DecisionReranker(
+        backend,
+        keep=_parse_keep(options.get("keep", "yes,abstain")),
+        window=_parse_window(options.get("window", 1)),
+        deadline_s=_parse_deadline(options.get("deadline_s", DEFAULT_DEADLINE_S)),
+        backend_name=name,
+    )

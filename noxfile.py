@@ -25,8 +25,11 @@ nox.options.sessions = ["tests", "integration", "lint"]
 
 def _distributions() -> dict[str, Path]:
     found: dict[str, Path] = {}
-    for pyproject in [ROOT / "core" / "pyproject.toml", *sorted(ROOT.glob("plugins/*/pyproject.toml")),
-                      *sorted(ROOT.glob("plugins-hosted/*/pyproject.toml"))]:
+    for pyproject in [
+        ROOT / "core" / "pyproject.toml",
+        *sorted(ROOT.glob("plugins/*/pyproject.toml")),
+        *sorted(ROOT.glob("plugins-hosted/*/pyproject.toml")),
+    ]:
         meta = tomllib.loads(pyproject.read_text())
         tool = meta.get("tool", {}).get("rankseam", {})
         if tool.get("nox") is False:
@@ -37,8 +40,15 @@ def _distributions() -> dict[str, Path]:
 
 DISTS = _distributions()
 # Distributions whose session must use pip (e.g. torch comes from a local wheel uv cannot see).
-PIP_ONLY = {name for name, path in DISTS.items()
-            if tomllib.loads((path / "pyproject.toml").read_text()).get("tool", {}).get("rankseam", {}).get("installer") == "pip"}
+PIP_ONLY = {
+    name
+    for name, path in DISTS.items()
+    if tomllib.loads((path / "pyproject.toml").read_text())
+    .get("tool", {})
+    .get("rankseam", {})
+    .get("installer")
+    == "pip"
+}
 TESTED = [name for name in DISTS if name not in PIP_ONLY]
 
 
@@ -52,11 +62,19 @@ def tests(session: nox.Session, dist: str) -> None:
         session.install("uv")  # the example-plugin test builds a fresh venv with it
     else:
         session.install("-e", f"{path}[test]" if _has_extra(path, "test") else str(path))
-    session.run("pytest", "-q", "-p", "no:cacheprovider", str(path / "tests"), *session.posargs,
-                env={"RANKSEAM_DATA": str(ROOT.parent / "shared" / "data")})
+    session.run(
+        "pytest",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        str(path / "tests"),
+        *session.posargs,
+        env={"RANKSEAM_DATA": str(ROOT.parent / "shared" / "data")},
+    )
 
 
 for _name in sorted(PIP_ONLY):
+
     def _pip_session(session: nox.Session, _dist: str = _name) -> None:
         path = DISTS[_dist]
         session.install("-e", f"{DISTS['rankseam']}[testing]")
@@ -78,8 +96,15 @@ def integration(session: nox.Session) -> None:
     for name in TESTED:
         if name != "rankseam":
             session.install("-e", str(DISTS[name]))
-    session.run("pytest", "-q", "-p", "no:cacheprovider", str(ROOT / "tests"), *session.posargs,
-                env={"RANKSEAM_DATA": str(ROOT.parent / "shared" / "data")})
+    session.run(
+        "pytest",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        str(ROOT / "tests"),
+        *session.posargs,
+        env={"RANKSEAM_DATA": str(ROOT.parent / "shared" / "data")},
+    )
 
 
 @nox.session(python="3.11")

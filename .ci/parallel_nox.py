@@ -19,7 +19,9 @@ NOX = [sys.executable, "-m", "nox", "-f", str(ROOT / "noxfile.py")]
 
 
 def sessions() -> list[str]:
-    out = subprocess.run([*NOX, "-l", "--json"], check=True, capture_output=True, text=True, cwd=ROOT)
+    out = subprocess.run(
+        [*NOX, "-l", "--json"], check=True, capture_output=True, text=True, cwd=ROOT
+    )
     listed = json.loads(out.stdout)
     return [s["session"] for s in listed if s.get("selected", True)]
 
@@ -35,7 +37,9 @@ def main() -> int:
     failed = []
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         for name, rc, output in pool.map(run, names):
-            print(f"\n===== nox -s {name}: {'ok' if rc == 0 else f'FAILED ({rc})'} =====", flush=True)
+            print(
+                f"\n===== nox -s {name}: {'ok' if rc == 0 else f'FAILED ({rc})'} =====", flush=True
+            )
             print(output[-20000:], flush=True)
             if rc:
                 failed.append(name)

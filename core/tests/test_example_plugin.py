@@ -43,13 +43,27 @@ def test_example_plugin_installs_and_runs_in_a_fresh_venv(tmp_path: Path) -> Non
     subprocess.run([uv, "venv", "-q", "--python", sys.executable, str(venv)], check=True, env=env)
     python = venv / "bin" / "python"
     subprocess.run(
-        [uv, "pip", "install", "-q", "--python", str(python), "-e", str(ROOT / "core"), str(plugin)],
+        [
+            uv,
+            "pip",
+            "install",
+            "-q",
+            "--python",
+            str(python),
+            "-e",
+            str(ROOT / "core"),
+            str(plugin),
+        ],
         check=True,
         env=env,
     )
 
     listed = subprocess.run(
-        [str(venv / "bin" / "rankseam"), "plugins"], check=True, capture_output=True, text=True, env=env
+        [str(venv / "bin" / "rankseam"), "plugins"],
+        check=True,
+        capture_output=True,
+        text=True,
+        env=env,
     )
     plugins = {p["name"]: p for p in json.loads(listed.stdout)}
     assert plugins["importance"]["status"] == "ok"

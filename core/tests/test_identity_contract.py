@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from rankseam.default_plugins.identity import IdentityReranker
 from rankseam.testing import RerankerContract
 
@@ -16,7 +15,7 @@ class TestIdentityReranker(RerankerContract):
 def test_overriding_a_standard_test_is_refused() -> None:
     with pytest.raises(TypeError, match="standard contract test 'test_inputs_not_mutated'"):
 
-        class Sneaky(RerankerContract):  # noqa: F841
+        class Sneaky(RerankerContract):
             def make_reranker(self) -> IdentityReranker:
                 return IdentityReranker()
 
@@ -27,19 +26,19 @@ def test_overriding_a_standard_test_is_refused() -> None:
 def test_deleting_a_standard_test_is_refused() -> None:
     with pytest.raises(TypeError, match="overrides or removes"):
 
-        class Sneaky(RerankerContract):  # noqa: F841
+        class Sneaky(RerankerContract):
             test_protocol_shape = None  # type: ignore[assignment]
 
 
 def test_waiving_needs_a_known_test_and_a_reason() -> None:
     with pytest.raises(TypeError, match="unknown standard test"):
 
-        class Typo(RerankerContract):  # noqa: F841
+        class Typo(RerankerContract):
             waived_tests = {"test_no_such_thing": "because"}
 
     with pytest.raises(TypeError, match="needs a reason"):
 
-        class NoReason(RerankerContract):  # noqa: F841
+        class NoReason(RerankerContract):
             waived_tests = {"test_protocol_shape": " "}
 
 

@@ -12,13 +12,12 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-
 from rankseam.cli import cli
 from rankseam.compose import ComponentContext, Config
 from rankseam.errors import ConfigurationError, PluginError
 from rankseam.plugins import get_plugins, get_registry, load_plugins, reset_plugins
 
-GOOD = '''
+GOOD = """
 import rankseam
 from rankseam.types import RerankDecision
 
@@ -30,7 +29,7 @@ class Reverse:
 @rankseam.hookimpl
 def register_rerankers(register):
     register("{name}", lambda options, context: Reverse(), summary="reverse")
-'''
+"""
 
 Install = Callable[..., None]
 
@@ -80,7 +79,9 @@ def test_loading_is_lazy_and_happens_once(install: Install) -> None:
     assert load_plugins() is load_plugins()
 
 
-def test_empty_allow_list_loads_no_plugin(install: Install, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_empty_allow_list_loads_no_plugin(
+    install: Install, monkeypatch: pytest.MonkeyPatch
+) -> None:
     install("rev", GOOD.format(name="reverse"))
     monkeypatch.setenv("RANKSEAM_LOAD_PLUGINS", "")
     assert get_plugins() == []

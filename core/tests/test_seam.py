@@ -9,7 +9,6 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
 from rankseam import BackendTimeoutError, RerankDecision, RerankError, RerankStatus, Usage
 from rankseam.errors import ValidationError
 from rankseam.seam import normalize_ranks, rerank_pool
@@ -233,7 +232,9 @@ rank_like = st.one_of(
         st.sampled_from(["raise", "wrong-type", "cancel-free"]),
     ),
 )
-def test_whatever_the_plugin_answers_hits_are_a_valid_subset(n: int, limit: int, answer: Any) -> None:
+def test_whatever_the_plugin_answers_hits_are_a_valid_subset(
+    n: int, limit: int, answer: Any
+) -> None:
     pool, _ = synthetic_pool(n, seed=n)
     if answer == "raise":
         reranker = Scripted(raises=ValueError("plugin bug"))

@@ -56,7 +56,7 @@ from rankseam.seam import (
     validate_pool_size,
 )
 
-__all__ = ["Config", "SearchConfig", "ComponentContext", "TABLE_FOR_KIND", "resolve_env_refs"]
+__all__ = ["TABLE_FOR_KIND", "ComponentContext", "Config", "SearchConfig", "resolve_env_refs"]
 
 #: The configuration table that holds each component kind's options.
 TABLE_FOR_KIND = {
@@ -135,7 +135,14 @@ class Config:
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any], *, source: str = "configuration") -> Config:
         data = dict(data)
-        known_top = {"db", "namespace", "embedder", "search", "write_gate", *TABLE_FOR_KIND.values()}
+        known_top = {
+            "db",
+            "namespace",
+            "embedder",
+            "search",
+            "write_gate",
+            *TABLE_FOR_KIND.values(),
+        }
         unknown = sorted(set(data) - known_top)
         if unknown:
             raise ConfigurationError(
@@ -291,7 +298,9 @@ class ComponentContext:
         try:
             return as_async_reranker(reranker)
         except TypeError as exc:
-            raise ConfigurationError(f"reranker {name!r} does not implement the protocol: {exc}") from None
+            raise ConfigurationError(
+                f"reranker {name!r} does not implement the protocol: {exc}"
+            ) from None
 
     def decision_backend(self, name: str | None, role: Role) -> DecisionBackend:
         """The backend ``name`` for ``role``: unwrapped for fail-closed roles, inside the

@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 __all__ = [
-    "RankseamError",
-    "ConfigurationError",
-    "ValidationError",
-    "PluginError",
-    "RerankError",
     "BackendError",
     "BackendTimeoutError",
     "BackendUnavailableError",
+    "ConfigurationError",
     "InvalidOutputError",
+    "PluginError",
+    "RankseamError",
+    "RerankError",
+    "ValidationError",
 ]
 
 
@@ -63,7 +63,9 @@ class RerankError(RankseamError):
     and ``__cause__`` holds the original exception when there is one.
     """
 
-    def __init__(self, message: str, *, policy_id: str | None = None, reason: str = "exception") -> None:
+    def __init__(
+        self, message: str, *, policy_id: str | None = None, reason: str = "exception"
+    ) -> None:
         super().__init__(message)
         self.policy_id = policy_id
         self.reason = reason

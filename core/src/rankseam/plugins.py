@@ -33,11 +33,11 @@ from rankseam.registry import REGISTER_FOR_HOOK, Registry
 
 __all__ = [
     "PluginInfo",
-    "load_plugins",
-    "get_plugin_manager",
-    "get_registry",
-    "get_plugins",
     "check_pending",
+    "get_plugin_manager",
+    "get_plugins",
+    "get_registry",
+    "load_plugins",
     "reset_plugins",
 ]
 
@@ -105,7 +105,9 @@ def _hooks_of(pm: pluggy.PluginManager, plugin: object) -> tuple[str, ...]:
     return tuple(sorted(impl.name for impl in pm.get_hookcallers(plugin) or ()))
 
 
-def _register_components(pm: pluggy.PluginManager, plugin: object, name: str, registry: Registry) -> None:
+def _register_components(
+    pm: pluggy.PluginManager, plugin: object, name: str, registry: Registry
+) -> None:
     """Call one plugin's registration hooks into a scratch registry, then merge it.
 
     Merging only after every hook succeeded means a plugin that fails half-way leaves nothing
@@ -166,7 +168,9 @@ def load_plugins(*, strict: bool | None = None) -> pluggy.PluginManager:
             version = dist.version if dist is not None else None
             dist_name = dist.metadata["Name"] if dist is not None else None
             if (allow is not None and ep.name not in allow) or ep.name in block:
-                infos.append(PluginInfo(ep.name, version, False, "disabled", distribution=dist_name))
+                infos.append(
+                    PluginInfo(ep.name, version, False, "disabled", distribution=dist_name)
+                )
                 continue
             plugin: object | None = None
             try:
@@ -175,8 +179,8 @@ def load_plugins(*, strict: bool | None = None) -> pluggy.PluginManager:
                 unknown = sorted(c.name for c in pm.get_hookcallers(plugin) or () if c.spec is None)
                 if unknown:
                     raise PluginError(
-                        f"implements unknown hook(s) {', '.join(unknown)}; see docs/plugin-hooks.md "
-                        "for the hooks this rankseam version defines"
+                        f"implements unknown hook(s) {', '.join(unknown)}; see "
+                        "docs/plugin-hooks.md for the hooks this rankseam version defines"
                     )
                 _register_components(pm, plugin, ep.name, registry)
             except Exception as exc:  # isolate a broken third-party plugin
@@ -192,7 +196,9 @@ def load_plugins(*, strict: bool | None = None) -> pluggy.PluginManager:
                     extra={"plugin": ep.name},
                 )
                 infos.append(
-                    PluginInfo(ep.name, version, False, "error", error=message, distribution=dist_name)
+                    PluginInfo(
+                        ep.name, version, False, "error", error=message, distribution=dist_name
+                    )
                 )
                 continue
             infos.append(
@@ -231,11 +237,7 @@ def get_plugins(*, all: bool = False) -> list[PluginInfo]:
     disabled (status ``disabled``).
     """
     load_plugins()
-    return [
-        info
-        for info in _state.infos
-        if all or not (info.default or info.status == "disabled")
-    ]
+    return [info for info in _state.infos if all or not (info.default or info.status == "disabled")]
 
 
 def check_pending() -> None:

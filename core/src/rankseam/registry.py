@@ -10,14 +10,14 @@ import attrs
 from rankseam.errors import PluginError
 
 __all__ = [
-    "ComponentSpec",
-    "ComponentRegister",
     "CandidateSourceRegister",
-    "EmbedderRegister",
-    "RerankerRegister",
+    "ComponentRegister",
+    "ComponentSpec",
     "DecisionBackendRegister",
+    "EmbedderRegister",
     "GenerationBackendRegister",
     "Registry",
+    "RerankerRegister",
 ]
 
 T = TypeVar("T")

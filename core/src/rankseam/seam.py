@@ -42,15 +42,15 @@ from rankseam.types import (
 )
 
 __all__ = [
-    "Reranker",
-    "OnError",
-    "MIN_POOL",
-    "MAX_POOL",
-    "DEFAULT_POOL",
     "DEFAULT_MAX_CHARS",
+    "DEFAULT_POOL",
+    "MAX_POOL",
+    "MIN_POOL",
+    "OnError",
+    "Reranker",
     "as_async_reranker",
-    "normalize_ranks",
     "make_candidates",
+    "normalize_ranks",
     "rerank_pool",
     "trace_candidates",
     "validate_limit",
@@ -304,21 +304,21 @@ async def rerank_pool(
     latency_ms = (time.perf_counter() - started) * 1000.0
     selected, seam_discarded = normalize_ranks(decision.selected_ranks, n, k)
     discarded = decision.discarded_rank_count + seam_discarded
-    reason: str | None = None
+    note: str | None = None
     if not selected:
         selected = tuple(range(1, k + 1))
         used_fallback = True
         status = RerankStatus.FELL_BACK
-        reason = "no valid rank in the reranker's selection; coarse ranks used"
+        note = "no valid rank in the reranker's selection; coarse ranks used"
     elif decision.used_fallback:
         used_fallback = True
         status = RerankStatus.FELL_BACK
-        reason = "the reranker fell back to coarse ranks"
+        note = "the reranker fell back to coarse ranks"
     else:
         used_fallback = False
         status = RerankStatus.REPAIRED if discarded else RerankStatus.OK
         if discarded:
-            reason = f"{discarded} invalid or repeated rank(s) discarded"
+            note = f"{discarded} invalid or repeated rank(s) discarded"
     log.debug(
         "rerank done",
         extra={"policy_id": policy_id, "status": status.value, "discarded": discarded},
@@ -329,7 +329,7 @@ async def rerank_pool(
         selected_ranks=selected,
         discarded_rank_count=discarded,
         used_fallback=used_fallback,
-        reason=reason,
+        reason=note,
         usage=decision.usage,
         latency_ms=latency_ms,
         descriptor=descriptor,

@@ -16,17 +16,17 @@ import attrs
 import numpy as np
 
 __all__ = [
-    "MemoryRef",
-    "Usage",
-    "Hit",
     "Candidate",
     "CandidateRecord",
+    "Hit",
+    "MemoryRef",
     "RerankDecision",
     "RerankStatus",
     "RerankTrace",
-    "SearchTrace",
     "SearchResult",
+    "SearchTrace",
     "TraceCandidate",
+    "Usage",
 ]
 
 
@@ -34,12 +34,18 @@ def _frozen_mapping(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
     return MappingProxyType(dict(value or {}))
 
 
+def _str_tuple(value: Iterable[str]) -> tuple[str, ...]:
+    return tuple(value)
+
+
 def _non_negative_int(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise ValueError(f"{attribute.name} must be a non-negative integer, got {value!r}")
 
 
-def _optional_non_negative_int(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
+def _optional_non_negative_int(
+    _inst: object, attribute: attrs.Attribute[Any], value: object
+) -> None:
     if value is not None:
         _non_negative_int(_inst, attribute, value)
 
@@ -134,7 +140,7 @@ class Hit:
     text: str
     score: float = attrs.field(converter=float, validator=_finite)
     importance: float = attrs.field(default=0.5, converter=float)
-    matched_by: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+    matched_by: tuple[str, ...] = attrs.field(default=(), converter=_str_tuple)
     channel_scores: Mapping[str, float] = attrs.field(
         factory=dict, converter=_frozen_mapping, eq=False
     )
@@ -183,7 +189,7 @@ class Candidate:
     text: str
     score: float
     importance: float = 0.5
-    matched_by: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+    matched_by: tuple[str, ...] = attrs.field(default=(), converter=_str_tuple)
     channel_scores: Mapping[str, float] = attrs.field(
         factory=dict, converter=_frozen_mapping, eq=False
     )
@@ -256,7 +262,11 @@ class TraceCandidate:
     text: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"rank": self.rank, **self.ref.to_dict(), "score": round(self.score, 6)}
+        out: dict[str, Any] = {
+            "rank": self.rank,
+            **self.ref.to_dict(),
+            "score": round(self.score, 6),
+        }
         out["matched_by"] = list(self.matched_by)
         if self.text is not None:
             out["text"] = self.text

@@ -25,10 +25,10 @@ from rankseam.testing.reranker import RerankerContract, synthetic_pool
 
 __all__ = [
     "ContractBase",
-    "RerankerContract",
     "DecisionBackendContract",
-    "GenerationBackendContract",
     "EmbedderContract",
+    "GenerationBackendContract",
+    "RerankerContract",
     "synthetic_pool",
 ]
 

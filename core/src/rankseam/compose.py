@@ -276,8 +276,8 @@ class ComponentContext:
             have = ", ".join(self.available(kind)) or "none"
             raise ConfigurationError(
                 f"no {word} named {name!r} is installed (available: {have}); install the plugin "
-                f"that provides it (e.g. pip install rankseam-{name}) or choose another "
-                "(`rankseam plugins --all` lists what is installed)"
+                "that provides it or choose another (`rankseam plugins --all` lists what is "
+                "installed)"
             )
         opts = dict(self.config.options(kind, name) if options is None else options)
         try:

@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
+
 from rankseam import hookspecs
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "plugin-hooks.md"

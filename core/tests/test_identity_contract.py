@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from rankseam.default_plugins.identity import IdentityReranker
 from rankseam.testing import RerankerContract
 

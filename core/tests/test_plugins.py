@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+
 from rankseam.cli import cli
 from rankseam.compose import ComponentContext, Config
 from rankseam.errors import ConfigurationError, PluginError

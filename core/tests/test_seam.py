@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
 from rankseam import BackendTimeoutError, RerankDecision, RerankError, RerankStatus, Usage
 from rankseam.errors import ValidationError
 from rankseam.seam import normalize_ranks, rerank_pool

@@ -9,7 +9,6 @@ import random
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from rankseam.types import Candidate, MemoryRef, RerankDecision
 from rankseam_mmr import MMROptions, MMRReranker
 
@@ -103,7 +102,9 @@ def _rerank(reranker: MMRReranker, candidates: list[Candidate], limit: int) -> R
 
 @settings(max_examples=300, deadline=None)
 @given(pools(), st.randoms(use_true_random=False))
-def test_selection_equals_reference(pool: tuple[list[Candidate], float, int], rnd: random.Random) -> None:
+def test_selection_equals_reference(
+    pool: tuple[list[Candidate], float, int], rnd: random.Random
+) -> None:
     candidates, lam, limit = pool
     expected = reference_mmr(candidates, lam, limit)
     shuffled = list(candidates)

@@ -22,7 +22,7 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
-__all__ = ["SCORE_DECIMALS", "MMRSelection", "minmax", "unit_rows", "select"]
+__all__ = ["SCORE_DECIMALS", "MMRSelection", "minmax", "select", "unit_rows"]
 
 #: Scores are compared after rounding to this many decimals (platform-independent ties).
 SCORE_DECIMALS = 9

@@ -29,17 +29,17 @@ from typing import Any, ClassVar
 
 import attrs
 import numpy as np
-
 from rankseam.errors import ConfigurationError, ValidationError
 from rankseam.seam import MAX_POOL
 from rankseam.types import Candidate, CandidateRecord, RerankDecision
+
 from rankseam_mmr.algorithm import minmax, select, unit_rows
 
 __all__ = [
-    "POLICY_ID",
     "DEFAULT_LAMBDA",
-    "RELEVANCE_CHOICES",
     "MAX_CANDIDATES",
+    "POLICY_ID",
+    "RELEVANCE_CHOICES",
     "MMROptions",
     "MMRReranker",
 ]
@@ -215,4 +215,5 @@ class MMRReranker:
                 picked.indices, picked.relevance, picked.redundancy, picked.scores, strict=True
             )
         )
-        return RerankDecision(ranks, records=records)
+        # attrs types converter=tuple fields as Iterable[_T_co] (core issue); the values are right
+        return RerankDecision(ranks, records=records)  # type: ignore[arg-type]

@@ -1,0 +1,139 @@
+"""Options from configuration and CLI-shaped values; the factory through a real context."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pytest
+import rankseam_mmr
+from rankseam.compose import ComponentContext, Config
+from rankseam.embedding import EmbedderDescriptor
+from rankseam.errors import ConfigurationError
+from rankseam.registry import EmbedderRegister, Registry, RerankerRegister
+from rankseam.types import Candidate, MemoryRef
+
+
+class AxisEmbedder:
+    """A tiny, real embedder: counts the words 'red', 'green', 'blue' (3 dims, L2)."""
+
+    descriptor = EmbedderDescriptor("axis", 3)
+
+    def embed(self, texts: Sequence[str], /) -> np.ndarray:
+        out = np.zeros((len(texts), 3), dtype=np.float32)
+        for i, text in enumerate(texts):
+            words = text.split()
+            out[i] = [words.count("red"), words.count("green"), words.count("blue")]
+            norm = np.linalg.norm(out[i])
+            if norm:
+                out[i] /= norm
+        return out
+
+
+def _registry() -> Registry:
+    registry = Registry()
+    rankseam_mmr.register_rerankers(register=RerankerRegister(registry, "mmr"))
+    EmbedderRegister(registry, "tests")("axis", lambda options, context: AxisEmbedder())
+    return registry
+
+
+def _context(**mmr: Any) -> ComponentContext:
+    config = Config.from_mapping({"embedder": "axis", "rerankers": {"mmr": mmr}})
+    return ComponentContext(config, _registry())
+
+
+def test_defaults_and_descriptor() -> None:
+    reranker = _context().build("reranker", "mmr")
+    assert reranker.policy_id == "rankseam.rerank.mmr.v1"
+    assert reranker.needs_embeddings is True and reranker.deterministic is True
+    assert reranker.descriptor["lambda"] == rankseam_mmr.DEFAULT_LAMBDA
+    assert reranker.descriptor["relevance"] == "coarse"
+    assert "query_embedder" not in reranker.descriptor  # no embedder built for 'coarse'
+
+
+@pytest.mark.parametrize("value", [0, 0.0, 1, 1.0, 0.25, 0.85])
+def test_lambda_accepted_including_zero(value: float) -> None:
+    reranker = _context(**{"lambda": value}).build("reranker", "mmr")
+    assert reranker.descriptor["lambda"] == float(value)
+    assert isinstance(reranker.descriptor["lambda"], float)
+
+
+@pytest.mark.parametrize("value", [-0.01, 1.01, math.nan, math.inf, True, "0.7", None, [0.5]])
+def test_lambda_rejected_with_fix_it_message(value: object) -> None:
+    with pytest.raises(ConfigurationError, match=r"lambda.*\[0, 1\].*pure relevance"):
+        _context(**{"lambda": value}).build("reranker", "mmr")
+
+
+def test_unknown_option_rejected() -> None:
+    with pytest.raises(ConfigurationError, match=r"unknown mmr option.*'lamda'.*known options"):
+        _context(lamda=0.5).build("reranker", "mmr")
+
+
+def test_bad_relevance_rejected() -> None:
+    with pytest.raises(ConfigurationError, match=r"relevance.*'coarse'.*'query_cosine'"):
+        _context(relevance="bm25").build("reranker", "mmr")
+
+
+def test_cli_style_override_through_with_options() -> None:
+    """`--rerank mmr --mmr-lambda 0.3` becomes the [rerankers.mmr] option lambda = 0.3."""
+    config = Config.from_mapping({"rerankers": {"mmr": {"lambda": 0.9}}})
+    config = config.with_options("reranker", "mmr", {"lambda": 0.3})
+    reranker = ComponentContext(config, _registry()).reranker("mmr")
+    assert reranker.descriptor["lambda"] == 0.3
+
+
+def test_query_cosine_builds_the_configured_embedder_and_uses_it() -> None:
+    reranker = _context(relevance="query_cosine", **{"lambda": 1.0}).build("reranker", "mmr")
+    assert reranker.descriptor["query_embedder"] == AxisEmbedder.descriptor.key
+    embed = AxisEmbedder().embed
+    texts = ["red red", "green", "blue", "red green"]
+    vectors = embed(texts)
+    candidates = tuple(
+        # coarse scores say the opposite of the query cosine
+        Candidate(
+            i + 1,
+            MemoryRef("ns", f"m{i}", 1),
+            t,
+            float(i),
+            embedding=vectors[i],
+            embedding_space=AxisEmbedder.descriptor.key,
+        )
+        for i, t in enumerate(texts)
+    )
+    decision = asyncio.run(reranker.rerank("blue", candidates, 2))
+    assert decision.selected_ranks[0] == 3  # the only 'blue' candidate
+    assert "rel_source=query_cosine" in (decision.records[0].detail or "")
+    # with coarse relevance the highest coarse score leads instead
+    coarse = _context(**{"lambda": 1.0}).build("reranker", "mmr")
+    assert asyncio.run(coarse.rerank("blue", candidates, 2)).selected_ranks == (4, 3)
+
+
+def test_query_cosine_falls_back_to_coarse_when_query_vector_does_not_fit() -> None:
+    reranker = _context(relevance="query_cosine", **{"lambda": 1.0}).build("reranker", "mmr")
+    candidates = tuple(
+        Candidate(
+            i + 1,
+            MemoryRef("ns", f"m{i}", 1),
+            "t",
+            1.0 - i / 10,
+            embedding=[1.0, float(i), 0.0, 1.0],
+            embedding_space="four-dims",
+        )
+        for i in range(4)
+    )
+    decision = asyncio.run(reranker.rerank("blue", candidates, 3))
+    assert decision.selected_ranks == (1, 2, 3)
+    assert "rel_source=coarse" in (decision.records[0].detail or "")
+
+
+def test_query_cosine_without_embedder_is_a_configuration_error() -> None:
+    registry = Registry()
+    rankseam_mmr.register_rerankers(register=RerankerRegister(registry, "mmr"))
+    config = Config.from_mapping(
+        {"embedder": "nope", "rerankers": {"mmr": {"relevance": "query_cosine"}}}
+    )
+    with pytest.raises(ConfigurationError, match="no embedder named 'nope'"):
+        ComponentContext(config, registry).build("reranker", "mmr")

@@ -39,17 +39,31 @@ def _distributions() -> dict[str, Path]:
 
 
 DISTS = _distributions()
-# Distributions whose session must use pip (e.g. torch comes from a local wheel uv cannot see).
-PIP_ONLY = {
-    name
-    for name, path in DISTS.items()
-    if tomllib.loads((path / "pyproject.toml").read_text())
-    .get("tool", {})
-    .get("rankseam", {})
-    .get("installer")
-    == "pip"
-}
+
+
+def _tool(path: Path) -> dict:
+    return tomllib.loads((path / "pyproject.toml").read_text()).get("tool", {}).get("rankseam", {})
+
+
+# Distributions whose session must use pip (e.g. torch comes from a local wheel uv cannot see);
+# `[tool.rankseam] preinstall = [...]` is installed first (e.g. the CPU build of torch).
+PIP_ONLY = {name for name, path in DISTS.items() if _tool(path).get("installer") == "pip"}
 TESTED = [name for name in DISTS if name not in PIP_ONLY]
+nox.options.sessions += [f"tests-pip({name})" for name in sorted(PIP_ONLY)]
+
+
+for _name in sorted(PIP_ONLY):
+
+    def _pip_session(session: nox.Session, _dist: str = _name) -> None:
+        path = DISTS[_dist]
+        preinstall = _tool(path).get("preinstall", [])
+        if preinstall:
+            session.install(*preinstall)
+        session.install("-e", f"{DISTS['rankseam']}[testing]")
+        session.install("-e", f"{path}[test]" if _has_extra(path, "test") else str(path))
+        session.run("pytest", "-q", "-p", "no:cacheprovider", str(path / "tests"), *session.posargs)
+
+    nox.session(name=f"tests-pip({_name})", python="3.11", venv_backend="virtualenv")(_pip_session)
 
 
 @nox.session(python="3.11")
@@ -71,17 +85,6 @@ def tests(session: nox.Session, dist: str) -> None:
         *session.posargs,
         env={"RANKSEAM_DATA": str(ROOT.parent / "shared" / "data")},
     )
-
-
-for _name in sorted(PIP_ONLY):
-
-    def _pip_session(session: nox.Session, _dist: str = _name) -> None:
-        path = DISTS[_dist]
-        session.install("-e", f"{DISTS['rankseam']}[testing]")
-        session.install("-e", f"{path}[test]" if _has_extra(path, "test") else str(path))
-        session.run("pytest", "-q", "-p", "no:cacheprovider", str(path / "tests"), *session.posargs)
-
-    nox.session(name=f"tests-pip({_name})", python="3.11", venv_backend="virtualenv")(_pip_session)
 
 
 def _has_extra(path: Path, extra: str) -> bool:

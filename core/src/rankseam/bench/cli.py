@@ -1,0 +1,173 @@
+"""``rankseam bench``: quality and latency benchmarks (install ``rankseam[bench]``)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import click
+
+from rankseam.errors import ConfigurationError
+
+__all__ = ["bench"]
+
+_POLICY_HELP = (
+    "Comma-separated policy specs: NAME or NAME:KEY=VALUE[:KEY=VALUE...]; 'none' = no rerank. "
+    "The same reranker may appear with different options, e.g. "
+    "none,identity,mmr:lambda=0.5,mmr:lambda=0.7."
+)
+
+
+def _command() -> dict[str, object]:
+    """The command and its parsed options, for the report's configuration."""
+    ctx = click.get_current_context()
+    params = {k: (str(v) if isinstance(v, Path) else list(v) if isinstance(v, tuple) else v)
+              for k, v in ctx.params.items()}
+    return {"command": ctx.command_path, "options": params}
+
+
+def _default_out(kind: str) -> Path:
+    return Path("bench-out") / f"{kind}-{time.strftime('%Y%m%d-%H%M%S')}"
+
+
+@click.group()
+def bench() -> None:
+    """Benchmarks: retrieval quality per policy and latency of the search path.
+
+    Each command prints a summary and writes report.json, report.md and report.png to --out.
+    """
+
+
+@bench.command()
+@click.option(
+    "--dataset",
+    default="locomo",
+    show_default=True,
+    help="'locomo', 'locomo:PATH' (LoCoMo-schema JSON) or 'beir:PATH' (BEIR folder).",
+)
+@click.option("--rerank", "rerank", default="none,identity", show_default=True, help=_POLICY_HELP)
+@click.option(
+    "--policy",
+    "policy",
+    multiple=True,
+    metavar="SPEC",
+    help="One more policy spec (repeatable), e.g. --policy mmr:lambda=0.3.",
+)
+@click.option(
+    "--option",
+    "option",
+    multiple=True,
+    metavar="NAME.KEY=VALUE",
+    help="Default option for every column of reranker NAME, e.g. --option mmr.lambda=0.7.",
+)
+@click.option(
+    "--limit",
+    type=click.IntRange(1, 200),
+    default=None,
+    help="Hits requested per search [default: 10; 100 for BEIR].",
+)
+@click.option("--pool", type=click.IntRange(1, 200), default=30, show_default=True,
+              help="Coarse pool size (raised to --limit when smaller).")
+@click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Report folder [default: bench-out/quality-<time>].")
+@click.option("--max-queries", type=click.IntRange(1), default=None,
+              help="Use only the first N queries of each collection (smoke runs).")
+@click.option("--progress/--no-progress", default=True, show_default=True)
+def quality(
+    dataset: str,
+    rerank: str,
+    policy: tuple[str, ...],
+    option: tuple[str, ...],
+    limit: int | None,
+    pool: int,
+    out: Path | None,
+    max_queries: int | None,
+    progress: bool,
+) -> None:
+    """Recall@5/10, nDCG@10, MRR, dup-slot@5, pool recall and calls per query, per policy."""
+    import attrs
+
+    from rankseam.bench.datasets import load_dataset
+    from rankseam.bench.policies import option_defaults, parse_policies
+    from rankseam.bench.quality import run_quality
+    from rankseam.bench.reports import finish_report, quality_markdown, write_report
+
+    policies = parse_policies(rerank, policy, option_defaults(option))
+    data = load_dataset(dataset)
+    if max_queries is not None:
+        data = attrs.evolve(
+            data,
+            collections=tuple(
+                attrs.evolve(c, queries=c.queries[:max_queries]) for c in data.collections
+            ),
+        )
+    if limit is None:
+        limit = 100 if data.kind == "beir" else 10
+    pool = max(pool, limit)
+    click.echo(
+        f"{data.name}: {data.record_count} memories in {len(data.collections)} store(s), "
+        f"{data.query_count} queries; policies: {', '.join(p.label for p in policies)}",
+        err=True,
+    )
+    body = run_quality(data, policies, limit=limit, pool=pool, progress=progress)
+    if max_queries is not None:
+        body["configuration"]["max_queries"] = max_queries
+    report = finish_report(body, command=_command())
+    paths = write_report(report, out or _default_out("quality"))
+    click.echo(quality_markdown(report))
+    click.echo(f"wrote {paths['json']}, {paths['markdown']}, {paths['plot']}", err=True)
+
+
+def _sizes(value: str | None) -> list[int] | None:
+    if value is None:
+        return None
+    try:
+        sizes = [int(v) for v in value.split(",") if v.strip()]
+    except ValueError:
+        raise ConfigurationError(
+            f"--sizes must be comma-separated integers, e.g. 1000,10000, got {value!r}"
+        ) from None
+    if any(s < 1 for s in sizes):
+        raise ConfigurationError(f"--sizes must be positive, got {value!r}")
+    return sizes
+
+
+@bench.command()
+@click.option("--quick", is_flag=True, help="Small sizes and few repetitions (the nox bench session).")
+@click.option("--sizes", default=None, metavar="N,N,...",
+              help="Store sizes for whole searches [default: 1000,10000,100000; --quick: 300,1000]; "
+                   "'' skips them.")
+@click.option("--repeats", type=click.IntRange(1), default=None,
+              help="Rerank-stage repetitions per reranker and pool size [default: 300; --quick: 30].")
+@click.option("--queries", type=click.IntRange(1), default=None,
+              help="Queries per store size and policy [default: 200; --quick: 30].")
+@click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Report folder [default: bench-out/latency-<time>].")
+@click.option("--progress/--no-progress", default=True, show_default=True)
+def latency(
+    quick: bool,
+    sizes: str | None,
+    repeats: int | None,
+    queries: int | None,
+    out: Path | None,
+    progress: bool,
+) -> None:
+    """Rerank-stage and whole-search p50/p95, ingest throughput, disabled-path ratio."""
+    from rankseam.bench.latency import DEFAULT_SIZES, QUICK_SIZES, run_latency
+    from rankseam.bench.reports import finish_report, latency_markdown, write_report
+
+    chosen = _sizes(sizes)
+    if chosen is None:
+        chosen = list(QUICK_SIZES if quick else DEFAULT_SIZES)
+    body = run_latency(
+        sizes=chosen,
+        repeats=repeats or (30 if quick else 300),
+        queries=queries or (30 if quick else 200),
+        progress=progress,
+        echo=lambda msg: click.echo(msg, err=True),
+    )
+    body["configuration"]["quick"] = quick
+    report = finish_report(body, command=_command())
+    paths = write_report(report, out or _default_out("latency"))
+    click.echo(latency_markdown(report))
+    click.echo(f"wrote {paths['json']}, {paths['markdown']}, {paths['plot']}", err=True)

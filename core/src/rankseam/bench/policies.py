@@ -1,0 +1,141 @@
+"""Policy specs: which reranker, with which options, under which column label.
+
+One benchmark run compares several *policies* side by side. A policy spec is::
+
+    NAME                      a reranker with its default options ("none" = no rerank)
+    NAME:KEY=VALUE[:KEY=VALUE...]
+
+e.g. ``mmr:lambda=0.5``. VALUE is read as a TOML literal (number, bool, quoted string) and
+falls back to a bare string. ``--rerank`` takes a comma-separated list of specs, ``--policy``
+one spec (repeatable, for values that hold commas); the same reranker may appear many times
+with different options, so a λ sweep is one run::
+
+    rankseam bench quality --rerank none,identity,mmr:lambda=0.5,mmr:lambda=0.7
+
+``--option NAME.KEY=VALUE`` sets a default option for every column of reranker NAME; options
+written in a spec win. A column's label is its spec in canonical form (``mmr:lambda=0.5``);
+labels key the report (``policies.<label>``).
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Iterable, Mapping, Sequence
+from types import MappingProxyType
+from typing import Any
+
+import attrs
+
+from rankseam.errors import ConfigurationError
+
+__all__ = ["PolicySpec", "parse_value", "parse_policy", "parse_policies", "parse_option"]
+
+NONE = "none"
+
+
+def _freeze(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    return MappingProxyType(dict(value or {}))
+
+
+def parse_value(raw: str) -> Any:
+    """A TOML literal (``0.7``, ``true``, ``"x"``), else the bare string."""
+    try:
+        return tomllib.loads(f"v = {raw}")["v"]
+    except tomllib.TOMLDecodeError:
+        return raw
+
+
+def _format_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+@attrs.frozen
+class PolicySpec:
+    """One column of a benchmark: ``reranker`` is ``None`` for no rerank."""
+
+    reranker: str | None
+    options: Mapping[str, Any] = attrs.field(factory=dict, converter=_freeze)
+
+    @property
+    def label(self) -> str:
+        name = self.reranker or NONE
+        parts = [f"{k}={_format_value(v)}" for k, v in sorted(self.options.items())]
+        return ":".join([name, *parts])
+
+    def with_defaults(self, defaults: Mapping[str, Mapping[str, Any]]) -> PolicySpec:
+        if self.reranker is None:
+            return self
+        merged = {**defaults.get(self.reranker, {}), **self.options}
+        return PolicySpec(self.reranker, merged)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"label": self.label, "reranker": self.reranker, "options": dict(self.options)}
+
+
+def parse_policy(spec: str) -> PolicySpec:
+    """Parse ``NAME[:KEY=VALUE...]``."""
+    name, *parts = [p.strip() for p in spec.strip().split(":")]
+    if not name:
+        raise ConfigurationError(
+            f"policy spec {spec!r} has no reranker name; write NAME or NAME:KEY=VALUE, "
+            "e.g. mmr:lambda=0.5"
+        )
+    options: dict[str, Any] = {}
+    for part in parts:
+        key, eq, value = part.partition("=")
+        key = key.strip().replace("-", "_")
+        if not eq or not key:
+            raise ConfigurationError(
+                f"policy spec {spec!r}: {part!r} is not KEY=VALUE; write e.g. mmr:lambda=0.5"
+            )
+        options[key] = parse_value(value.strip())
+    if name == NONE:
+        if options:
+            raise ConfigurationError(f"policy 'none' (no rerank) takes no options, got {spec!r}")
+        return PolicySpec(None)
+    return PolicySpec(name, options)
+
+
+def parse_policies(
+    rerank: Sequence[str] | str,
+    policy: Iterable[str] = (),
+    defaults: Mapping[str, Mapping[str, Any]] | None = None,
+) -> list[PolicySpec]:
+    """Specs from ``--rerank`` (comma-separated) then ``--policy`` (one each), with
+    ``defaults`` (from ``--option``) applied; duplicate labels removed (first wins)."""
+    raw = [rerank] if isinstance(rerank, str) else list(rerank)
+    specs: list[str] = []
+    for item in raw:
+        specs.extend(s for s in item.split(",") if s.strip())
+    specs.extend(policy)
+    out: list[PolicySpec] = []
+    seen: set[str] = set()
+    for spec in specs:
+        parsed = parse_policy(spec).with_defaults(defaults or {})
+        if parsed.label not in seen:
+            seen.add(parsed.label)
+            out.append(parsed)
+    if not out:
+        raise ConfigurationError("no policy to benchmark; pass e.g. --rerank none,identity")
+    return out
+
+
+def parse_option(raw: str) -> tuple[str, str, Any]:
+    """``NAME.KEY=VALUE`` -> (name, key, value)."""
+    target, eq, value = raw.partition("=")
+    name, dot, key = target.strip().partition(".")
+    if not eq or not dot or not name or not key:
+        raise ConfigurationError(
+            f"--option {raw!r} is not NAME.KEY=VALUE; write e.g. --option mmr.lambda=0.7"
+        )
+    return name, key.replace("-", "_"), parse_value(value.strip())
+
+
+def option_defaults(raw: Iterable[str]) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    for item in raw:
+        name, key, value = parse_option(item)
+        out.setdefault(name, {})[key] = value
+    return out

@@ -1,0 +1,280 @@
+"""The quality benchmark: every policy over the same stores and queries, side by side.
+
+One store per collection is built in a scratch folder; each query is searched once per policy
+through the public API (``Memory.search``); the hits and the whole coarse pool are mapped to
+groups and scored with :mod:`rankseam.bench.metrics`.
+
+Per query and policy (``limit`` hits requested, coarse pool ``pool``):
+
+- ``recall@5``, ``recall@10``, ``ndcg@10``, ``mrr`` (over the returned hits), ``dup_slot@5``;
+- ``pool_recall``: recall over the whole coarse pool — the ceiling no reranker can pass;
+- ``calls_per_query``: model calls of the rerank stage (0 without one), tokens in the details;
+- BEIR runs also report ``recall@100`` in the details.
+
+Headline figures average the queries of categories 1–4 (LoCoMo); category 5 has its own line;
+BEIR queries have no category and all count.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import tempfile
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from rankseam.bench.datasets import HEADLINE_CATEGORIES, Collection, Dataset, Query
+from rankseam.bench.metrics import dup_slot_at_k, mean, mrr, ndcg_at_k, percentile, recall_at_k
+from rankseam.bench.policies import PolicySpec
+from rankseam.errors import ConfigurationError
+
+__all__ = ["POLICY_KEYS", "check_policies", "score_query", "run_quality"]
+
+log = logging.getLogger("rankseam.bench")
+
+#: The stable keys of ``policies.<label>`` in report.json (do not rename).
+POLICY_KEYS = (
+    "recall@5",
+    "recall@10",
+    "ndcg@10",
+    "mrr",
+    "dup_slot@5",
+    "pool_recall",
+    "calls_per_query",
+)
+_DETAIL_KEYS = ("input_tokens_per_query", "output_tokens_per_query", "recall@100")
+
+
+def check_policies(policies: Sequence[PolicySpec]) -> dict[str, dict[str, Any]]:
+    """Build every reranker once, before any store is built, so that a missing plugin or a bad
+    option fails in a second, not after ingest. Returns ``label -> {policy_id, descriptor}``."""
+    from rankseam.compose import ComponentContext, Config
+
+    context = ComponentContext(Config())
+    out: dict[str, dict[str, Any]] = {}
+    for spec in policies:
+        if spec.reranker is None:
+            out[spec.label] = {"policy_id": None, "descriptor": {}}
+            continue
+        reranker = context.reranker(spec.reranker, dict(spec.options))
+        descriptor = getattr(reranker, "descriptor", None)
+        out[spec.label] = {
+            "policy_id": getattr(reranker, "policy_id", None),
+            "descriptor": dict(descriptor) if isinstance(descriptor, Mapping) else {},
+        }
+    return out
+
+
+def score_query(
+    hit_groups: Sequence[str],
+    pool_groups: Sequence[str],
+    relevance: Mapping[str, float],
+) -> dict[str, float]:
+    """The per-query metrics of one policy from the groups of its hits and of its pool."""
+    return {
+        "recall@5": recall_at_k(hit_groups, relevance, 5),
+        "recall@10": recall_at_k(hit_groups, relevance, 10),
+        "ndcg@10": ndcg_at_k(hit_groups, relevance, 10),
+        "mrr": mrr(hit_groups, relevance),
+        "dup_slot@5": dup_slot_at_k(hit_groups, 5),
+        "pool_recall": recall_at_k(pool_groups, relevance, max(len(pool_groups), 1)),
+        "recall@100": recall_at_k(hit_groups, relevance, 100),
+    }
+
+
+def _resolve(value: Any) -> Any:
+    if inspect.isawaitable(value):
+        import asyncio
+
+        async def wait() -> Any:
+            return await value
+
+        return asyncio.run(wait())
+    return value
+
+
+def _usage_of(result: Any) -> tuple[int, int, int]:
+    rerank = result.trace.rerank
+    if rerank is None:
+        return 0, 0, 0
+    usage = rerank.usage
+    return usage.calls, usage.input_tokens or 0, usage.output_tokens or 0
+
+
+def _aggregate(rows: Sequence[Mapping[str, float]]) -> dict[str, float]:
+    keys = (*POLICY_KEYS, *_DETAIL_KEYS, "search_ms")
+    return {k: mean([r[k] for r in rows]) for k in keys if not rows or k in rows[0]}
+
+
+def _flat(rows: Sequence[Mapping[str, float]]) -> dict[str, float]:
+    agg = _aggregate(rows)
+    return {k: round(agg.get(k, 0.0), 6) for k in POLICY_KEYS}
+
+
+def run_quality(
+    dataset: Dataset,
+    policies: Sequence[PolicySpec],
+    *,
+    limit: int = 10,
+    pool: int = 30,
+    workdir: str | Path | None = None,
+    progress: bool = False,
+    open_memory: Callable[[str], Any] | None = None,
+) -> dict[str, Any]:
+    """Run every policy over ``dataset``; return the report body (see :mod:`reports`)."""
+    if not policies:
+        raise ConfigurationError("no policy to benchmark; pass e.g. --rerank none,identity")
+    if open_memory is None:
+        import rankseam
+
+        open_memory = rankseam.open_memory
+    described = check_policies(policies)
+    rows: dict[str, list[tuple[Query, dict[str, float]]]] = {p.label: [] for p in policies}
+    status_counts: dict[str, dict[str, int]] = {p.label: {} for p in policies}
+    started = time.perf_counter()
+    ingest_s = 0.0
+    bar = _progress(dataset.query_count * len(policies), progress)
+    with tempfile.TemporaryDirectory(prefix="rankseam-bench-", dir=workdir) as tmp:
+        for index, collection in enumerate(dataset.collections):
+            memory = open_memory(str(Path(tmp) / f"store-{index}.sqlite3"))
+            try:
+                t0 = time.perf_counter()
+                _resolve(memory.ingest(r.to_ingest() for r in collection.records))
+                ingest_s += time.perf_counter() - t0
+                _search_collection(
+                    memory, collection, policies, limit, pool, rows, status_counts, bar
+                )
+            finally:
+                close = getattr(memory, "close", None)
+                if callable(close):
+                    close()
+    if bar is not None:
+        bar.close()
+    elapsed = time.perf_counter() - started
+    return _summarise(dataset, policies, described, rows, status_counts, limit, pool, elapsed, ingest_s)
+
+
+def _progress(total: int, enabled: bool) -> Any:
+    if not enabled:
+        return None
+    try:
+        from tqdm import tqdm
+    except ImportError:  # progress bars are a convenience of the bench extra
+        return None
+    return tqdm(total=total, unit="search", desc="quality", leave=False)
+
+
+def _search_collection(
+    memory: Any,
+    collection: Collection,
+    policies: Sequence[PolicySpec],
+    limit: int,
+    pool: int,
+    rows: dict[str, list[tuple[Query, dict[str, float]]]],
+    status_counts: dict[str, dict[str, int]],
+    bar: Any,
+) -> None:
+    group_of = collection.group_of()
+
+    def group(memory_id: str, metadata: Mapping[str, Any] | None = None) -> str:
+        found = group_of.get(memory_id)
+        if found is None and metadata:
+            found = metadata.get("group")
+        return str(found if found is not None else memory_id)
+
+    for query in collection.queries:
+        for spec in policies:
+            t0 = time.perf_counter()
+            result = _resolve(
+                memory.search(
+                    query.text,
+                    limit=limit,
+                    reranker=spec.reranker,
+                    reranker_options=dict(spec.options) or None,
+                    pool=pool,
+                )
+            )
+            search_ms = (time.perf_counter() - t0) * 1000.0
+            hit_groups = [group(h.ref.memory_id, h.metadata) for h in result.hits]
+            pool_groups = [group(c.ref.memory_id) for c in result.trace.coarse]
+            row = score_query(hit_groups, pool_groups, query.relevance)
+            calls, tin, tout = _usage_of(result)
+            row.update(
+                calls_per_query=float(calls),
+                input_tokens_per_query=float(tin),
+                output_tokens_per_query=float(tout),
+                search_ms=search_ms,
+            )
+            rows[spec.label].append((query, row))
+            status = result.trace.status.value
+            counts = status_counts[spec.label]
+            counts[status] = counts.get(status, 0) + 1
+            if bar is not None:
+                bar.update(1)
+
+
+def _summarise(
+    dataset: Dataset,
+    policies: Sequence[PolicySpec],
+    described: Mapping[str, Mapping[str, Any]],
+    rows: Mapping[str, Sequence[tuple[Query, dict[str, float]]]],
+    status_counts: Mapping[str, Mapping[str, int]],
+    limit: int,
+    pool: int,
+    elapsed: float,
+    ingest_s: float,
+) -> dict[str, Any]:
+    has_categories = dataset.kind == "locomo"
+    headline: dict[str, Any] = {}
+    category_5: dict[str, Any] = {}
+    by_category: dict[str, Any] = {}
+    details: dict[str, Any] = {}
+    for spec in policies:
+        label = spec.label
+        all_rows = rows[label]
+        if has_categories:
+            head = [r for q, r in all_rows if q.category in HEADLINE_CATEGORIES]
+            adversarial = [r for q, r in all_rows if q.category == 5]
+            category_5[label] = {**_flat(adversarial), "queries": len(adversarial)}
+            cats: dict[str, Any] = {}
+            for cat in sorted({q.category for q, _ in all_rows if q.category is not None}):
+                these = [r for q, r in all_rows if q.category == cat]
+                cats[str(cat)] = {**_flat(these), "queries": len(these)}
+            by_category[label] = cats
+        else:
+            head = [r for _, r in all_rows]
+        headline[label] = _flat(head)
+        agg = _aggregate(head)
+        times = [r["search_ms"] for _, r in all_rows]
+        details[label] = {
+            **described[label],
+            "reranker": spec.reranker,
+            "options": dict(spec.options),
+            "queries": len(head),
+            "input_tokens_per_query": round(agg.get("input_tokens_per_query", 0.0), 3),
+            "output_tokens_per_query": round(agg.get("output_tokens_per_query", 0.0), 3),
+            "recall@100": round(agg.get("recall@100", 0.0), 6),
+            "search_ms_p50": round(percentile(times, 50), 3) if times else None,
+            "search_ms_p95": round(percentile(times, 95), 3) if times else None,
+            "status_counts": dict(status_counts[label]),
+        }
+    body: dict[str, Any] = {
+        "kind": "quality",
+        "dataset": {"name": dataset.name, "source": dataset.source, **dict(dataset.stats)},
+        "configuration": {
+            "dataset": dataset.name,
+            "limit": limit,
+            "pool": pool,
+            "policies": [p.to_dict() for p in policies],
+            "headline_categories": list(HEADLINE_CATEGORIES) if has_categories else None,
+        },
+        "policies": headline,
+        "details": details,
+        "timing": {"elapsed_s": round(elapsed, 3), "ingest_s": round(ingest_s, 3)},
+    }
+    if has_categories:
+        body["category_5"] = category_5
+        body["by_category"] = by_category
+    return body

@@ -1,0 +1,321 @@
+"""Report writers: ``report.json`` (with environment and configuration), ``report.md``
+(Markdown tables that docs/benchmarks.md includes) and a PNG plot (matplotlib, Agg backend)."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import platform
+import sys
+from collections.abc import Mapping, Sequence
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "SCHEMA",
+    "environment",
+    "finish_report",
+    "write_report",
+    "quality_markdown",
+    "latency_markdown",
+    "plot_quality",
+    "plot_latency",
+]
+
+SCHEMA = "rankseam.bench/1"
+
+
+def _version(dist: str) -> str | None:
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def environment() -> dict[str, Any]:
+    """Where the numbers were measured (no hostnames, users or secrets)."""
+    from rankseam.plugins import get_plugins
+
+    plugins = [
+        {"name": p.name, "version": p.version, "status": p.status} for p in get_plugins(all=False)
+    ]
+    return {
+        "python": sys.version.split()[0],
+        "implementation": platform.python_implementation(),
+        "platform": platform.platform(terse=True),
+        "machine": platform.machine(),
+        "cpu_count": os.cpu_count(),
+        "packages": {
+            name: _version(name)
+            for name in ("rankseam", "numpy", "scikit-learn", "matplotlib", "langchain-core")
+        },
+        "plugins": plugins,
+    }
+
+
+def finish_report(
+    body: Mapping[str, Any], *, command: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """Wrap a benchmark body with schema, time stamp, environment and the command used."""
+    out: dict[str, Any] = {
+        "schema": SCHEMA,
+        "created_at": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+        "environment": environment(),
+    }
+    out.update(body)
+    config = dict(out.get("configuration", {}))
+    if command is not None:
+        config["cli"] = dict(command)
+    out["configuration"] = config
+    return out
+
+
+def _fmt(value: Any, digits: int = 3) -> str:
+    if value is None:
+        return "–"
+    if isinstance(value, float):
+        return f"{value:.{digits}f}"
+    return str(value)
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(_fmt(v) for v in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+_QUALITY_COLUMNS = (
+    ("recall@5", "Recall@5"),
+    ("recall@10", "Recall@10"),
+    ("ndcg@10", "nDCG@10"),
+    ("mrr", "MRR"),
+    ("dup_slot@5", "dup-slot@5"),
+    ("pool_recall", "pool recall"),
+    ("calls_per_query", "calls/query"),
+)
+
+
+def quality_markdown(report: Mapping[str, Any]) -> str:
+    """Headline table, category-5 line and per-category Recall@5 (LoCoMo) or the BEIR table."""
+    config = report["configuration"]
+    data = report["dataset"]
+    policies: Mapping[str, Mapping[str, float]] = report["policies"]
+    details = report.get("details", {})
+    parts = []
+    if data.get("name") == "locomo" or "category_5" in report:
+        parts.append(
+            f"LoCoMo ({data.get('conversations')} conversations, "
+            f"{data.get('turns')} turns + {data.get('observations')} observations; "
+            f"{details[next(iter(policies))]['queries'] if policies else 0} questions of "
+            f"categories 1–4; limit {config['limit']}, coarse pool {config['pool']}). "
+            f"Dropped evidence ids: {data.get('dropped_evidence_ids')}; skipped questions "
+            f"without evidence: {data.get('skipped_queries_no_evidence')}."
+        )
+        header = ["policy", *(title for _, title in _QUALITY_COLUMNS)]
+        rows = [[label, *(m[k] for k, _ in _QUALITY_COLUMNS)] for label, m in policies.items()]
+        parts.append(_table(header, rows))
+        cat5 = report.get("category_5", {})
+        if cat5:
+            n5 = next(iter(cat5.values())).get("queries", 0)
+            parts.append(f"Category 5 (adversarial, {n5} questions), on its own:")
+            rows = [[label, *(m[k] for k, _ in _QUALITY_COLUMNS)] for label, m in cat5.items()]
+            parts.append(_table(header, rows))
+        by_cat = report.get("by_category", {})
+        if by_cat:
+            from rankseam.bench.datasets import CATEGORY_NAMES
+
+            cats = sorted({c for per in by_cat.values() for c in per}, key=int)
+            parts.append("Recall@5 by question category:")
+            header = ["policy", *(f"{c} {CATEGORY_NAMES.get(int(c), '')}".strip() for c in cats)]
+            rows = [
+                [label, *(per.get(c, {}).get("recall@5") for c in cats)]
+                for label, per in by_cat.items()
+            ]
+            parts.append(_table(header, rows))
+    else:
+        parts.append(
+            f"{data.get('name')} ({data.get('documents')} documents, {data.get('queries')} queries; "
+            f"limit {config['limit']}, coarse pool {config['pool']})."
+        )
+        header = ["policy", "nDCG@10", "Recall@100", "MRR", "pool recall", "calls/query"]
+        rows = [
+            [
+                label,
+                m["ndcg@10"],
+                details.get(label, {}).get("recall@100"),
+                m["mrr"],
+                m["pool_recall"],
+                m["calls_per_query"],
+            ]
+            for label, m in policies.items()
+        ]
+        parts.append(_table(header, rows))
+    timing = report.get("timing", {})
+    if timing:
+        parts.append(
+            f"Run time {timing.get('elapsed_s', 0):.0f} s (ingest {timing.get('ingest_s', 0):.0f} s) "
+            f"on {report['environment']['cpu_count']} CPUs, Python {report['environment']['python']}."
+        )
+    return "\n\n".join(parts) + "\n"
+
+
+def latency_markdown(report: Mapping[str, Any]) -> str:
+    """Rerank-stage table, whole-search table, ingest throughput and the reference comparison."""
+    parts = []
+    stage = report.get("rerank_stage", {})
+    if stage:
+        parts.append(
+            "Rerank stage alone (`rerank_pool`, synthetic candidates with "
+            f"{report['configuration'].get('dimensions')}-dim vectors, limit "
+            f"{report['configuration'].get('limit')}); ratio = p50 / p50 of `identity`:"
+        )
+        rows = []
+        for name, per_n in stage.items():
+            for n, m in per_n.items():
+                rows.append([name, n, m["p50_ms"], m["p95_ms"], m.get("ratio_to_identity")])
+        parts.append(_table(["reranker", "candidates", "p50 ms", "p95 ms", "ratio"], rows))
+    skipped = report.get("skipped_rerankers", {})
+    if skipped:
+        parts.append(
+            "Not timed: " + "; ".join(f"`{name}` ({why})" for name, why in skipped.items()) + "."
+        )
+    search = report.get("whole_search", {})
+    if search:
+        parts.append("Whole search (`Memory.search`), by store size; ratio = p50 / p50 of `none`:")
+        rows = []
+        for size, per_policy in search.items():
+            for name, m in per_policy.items():
+                if not isinstance(m, Mapping) or "p50_ms" not in m:
+                    continue
+                rows.append([size, name, m["p50_ms"], m["p95_ms"], m.get("ratio_to_none")])
+        parts.append(_table(["memories", "policy", "p50 ms", "p95 ms", "ratio"], rows))
+        rows = [
+            [
+                size,
+                m.get("ingest_per_s"),
+                m.get("peak_rss_mib_ingest"),
+                m.get("peak_rss_mib_search"),
+            ]
+            for size, m in search.items()
+        ]
+        parts.append(
+            _table(["memories", "ingest memories/s", "peak RSS MiB (ingest)", "peak RSS MiB (search)"], rows)
+        )
+    disabled = report.get("disabled_path")
+    if disabled:
+        parts.append(
+            "Disabled path (`reranker=None`) vs `identity`: "
+            + ", ".join(
+                f"{k}: {_fmt(v)}" for k, v in disabled.items() if isinstance(v, int | float)
+            )
+        )
+    ref = report.get("reference_mmr")
+    if ref:
+        if ref.get("skipped"):
+            parts.append(f"Reference MMR (langchain-core): not run — {ref['skipped']}.")
+        else:
+            rows = [
+                [n, m["rankseam_p50_ms"], m["langchain_p50_ms"], m["ratio"], m["agreement"]]
+                for n, m in ref["by_candidates"].items()
+            ]
+            parts.append(
+                f"`mmr` vs langchain-core `maximal_marginal_relevance` on identical inputs "
+                f"(λ={ref.get('lambda')}, k={ref.get('k')}; ratio = rankseam / langchain; "
+                "agreement = share of trials with identical selections):"
+            )
+            parts.append(
+                _table(["candidates", "rankseam p50 ms", "langchain p50 ms", "ratio", "agreement"], rows)
+            )
+    return "\n\n".join(parts) + "\n"
+
+
+def _pyplot() -> Any:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def plot_quality(report: Mapping[str, Any], path: Path) -> Path:
+    """Left: Recall@5 / Recall@10 / nDCG@10 / pool recall per policy. Right: Recall@5 against
+    dup-slot@5 (up and left is better)."""
+    plt = _pyplot()
+    policies: Mapping[str, Mapping[str, float]] = report["policies"]
+    labels = list(policies)
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.5))
+    keys = ["recall@5", "recall@10", "ndcg@10", "pool_recall"]
+    width = 0.8 / len(keys)
+    for i, key in enumerate(keys):
+        xs = [j + i * width for j in range(len(labels))]
+        ax1.bar(xs, [policies[label][key] for label in labels], width, label=key)
+    ax1.set_xticks([j + 0.4 - width / 2 for j in range(len(labels))], labels, rotation=20)
+    ax1.set_ylim(0, 1)
+    ax1.set_title(f"{report['dataset']['name']}: quality per policy")
+    ax1.legend(fontsize=8)
+    for label in labels:
+        m = policies[label]
+        ax2.scatter(m["dup_slot@5"], m["recall@5"])
+        ax2.annotate(label, (m["dup_slot@5"], m["recall@5"]), fontsize=8)
+    ax2.set_xlabel("dup-slot@5 (lower is better)")
+    ax2.set_ylabel("Recall@5 (higher is better)")
+    ax2.set_title("Recall@5 vs duplicate slots")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def plot_latency(report: Mapping[str, Any], path: Path) -> Path:
+    """Left: rerank-stage p50/p95 per reranker and pool size. Right: whole-search p50 by size."""
+    plt = _pyplot()
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.5))
+    stage = report.get("rerank_stage", {})
+    labels, p50, p95 = [], [], []
+    for name, per_n in stage.items():
+        for n, m in per_n.items():
+            labels.append(f"{name}@{n}")
+            p50.append(m["p50_ms"])
+            p95.append(m["p95_ms"])
+    xs = list(range(len(labels)))
+    ax1.bar([x - 0.2 for x in xs], p50, 0.4, label="p50")
+    ax1.bar([x + 0.2 for x in xs], p95, 0.4, label="p95")
+    ax1.set_xticks(xs, labels, rotation=30, fontsize=8)
+    ax1.set_ylabel("ms")
+    ax1.set_yscale("log")
+    ax1.set_title("rerank stage")
+    ax1.legend()
+    search = report.get("whole_search", {})
+    sizes = list(search)
+    names = sorted({n for per in search.values() for n, m in per.items() if isinstance(m, Mapping)})
+    for name in names:
+        ys = [search[s].get(name, {}).get("p50_ms") for s in sizes]
+        ax2.plot([int(s) for s in sizes], ys, marker="o", label=f"{name} p50")
+    ax2.set_xscale("log")
+    ax2.set_xlabel("memories")
+    ax2.set_ylabel("ms")
+    ax2.set_title("whole search")
+    if names:
+        ax2.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def write_report(report: Mapping[str, Any], out_dir: str | Path) -> dict[str, Path]:
+    """Write ``report.json``, ``report.md`` and ``report.png`` into ``out_dir``."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = {"json": out / "report.json", "markdown": out / "report.md", "plot": out / "report.png"}
+    paths["json"].write_text(json.dumps(report, indent=2, sort_keys=False) + "\n", encoding="utf-8")
+    if report.get("kind") == "quality":
+        paths["markdown"].write_text(quality_markdown(report), encoding="utf-8")
+        plot_quality(report, paths["plot"])
+    else:
+        paths["markdown"].write_text(latency_markdown(report), encoding="utf-8")
+        plot_latency(report, paths["plot"])
+    return paths

@@ -1,0 +1,71 @@
+"""Deterministic synthetic data for the latency benchmark: texts, queries, vectors, hits."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+from rankseam.types import Hit, MemoryRef
+
+__all__ = ["vocabulary", "texts", "queries", "unit_vectors", "pool_hits"]
+
+_SYLLABLES = (
+    "ka", "lo", "mi", "ne", "ru", "sa", "ti", "vo", "pe", "da", "gu", "fi", "ho", "ja", "be",
+    "zo", "wi", "xu", "qe", "ly",
+)  # fmt: skip
+
+
+def vocabulary(size: int = 4000, seed: int = 7) -> list[str]:
+    """``size`` distinct pseudo-words of 2–4 syllables (no real text is involved)."""
+    rng = np.random.default_rng(seed)
+    words: dict[str, None] = {}
+    while len(words) < size:
+        n = int(rng.integers(2, 5))
+        words["".join(_SYLLABLES[int(i)] for i in rng.integers(0, len(_SYLLABLES), n))] = None
+    return list(words)
+
+
+def _zipf_words(rng: np.random.Generator, vocab: list[str], n: int) -> list[str]:
+    idx = np.minimum(rng.zipf(1.3, n) - 1, len(vocab) - 1)
+    return [vocab[int(i)] for i in idx]
+
+
+def texts(count: int, *, seed: int = 11) -> Iterator[dict[str, Any]]:
+    """``count`` ingest records (ids ``m<N>``) of 8–24 Zipf-distributed pseudo-words."""
+    vocab = vocabulary()
+    rng = np.random.default_rng(seed)
+    for i in range(count):
+        words = _zipf_words(rng, vocab, int(rng.integers(8, 25)))
+        yield {"id": f"m{i}", "text": " ".join(words)}
+
+
+def queries(count: int, *, seed: int = 13) -> list[str]:
+    """``count`` queries of 3–6 pseudo-words, skewed towards common words."""
+    vocab = vocabulary()
+    rng = np.random.default_rng(seed)
+    return [" ".join(_zipf_words(rng, vocab, int(rng.integers(3, 7)))) for _ in range(count)]
+
+
+def unit_vectors(n: int, dims: int, *, seed: int = 17) -> np.ndarray:
+    """``n`` random unit vectors (float32), shape ``(n, dims)``."""
+    rng = np.random.default_rng(seed)
+    m = rng.standard_normal((n, dims)).astype(np.float32)
+    m /= np.linalg.norm(m, axis=1, keepdims=True)
+    return m
+
+
+def pool_hits(n: int, *, scores: np.ndarray | None = None, namespace: str = "bench") -> list[Hit]:
+    """``n`` coarse hits (ranks = order, descending scores unless given)."""
+    if scores is None:
+        scores = np.linspace(1.0, 0.1, n)
+    return [
+        Hit(
+            ref=MemoryRef(namespace, f"c{i}", 1),
+            text=f"candidate {i}",
+            score=float(scores[i]),
+            matched_by=("vector",),
+        )
+        for i in range(n)
+    ]

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from rankseam import hookimpl
 from rankseam.registry import RerankerRegister
-
 from rankseam_decision.reranker import POLICY_ID, DecisionReranker, from_options
 
 __all__ = ["POLICY_ID", "DecisionReranker", "from_options"]

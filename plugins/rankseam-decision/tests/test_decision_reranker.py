@@ -223,7 +223,7 @@ def test_usage_sums_tokens_and_unknown_stays_unknown() -> None:
     )
     decision = rerank(partly, 3, 2)
     assert decision.usage == Usage(3, None, 6)
-    out, trace = run(rerank_pool("q", hits(3), 2, DecisionReranker(partly)))
+    _out, trace = run(rerank_pool("q", hits(3), 2, DecisionReranker(partly)))
     assert trace is not None
     payload = json.loads(json.dumps(trace.to_dict()))
     assert payload["usage"] == {"calls": 3, "input_tokens": None, "output_tokens": 6}
@@ -275,7 +275,7 @@ def test_deadline_fails_closed_and_cancels_calls() -> None:
     assert info.value.reason == "timeout"
     assert info.value.usage.calls == 2  # type: ignore[attr-defined]
     assert backend.in_flight == 0 and backend.cancelled == 2
-    out, trace = run(
+    _out, trace = run(
         rerank_pool(
             "q",
             hits(4),

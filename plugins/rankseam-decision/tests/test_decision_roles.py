@@ -73,7 +73,7 @@ def test_same_backend_instance_serves_the_gate_open_and_the_reranker_closed(
         # healthy: the gate refuses a NO, the reranker falls back (all NO)
         verdict = await ask_write_gate(gate, "memory text")
         assert (verdict.store, verdict.degraded, verdict.outcome) == (False, False, "no")
-        out, trace = await rerank_pool("q", pool, 2, reranker)
+        _out, trace = await rerank_pool("q", pool, 2, reranker)
         assert trace is not None and trace.used_fallback and trace.usage.calls == 3
         assert trace.usage.input_tokens is None  # unknown token counts stay unknown
 

@@ -47,6 +47,8 @@ ENTRY_POINT_GROUP = "rankseam"
 DEFAULT_PLUGINS = (
     "rankseam.default_plugins.identity",
     "rankseam.default_plugins.heuristic_decision",
+    "rankseam.default_plugins.builtin_sources",
+    "rankseam.default_plugins.hashed_embedder",
 )
 
 

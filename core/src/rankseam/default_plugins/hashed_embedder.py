@@ -1,0 +1,130 @@
+"""The default embedder ``hashed``: hashed word and character n-grams, L2-normalised.
+
+Built on scikit-learn's ``HashingVectorizer``: deterministic (MurmurHash3), no fitting, no
+vocabulary, no download. Word unigrams catch shared words, character n-grams (within word
+boundaries) catch inflections and typos. The two hashed vectors are mixed with
+``char_weight``, densified to float32 and L2-normalised. A text with no features (empty or
+only punctuation) embeds to the zero vector. Options (``[embedders.hashed]``): ``dimensions``
+(default 256), ``char_ngrams`` (default ``[3, 5]``), ``word_ngrams`` (default ``[1, 1]``),
+``char_weight`` (default 0.5). Every option is part of the descriptor, so changing one is a new
+vector space (``rankseam reembed`` fills it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from rankseam import hookimpl
+from rankseam.embedding import EmbedderDescriptor
+from rankseam.errors import ConfigurationError
+from rankseam.registry import EmbedderRegister
+
+__all__ = ["HashedEmbedder"]
+
+_OPTIONS = ("dimensions", "char_ngrams", "word_ngrams", "char_weight")
+
+
+def _range(name: str, value: Any) -> tuple[int, int]:
+    ok = (
+        isinstance(value, list | tuple)
+        and len(value) == 2
+        and all(isinstance(v, int) and not isinstance(v, bool) for v in value)
+        and 1 <= value[0] <= value[1] <= 8
+    )
+    if not ok:
+        raise ConfigurationError(
+            f"[embedders.hashed] {name} must be [low, high] with 1 <= low <= high <= 8, "
+            f"got {value!r}"
+        )
+    return int(value[0]), int(value[1])
+
+
+class HashedEmbedder:
+    """Deterministic hashed n-gram embedder (see the module docstring)."""
+
+    def __init__(
+        self,
+        *,
+        dimensions: int = 256,
+        char_ngrams: tuple[int, int] = (3, 5),
+        word_ngrams: tuple[int, int] = (1, 1),
+        char_weight: float = 0.5,
+    ) -> None:
+        from sklearn.feature_extraction.text import HashingVectorizer
+
+        self.dimensions = dimensions
+        self.char_weight = char_weight
+        self._word = HashingVectorizer(
+            n_features=dimensions,
+            analyzer="word",
+            ngram_range=word_ngrams,
+            norm="l2",
+            alternate_sign=True,
+            lowercase=True,
+            dtype=np.float32,
+        )
+        self._char = HashingVectorizer(
+            n_features=dimensions,
+            analyzer="char_wb",
+            ngram_range=char_ngrams,
+            norm="l2",
+            alternate_sign=True,
+            lowercase=True,
+            dtype=np.float32,
+        )
+        self.descriptor = EmbedderDescriptor(
+            name="hashed",
+            dimensions=dimensions,
+            normalization="l2",
+            revision=(
+                f"1:w{word_ngrams[0]}-{word_ngrams[1]}:c{char_ngrams[0]}-{char_ngrams[1]}"
+                f":cw{char_weight:g}"
+            ),
+        )
+
+    def embed(self, texts: Sequence[str], /) -> np.ndarray:
+        texts = list(texts)
+        if not texts:
+            return np.zeros((0, self.dimensions), dtype=np.float32)
+        w = self.char_weight
+        mixed = self._word.transform(texts) * (1.0 - w) + self._char.transform(texts) * w
+        dense = np.asarray(mixed.toarray(), dtype=np.float32)
+        norms = np.linalg.norm(dense, axis=1, keepdims=True)
+        np.divide(dense, norms, out=dense, where=norms > 0)
+        return dense
+
+    @classmethod
+    def from_options(cls, options: Mapping[str, Any]) -> HashedEmbedder:
+        unknown = sorted(set(options) - set(_OPTIONS))
+        if unknown:
+            raise ConfigurationError(
+                f"the hashed embedder does not know option(s) {unknown}; it takes {list(_OPTIONS)}"
+            )
+        dims = options.get("dimensions", 256)
+        if isinstance(dims, bool) or not isinstance(dims, int) or not 16 <= dims <= 65536:
+            raise ConfigurationError(
+                f"[embedders.hashed] dimensions must be an integer in 16..65536, got {dims!r}"
+            )
+        weight = options.get("char_weight", 0.5)
+        if isinstance(weight, bool) or not isinstance(weight, int | float) or not 0 <= weight <= 1:
+            raise ConfigurationError(
+                f"[embedders.hashed] char_weight must be a number in [0, 1], got {weight!r}"
+            )
+        return cls(
+            dimensions=dims,
+            char_ngrams=_range("char_ngrams", options.get("char_ngrams", (3, 5))),
+            word_ngrams=_range("word_ngrams", options.get("word_ngrams", (1, 1))),
+            char_weight=float(weight),
+        )
+
+
+def _factory(options: Mapping[str, Any], context: object) -> HashedEmbedder:
+    return HashedEmbedder.from_options(options)
+
+
+@hookimpl
+def register_embedders(register: EmbedderRegister) -> None:
+    register("hashed", _factory, summary="hashed word + char n-grams (scikit-learn), no download")

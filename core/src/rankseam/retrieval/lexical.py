@@ -1,0 +1,94 @@
+"""The lexical channel: FTS5 BM25 over a natural-language query treated as a bag of terms.
+
+The user's text never reaches FTS5 query syntax: it is split into word tokens (``\\w+``,
+Unicode-aware), lower-cased, stop words dropped, and each remaining term is wrapped in double
+quotes (an FTS5 string, in which nothing is an operator) and the terms are OR-joined. So
+``NEAR``, ``*``, ``-``, ``:``, ``^``, quotes and unbalanced parentheses are all plain text.
+OR-joining (not FTS5's implicit AND) lets a question match memories that share only some of
+its words; BM25 ranks those that share more, and rarer, words first.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from rankseam.errors import ConfigurationError
+from rankseam.retrieval.base import ScoredKey, SourceRequest
+
+__all__ = ["MAX_TERMS", "STOPWORDS", "LexicalSource", "match_expression", "query_terms"]
+
+#: Most terms kept from one query (the first ones, after stop words are dropped).
+MAX_TERMS = 32
+
+_TOKEN = re.compile(r"\w+", re.UNICODE)
+
+#: English function words and question words; they match most memories and rank none.
+STOPWORDS = frozenset(
+    """
+    a about above after again against all am an and any are as at be because been before being
+    below between both but by can could did do does doing down during each few for from further
+    had has have having he her here hers herself him himself his how i if in into is it its
+    itself just me more most my myself no nor not now of off on once only or other our ours
+    ourselves out over own same she should so some such than that the their theirs them
+    themselves then there these they this those through to too under until up very was we were
+    what when where which while who whom why will with would you your yours yourself yourselves
+    s t d ll m re ve don didn doesn isn wasn weren won wouldn shouldn couldn also ever
+    """.split()
+)
+
+
+def query_terms(query: str, *, stopwords: bool = True) -> list[str]:
+    """Distinct terms of ``query`` in order of first appearance (at most :data:`MAX_TERMS`)."""
+    seen: dict[str, None] = {}
+    for token in _TOKEN.findall(query.lower()):
+        if len(token) < 2 and not token.isdigit():
+            continue
+        if stopwords and token in STOPWORDS:
+            continue
+        seen.setdefault(token, None)
+    terms = list(seen)
+    if not terms and stopwords:
+        return query_terms(query, stopwords=False)
+    return terms[:MAX_TERMS]
+
+
+def match_expression(query: str, *, stopwords: bool = True) -> str | None:
+    """The FTS5 MATCH string for ``query``: quoted terms joined with OR; ``None`` if the query
+    has no word at all (the lexical channel then returns nothing)."""
+    terms = query_terms(query, stopwords=stopwords)
+    if not terms:
+        return None
+    return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+
+
+class LexicalSource:
+    """FTS5 BM25; score = ``-bm25`` (higher is better)."""
+
+    admits = True
+    needs_query_vector = False
+
+    def __init__(self, *, stopwords: bool = True) -> None:
+        self.stopwords = stopwords
+
+    def candidates(self, request: SourceRequest, /) -> Sequence[ScoredKey]:
+        match = match_expression(request.query, stopwords=self.stopwords)
+        if match is None:
+            return []
+        return request.reader.lexical(match, request.namespace, request.k)
+
+    @classmethod
+    def from_options(cls, options: Mapping[str, Any]) -> LexicalSource:
+        unknown = sorted(set(options) - {"stopwords"})
+        if unknown:
+            raise ConfigurationError(
+                f"the lexical source does not know option(s) {unknown}; it takes 'stopwords' "
+                "(true/false)"
+            )
+        stop = options.get("stopwords", True)
+        if not isinstance(stop, bool):
+            raise ConfigurationError(
+                f"[sources.lexical] stopwords must be true or false, got {stop!r}"
+            )
+        return cls(stopwords=stop)

@@ -1,0 +1,47 @@
+"""The vector channel: cosine over the stored vectors of the active embedder's space."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from rankseam.errors import ConfigurationError
+from rankseam.retrieval.base import ScoredKey, SourceRequest
+
+__all__ = ["VectorSource"]
+
+
+class VectorSource:
+    """Cosine similarity (numpy, one matrix-vector product over a cached float32 matrix).
+
+    Only vectors of ``request.embedder``'s space are compared: memories without a vector in
+    that space are invisible to this channel (``rankseam reembed`` fills them in).
+    """
+
+    admits = True
+    needs_query_vector = True
+
+    def __init__(self, *, min_score: float | None = None) -> None:
+        self.min_score = min_score
+
+    def candidates(self, request: SourceRequest, /) -> Sequence[ScoredKey]:
+        if request.query_vector is None or request.embedder is None:
+            return []
+        hits = request.reader.vector(
+            request.namespace, request.embedder, request.query_vector, request.k
+        )
+        if self.min_score is not None:
+            hits = [(rid, s) for rid, s in hits if s >= self.min_score]
+        return hits
+
+    @classmethod
+    def from_options(cls, options: Mapping[str, Any]) -> VectorSource:
+        unknown = sorted(set(options) - {"min_score"})
+        if unknown:
+            raise ConfigurationError(
+                f"the vector source does not know option(s) {unknown}; it takes 'min_score'"
+            )
+        value = options.get("min_score")
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
+            raise ConfigurationError(f"[sources.vector] min_score must be a number, got {value!r}")
+        return cls(min_score=None if value is None else float(value))

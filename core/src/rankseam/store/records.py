@@ -1,0 +1,152 @@
+"""Value objects and input validation of the embedded store."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Mapping
+from datetime import datetime
+from types import MappingProxyType
+from typing import Any
+
+import attrs
+
+from rankseam.errors import ValidationError
+from rankseam.types import MemoryRef
+
+__all__ = [
+    "MAX_ID_CHARS",
+    "MAX_TEXT_CHARS",
+    "MemoryNotFoundError",
+    "StoredMemory",
+    "check_created_at",
+    "check_importance",
+    "check_memory_id",
+    "check_namespace",
+    "check_text",
+    "content_hash",
+    "encode_metadata",
+]
+
+MAX_TEXT_CHARS = 1_000_000
+MAX_ID_CHARS = 512
+
+
+def _frozen(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    return MappingProxyType(dict(value or {}))
+
+
+@attrs.frozen
+class StoredMemory:
+    """One stored revision of a memory, exactly as it was written.
+
+    ``deleted`` is True when the memory has been deleted (tombstoned); its revisions stay
+    readable by their :class:`~rankseam.types.MemoryRef`.
+    """
+
+    ref: MemoryRef
+    text: str
+    importance: float
+    metadata: Mapping[str, Any] = attrs.field(factory=dict, converter=_frozen, eq=False)
+    created_at: float = 0.0
+    content_hash: str = ""
+    deleted: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            **self.ref.to_dict(),
+            "text": self.text,
+            "importance": self.importance,
+            "metadata": dict(self.metadata),
+            "created_at": self.created_at,
+            "content_hash": self.content_hash,
+            "deleted": self.deleted,
+        }
+
+
+class MemoryNotFoundError(ValidationError, KeyError):
+    """No memory (or revision) with that identity exists in that namespace."""
+
+    __str__ = Exception.__str__  # not KeyError's quoted form
+
+
+def content_hash(text: str) -> str:
+    return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _check_name(value: object, what: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ValidationError(f"{what} must be a non-empty string, got {value!r}")
+    if "\x00" in value:
+        raise ValidationError(f"{what} must not contain NUL characters")
+    if len(value) > MAX_ID_CHARS:
+        raise ValidationError(f"{what} is {len(value)} characters long; at most {MAX_ID_CHARS}")
+    if value.strip() != value:
+        raise ValidationError(f"{what} {value!r} has surrounding whitespace; strip it")
+    return value
+
+
+def check_namespace(value: object) -> str:
+    return _check_name(value, "namespace")
+
+
+def check_memory_id(value: object) -> str:
+    return _check_name(value, "memory id")
+
+
+def check_text(value: object) -> str:
+    if not isinstance(value, str):
+        raise ValidationError(f"memory text must be a string, got {type(value).__name__}")
+    if not value.strip():
+        raise ValidationError("memory text is empty; a memory needs some text")
+    if "\x00" in value:
+        raise ValidationError("memory text contains a NUL character; remove it")
+    if len(value) > MAX_TEXT_CHARS:
+        raise ValidationError(
+            f"memory text is {len(value)} characters long; at most {MAX_TEXT_CHARS} are stored "
+            "(split it into several memories)"
+        )
+    return value
+
+
+def check_importance(value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValidationError(f"importance must be a number in [0, 1], got {value!r}")
+    out = float(value)
+    if not math.isfinite(out) or not 0.0 <= out <= 1.0:
+        raise ValidationError(f"importance must be a number in [0, 1], got {value!r}")
+    return out
+
+
+def encode_metadata(value: object) -> str:
+    if value is None:
+        return "{}"
+    if not isinstance(value, Mapping):
+        raise ValidationError(
+            f"metadata must be a JSON object (a mapping), got {type(value).__name__}"
+        )
+    try:
+        return json.dumps(dict(value), sort_keys=True, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise ValidationError(f"metadata must be JSON-serialisable: {exc}") from None
+
+
+def check_created_at(value: object) -> float | None:
+    """Epoch seconds, or an ISO 8601 string; ``None`` means now."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        raise ValidationError(
+            f"created_at must be epoch seconds or an ISO 8601 string, got {value!r}"
+        )
+    if isinstance(value, int | float):
+        if not math.isfinite(float(value)):
+            raise ValidationError(f"created_at must be finite, got {value!r}")
+        return float(value)
+    if isinstance(value, str):
+        try:
+            return datetime.fromisoformat(value).timestamp()
+        except ValueError:
+            pass
+    raise ValidationError(f"created_at must be epoch seconds or an ISO 8601 string, got {value!r}")

@@ -1,0 +1,151 @@
+"""The SQLite schema of the embedded store, and its migration path.
+
+``SCHEMA_VERSION`` is kept in the ``meta`` table (key ``schema_version``). Opening a store runs
+every migration from the stored version up to ``SCHEMA_VERSION``, each in its own transaction;
+a store written by a *newer* rankseam is refused with a clear message rather than guessed at.
+
+To change the schema: add a function ``_migrate_N_to_N1(conn)`` to :data:`MIGRATIONS` under key
+``N`` and bump ``SCHEMA_VERSION``. Migrations only ever add (tables, columns, indexes) or copy;
+revision rows are immutable and are never rewritten.
+
+Tables (version 1):
+
+- ``meta(key, value)``: schema version, FTS tokenizer, creation time.
+- ``namespaces(name, version)``: ``version`` increments on every committed write in the
+  namespace; readers use it to know whether a cached vector matrix is still current.
+- ``memories(namespace, memory_id, head_rid, head_revision, deleted, deleted_at)``: one row per
+  memory; ``deleted`` is the tombstone.
+- ``revisions(rid, namespace, memory_id, revision, text, importance, metadata, created_at,
+  content_hash, live)``: immutable revisions. ``live`` is 1 for the current revision of a memory
+  that is not deleted (the only rows search can find); every other column never changes.
+- ``fts``: FTS5 index (external content = ``revisions``) over the live rows only.
+- ``spaces(key, descriptor)`` and ``vectors(space, rid, vector)``: float32 vectors per embedder
+  space; a vector is only ever compared with vectors of its own space.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Callable
+
+from rankseam.errors import ConfigurationError
+
+__all__ = ["SCHEMA_VERSION", "TOKENIZERS", "ensure_schema"]
+
+SCHEMA_VERSION = 1
+
+#: FTS5 tokenizers the store accepts (chosen at creation, recorded in ``meta``).
+TOKENIZERS = {
+    "porter": "porter unicode61 remove_diacritics 2",
+    "unicode61": "unicode61 remove_diacritics 2",
+}
+
+
+def _create_v1(conn: sqlite3.Connection, tokenizer: str) -> None:
+    script = f"""
+        CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+        CREATE TABLE namespaces (name TEXT PRIMARY KEY, version INTEGER NOT NULL DEFAULT 0);
+        CREATE TABLE memories (
+            namespace TEXT NOT NULL,
+            memory_id TEXT NOT NULL,
+            head_rid INTEGER NOT NULL,
+            head_revision INTEGER NOT NULL,
+            deleted INTEGER NOT NULL DEFAULT 0,
+            deleted_at REAL,
+            PRIMARY KEY (namespace, memory_id)
+        ) WITHOUT ROWID;
+        CREATE TABLE revisions (
+            rid INTEGER PRIMARY KEY,
+            namespace TEXT NOT NULL,
+            memory_id TEXT NOT NULL,
+            revision INTEGER NOT NULL,
+            text TEXT NOT NULL,
+            importance REAL NOT NULL,
+            metadata TEXT NOT NULL,
+            created_at REAL NOT NULL,
+            content_hash TEXT NOT NULL,
+            live INTEGER NOT NULL DEFAULT 1,
+            UNIQUE (namespace, memory_id, revision)
+        );
+        CREATE INDEX revisions_live ON revisions (namespace, live, importance DESC, rid);
+        CREATE TABLE spaces (key TEXT PRIMARY KEY, descriptor TEXT NOT NULL);
+        CREATE TABLE vectors (
+            space TEXT NOT NULL,
+            rid INTEGER NOT NULL,
+            vector BLOB NOT NULL,
+            PRIMARY KEY (space, rid)
+        ) WITHOUT ROWID;
+        CREATE VIRTUAL TABLE fts USING fts5(
+            text, content='revisions', content_rowid='rid', tokenize='{TOKENIZERS[tokenizer]}'
+        );
+        """
+    # executescript() would COMMIT the caller's transaction: run statement by statement.
+    for statement in script.split(";"):
+        if statement.strip():
+            conn.execute(statement)
+    conn.executemany(
+        "INSERT INTO meta(key, value) VALUES (?, ?)",
+        [
+            ("schema_version", "1"),
+            ("tokenizer", tokenizer),
+            ("created_at", repr(time.time())),
+        ],
+    )
+
+
+#: version N -> function migrating a version-N store to N+1 (none yet).
+MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {}
+
+
+def _stored_version(conn: sqlite3.Connection) -> int | None:
+    has_meta = conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type='table' AND name='meta'"
+    ).fetchone()
+    if not has_meta:
+        return None
+    row = conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+    return int(row[0]) if row else None
+
+
+def ensure_schema(conn: sqlite3.Connection, *, path: str, tokenizer: str) -> str:
+    """Create or migrate the schema; return the store's FTS tokenizer name."""
+    if tokenizer not in TOKENIZERS:
+        raise ConfigurationError(
+            f"unknown FTS tokenizer {tokenizer!r}; choose one of {sorted(TOKENIZERS)}"
+        )
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        version = _stored_version(conn)
+        if version is None:
+            tables = conn.execute(
+                "SELECT count(*) FROM sqlite_master WHERE type='table'"
+            ).fetchone()[0]
+            if tables:
+                raise ConfigurationError(
+                    f"{path!r} is an SQLite database but not a rankseam store; choose another "
+                    "path (--db / RANKSEAM_DB)"
+                )
+            _create_v1(conn, tokenizer)
+            version = 1
+        if version > SCHEMA_VERSION:
+            raise ConfigurationError(
+                f"store {path!r} has schema version {version}, newer than this rankseam "
+                f"understands ({SCHEMA_VERSION}); upgrade rankseam"
+            )
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    while version < SCHEMA_VERSION:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            MIGRATIONS[version](conn)
+            version += 1
+            conn.execute("UPDATE meta SET value=? WHERE key='schema_version'", (str(version),))
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+    row = conn.execute("SELECT value FROM meta WHERE key='tokenizer'").fetchone()
+    return str(row[0])

@@ -1,0 +1,618 @@
+"""The embedded SQLite store: namespaces, immutable revisions, tombstones, FTS5 and vectors.
+
+Concurrency model:
+
+- One connection per thread (WAL mode), so readers never wait for writers.
+- Every write is one ``BEGIN IMMEDIATE`` transaction: a bulk ingest batch is all or nothing,
+  so a process killed mid-ingest leaves every committed batch and nothing of the others.
+- A search reads its coarse pool inside one short read transaction (:meth:`SQLiteStore.read`)
+  and releases it before any reranker runs. Revision rows never change after they are written,
+  so the text of a hit always belongs to the revision it cites.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sqlite3
+import threading
+import time
+import uuid
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import attrs
+import numpy as np
+
+from rankseam.embedding import EmbedderDescriptor
+from rankseam.errors import ConfigurationError, ValidationError
+from rankseam.store.records import MemoryNotFoundError, StoredMemory
+from rankseam.store.schema import SCHEMA_VERSION, ensure_schema
+from rankseam.store.vectors import VectorCache, decode_vector, encode_vector, top_k
+from rankseam.types import MemoryRef
+
+__all__ = ["BatchCounts", "PreparedRecord", "SQLiteStore", "StoreReader"]
+
+log = logging.getLogger("rankseam.store")
+
+_ROW_COLUMNS = (
+    "r.rid, r.namespace, r.memory_id, r.revision, r.text, r.importance, r.metadata, "
+    "r.created_at, r.content_hash"
+)
+_PAGE = 500
+_SQL_VARS = 900  # stay under SQLITE_MAX_VARIABLE_NUMBER of old builds
+
+
+@attrs.frozen
+class PreparedRecord:
+    """One validated record of a write batch (texts checked, metadata encoded)."""
+
+    namespace: str
+    memory_id: str
+    text: str
+    importance: float | None
+    metadata: str | None  # JSON; None keeps the previous revision's metadata
+    created_at: float
+    content_hash: str
+    vector: np.ndarray | None = attrs.field(default=None, eq=False)
+
+
+@attrs.frozen
+class BatchCounts:
+    added: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    refs: tuple[MemoryRef, ...] = ()
+
+
+def _row_to_memory(row: Sequence[Any], deleted: bool = False) -> StoredMemory:
+    _rid, ns, mid, rev, text, importance, meta, created, chash = row[:9]
+    return StoredMemory(
+        ref=MemoryRef(ns, mid, rev),
+        text=text,
+        importance=importance,
+        metadata=json.loads(meta),
+        created_at=created,
+        content_hash=chash,
+        deleted=deleted,
+    )
+
+
+class StoreReader:
+    """Read access bound to one read transaction (one snapshot). Given to candidate sources."""
+
+    def __init__(self, store: SQLiteStore, conn: sqlite3.Connection) -> None:
+        self._store = store
+        self._conn = conn
+
+    def namespace_version(self, namespace: str) -> int:
+        row = self._conn.execute(
+            "SELECT version FROM namespaces WHERE name = ?", (namespace,)
+        ).fetchone()
+        return int(row[0]) if row else 0
+
+    def lexical(self, match: str, namespace: str, k: int) -> list[tuple[int, float]]:
+        """FTS5 BM25 over live revisions. ``match`` must be a query built by
+        :func:`rankseam.retrieval.lexical.match_expression` (quoted terms only).
+        Scores are ``-bm25`` (higher is better)."""
+        rows = self._conn.execute(
+            "SELECT f.rowid, bm25(fts) AS s FROM fts f JOIN revisions r ON r.rid = f.rowid "
+            "WHERE fts MATCH ? AND r.namespace = ? ORDER BY s, f.rowid LIMIT ?",
+            (match, namespace, k),
+        ).fetchall()
+        return [(int(rid), -float(score)) for rid, score in rows]
+
+    def vector(
+        self, namespace: str, descriptor: EmbedderDescriptor, query: np.ndarray, k: int
+    ) -> list[tuple[int, float]]:
+        """Cosine (dot product of L2-normalised vectors) over the namespace's live vectors of
+        ``descriptor``'s space only."""
+        version = self.namespace_version(namespace)
+        entry = self._store.vector_cache.get(
+            self._conn, namespace, descriptor.key, descriptor.dimensions, version
+        )
+        if entry.matrix.shape[0] == 0:
+            return []
+        q = np.asarray(query, dtype=np.float32).reshape(-1)
+        if q.shape[0] != descriptor.dimensions:
+            raise ValidationError(
+                f"query vector has {q.shape[0]} dimensions; the space {descriptor.key!r} has "
+                f"{descriptor.dimensions}"
+            )
+        if descriptor.normalization != "l2":
+            norm = float(np.linalg.norm(q))
+            q = q / norm if norm > 0 else q
+        scores = entry.matrix @ q
+        if descriptor.normalization != "l2":
+            norms = np.linalg.norm(entry.matrix, axis=1)
+            scores = np.divide(scores, norms, out=np.zeros_like(scores), where=norms > 0)
+        return top_k(scores, entry.rids, k)
+
+    def importance(self, rids: Sequence[int]) -> dict[int, float]:
+        out: dict[int, float] = {}
+        for chunk in _chunks(rids):
+            marks = ",".join("?" * len(chunk))
+            out.update(
+                self._conn.execute(
+                    f"SELECT rid, importance FROM revisions WHERE rid IN ({marks})", chunk
+                ).fetchall()
+            )
+        return out
+
+    def top_importance(self, namespace: str, k: int) -> list[tuple[int, float]]:
+        rows = self._conn.execute(
+            "SELECT rid, importance FROM revisions WHERE namespace = ? AND live = 1 "
+            "ORDER BY importance DESC, rid LIMIT ?",
+            (namespace, k),
+        ).fetchall()
+        return [(int(r), float(s)) for r, s in rows]
+
+    def memories(self, rids: Sequence[int]) -> dict[int, StoredMemory]:
+        """The revisions ``rids`` (one batched query per 900 ids)."""
+        out: dict[int, StoredMemory] = {}
+        for chunk in _chunks(rids):
+            marks = ",".join("?" * len(chunk))
+            for row in self._conn.execute(
+                f"SELECT {_ROW_COLUMNS} FROM revisions r WHERE r.rid IN ({marks})", chunk
+            ):
+                out[int(row[0])] = _row_to_memory(row)
+        return out
+
+    def resolve(self, ref: MemoryRef) -> int | None:
+        row = self._conn.execute(
+            "SELECT rid FROM revisions WHERE namespace = ? AND memory_id = ? AND revision = ?",
+            (ref.namespace, ref.memory_id, ref.revision),
+        ).fetchone()
+        return int(row[0]) if row else None
+
+
+def _chunks(items: Sequence[int]) -> Iterator[list[int]]:
+    items = list(items)
+    for i in range(0, len(items), _SQL_VARS):
+        yield items[i : i + _SQL_VARS]
+
+
+class SQLiteStore:
+    """The embedded store in one SQLite file. Thread-safe; one connection per thread."""
+
+    def __init__(
+        self, path: str | os.PathLike[str], *, tokenizer: str = "porter", timeout_s: float = 30.0
+    ) -> None:
+        self.path = str(path)
+        self._timeout_s = timeout_s
+        self._local = threading.local()
+        self._conns: list[sqlite3.Connection] = []
+        self._conns_lock = threading.Lock()
+        self._closed = False
+        self.vector_cache = VectorCache()
+        if self.path != ":memory:":
+            parent = Path(self.path).expanduser().parent
+            try:
+                parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise ConfigurationError(
+                    f"cannot create the directory of the store {self.path!r}: {exc}; choose "
+                    "another path (--db / RANKSEAM_DB)"
+                ) from None
+        try:
+            self.tokenizer = ensure_schema(self._conn(), path=self.path, tokenizer=tokenizer)
+        except sqlite3.DatabaseError as exc:
+            self.close()
+            raise ConfigurationError(
+                f"cannot open the store {self.path!r}: {exc}; is it an SQLite file? choose "
+                "another path (--db / RANKSEAM_DB)"
+            ) from None
+
+    # -- connections -----------------------------------------------------------------------
+
+    def _conn(self) -> sqlite3.Connection:
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is not None:
+            return conn
+        if self._closed:
+            raise ValidationError(f"the store {self.path!r} is closed; open it again")
+        conn = sqlite3.connect(
+            self.path, timeout=self._timeout_s, isolation_level=None, check_same_thread=False
+        )
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        conn.execute(f"PRAGMA busy_timeout={int(self._timeout_s * 1000)}")
+        self._local.conn = conn
+        with self._conns_lock:
+            self._conns.append(conn)
+        return conn
+
+    def close(self) -> None:
+        self._closed = True
+        with self._conns_lock:
+            conns, self._conns = self._conns, []
+        for conn in conns:
+            try:
+                conn.close()
+            except sqlite3.Error:  # pragma: no cover - best effort
+                pass
+        self._local = threading.local()
+        self.vector_cache.clear()
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        conn = self._conn()
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield conn
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+
+    @contextmanager
+    def read(self) -> Iterator[StoreReader]:
+        """One short read transaction (a consistent snapshot); never held while reranking."""
+        conn = self._conn()
+        conn.execute("BEGIN")
+        try:
+            yield StoreReader(self, conn)
+        finally:
+            conn.execute("COMMIT")
+
+    # -- writes ----------------------------------------------------------------------------
+
+    @staticmethod
+    def _bump(conn: sqlite3.Connection, namespace: str) -> None:
+        conn.execute(
+            "INSERT INTO namespaces(name, version) VALUES (?, 1) "
+            "ON CONFLICT(name) DO UPDATE SET version = version + 1",
+            (namespace,),
+        )
+
+    @staticmethod
+    def _insert(
+        conn: sqlite3.Connection,
+        rec: PreparedRecord,
+        revision: int,
+        importance: float,
+        metadata: str,
+        space: str | None,
+    ) -> int:
+        cur = conn.execute(
+            "INSERT INTO revisions(namespace, memory_id, revision, text, importance, metadata, "
+            "created_at, content_hash, live) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 1)",
+            (
+                rec.namespace,
+                rec.memory_id,
+                revision,
+                rec.text,
+                importance,
+                metadata,
+                rec.created_at,
+                rec.content_hash,
+            ),
+        )
+        rid = int(cur.lastrowid or 0)
+        conn.execute("INSERT INTO fts(rowid, text) VALUES (?, ?)", (rid, rec.text))
+        if rec.vector is not None and space is not None:
+            conn.execute(
+                "INSERT INTO vectors(space, rid, vector) VALUES (?, ?, ?)",
+                (space, rid, encode_vector(rec.vector)),
+            )
+        conn.execute(
+            "INSERT INTO memories(namespace, memory_id, head_rid, head_revision, deleted, "
+            "deleted_at) VALUES (?, ?, ?, ?, 0, NULL) ON CONFLICT(namespace, memory_id) DO UPDATE "
+            "SET head_rid = excluded.head_rid, head_revision = excluded.head_revision, "
+            "deleted = 0, deleted_at = NULL",
+            (rec.namespace, rec.memory_id, rid, revision),
+        )
+        return rid
+
+    @staticmethod
+    def _retire(conn: sqlite3.Connection, rid: int) -> None:
+        """Take a revision out of search (it stays readable by its ref)."""
+        text = conn.execute("SELECT text FROM revisions WHERE rid = ?", (rid,)).fetchone()[0]
+        conn.execute("UPDATE revisions SET live = 0 WHERE rid = ?", (rid,))
+        conn.execute("INSERT INTO fts(fts, rowid, text) VALUES ('delete', ?, ?)", (rid, text))
+
+    def register_space(self, descriptor: EmbedderDescriptor) -> None:
+        with self._write() as conn:
+            conn.execute(
+                "INSERT OR IGNORE INTO spaces(key, descriptor) VALUES (?, ?)",
+                (descriptor.key, json.dumps(descriptor.to_dict(), sort_keys=True)),
+            )
+
+    def add(self, rec: PreparedRecord, *, space: str | None) -> MemoryRef:
+        with self._write() as conn:
+            head = conn.execute(
+                "SELECT head_revision, deleted FROM memories WHERE namespace = ? AND memory_id = ?",
+                (rec.namespace, rec.memory_id),
+            ).fetchone()
+            if head is not None and not head[1]:
+                raise ValidationError(
+                    f"memory {rec.memory_id!r} already exists in namespace {rec.namespace!r}; "
+                    "use update() to write a new revision, or choose another id"
+                )
+            revision = head[0] + 1 if head else 1
+            self._insert(
+                conn,
+                rec,
+                revision,
+                rec.importance if rec.importance is not None else 0.5,
+                rec.metadata or "{}",
+                space,
+            )
+            self._bump(conn, rec.namespace)
+        return MemoryRef(rec.namespace, rec.memory_id, revision)
+
+    def _live_head(
+        self, conn: sqlite3.Connection, namespace: str, memory_id: str
+    ) -> tuple[int, int]:
+        head = conn.execute(
+            "SELECT head_rid, head_revision, deleted FROM memories "
+            "WHERE namespace = ? AND memory_id = ?",
+            (namespace, memory_id),
+        ).fetchone()
+        if head is None or head[2]:
+            state = "was deleted" if head else "does not exist"
+            raise MemoryNotFoundError(
+                f"memory {memory_id!r} {state} in namespace {namespace!r}; add() it first "
+                "(check the id and the namespace)"
+            )
+        return int(head[0]), int(head[1])
+
+    def update(self, rec: PreparedRecord, *, space: str | None) -> MemoryRef:
+        with self._write() as conn:
+            rid, revision = self._live_head(conn, rec.namespace, rec.memory_id)
+            old_importance, old_meta = conn.execute(
+                "SELECT importance, metadata FROM revisions WHERE rid = ?", (rid,)
+            ).fetchone()
+            self._retire(conn, rid)
+            importance = old_importance if rec.importance is None else rec.importance
+            self._insert(conn, rec, revision + 1, importance, rec.metadata or old_meta, space)
+            self._bump(conn, rec.namespace)
+        return MemoryRef(rec.namespace, rec.memory_id, revision + 1)
+
+    def delete(self, namespace: str, memory_id: str) -> MemoryRef:
+        with self._write() as conn:
+            rid, revision = self._live_head(conn, namespace, memory_id)
+            self._retire(conn, rid)
+            conn.execute(
+                "UPDATE memories SET deleted = 1, deleted_at = ? "
+                "WHERE namespace = ? AND memory_id = ?",
+                (time.time(), namespace, memory_id),
+            )
+            self._bump(conn, namespace)
+        return MemoryRef(namespace, memory_id, revision)
+
+    def write_batch(self, records: Sequence[PreparedRecord], *, space: str | None) -> BatchCounts:
+        """Write records in ONE transaction (all or nothing). A new id is added; a known id
+        gets a new revision when its text, importance or metadata changed, else nothing."""
+        added = updated = unchanged = 0
+        refs: list[MemoryRef] = []
+        with self._write() as conn:
+            touched: set[str] = set()
+            for rec in records:
+                head = conn.execute(
+                    "SELECT m.head_rid, m.head_revision, m.deleted, r.content_hash, r.importance, "
+                    "r.metadata FROM memories m JOIN revisions r ON r.rid = m.head_rid "
+                    "WHERE m.namespace = ? AND m.memory_id = ?",
+                    (rec.namespace, rec.memory_id),
+                ).fetchone()
+                importance = rec.importance
+                metadata = rec.metadata
+                if head is None:
+                    revision = 1
+                    added += 1
+                else:
+                    rid, rev, deleted, chash, old_imp, old_meta = head
+                    importance = old_imp if importance is None else importance
+                    metadata = old_meta if metadata is None else metadata
+                    if (
+                        not deleted
+                        and chash == rec.content_hash
+                        and old_imp == importance
+                        and old_meta == metadata
+                    ):
+                        unchanged += 1
+                        refs.append(MemoryRef(rec.namespace, rec.memory_id, rev))
+                        continue
+                    if not deleted:
+                        self._retire(conn, rid)
+                    revision = rev + 1
+                    updated += 1
+                self._insert(
+                    conn,
+                    rec,
+                    revision,
+                    0.5 if importance is None else importance,
+                    metadata or "{}",
+                    space,
+                )
+                refs.append(MemoryRef(rec.namespace, rec.memory_id, revision))
+                touched.add(rec.namespace)
+            for ns in sorted(touched):
+                self._bump(conn, ns)
+        return BatchCounts(added, updated, unchanged, tuple(refs))
+
+    def put_vectors(self, items: Sequence[tuple[int, str, np.ndarray]], *, space: str) -> None:
+        """Store vectors ``(rid, namespace, vector)`` in ``space`` (one transaction)."""
+        with self._write() as conn:
+            conn.executemany(
+                "INSERT OR REPLACE INTO vectors(space, rid, vector) VALUES (?, ?, ?)",
+                [(space, rid, encode_vector(vec)) for rid, _ns, vec in items],
+            )
+            for ns in sorted({ns for _rid, ns, _vec in items}):
+                self._bump(conn, ns)
+
+    # -- reads -----------------------------------------------------------------------------
+
+    def get(self, namespace: str, memory_id: str) -> StoredMemory:
+        conn = self._conn()
+        row = conn.execute(
+            f"SELECT {_ROW_COLUMNS}, m.deleted FROM memories m JOIN revisions r "
+            "ON r.rid = m.head_rid WHERE m.namespace = ? AND m.memory_id = ?",
+            (namespace, memory_id),
+        ).fetchone()
+        if row is None:
+            raise MemoryNotFoundError(
+                f"no memory {memory_id!r} in namespace {namespace!r}; check the id and the "
+                "namespace (Memory.list() shows what is stored)"
+            )
+        return _row_to_memory(row, bool(row[9]))
+
+    def get_ref(self, ref: MemoryRef) -> StoredMemory:
+        conn = self._conn()
+        row = conn.execute(
+            f"SELECT {_ROW_COLUMNS}, m.deleted FROM revisions r JOIN memories m "
+            "ON m.namespace = r.namespace AND m.memory_id = r.memory_id "
+            "WHERE r.namespace = ? AND r.memory_id = ? AND r.revision = ?",
+            (ref.namespace, ref.memory_id, ref.revision),
+        ).fetchone()
+        if row is None:
+            raise MemoryNotFoundError(
+                f"no revision {ref.revision} of memory {ref.memory_id!r} in namespace "
+                f"{ref.namespace!r}; check the reference"
+            )
+        return _row_to_memory(row, bool(row[9]))
+
+    def iter_memories(
+        self, namespace: str, *, include_deleted: bool = False
+    ) -> Iterator[StoredMemory]:
+        """Current revisions, streamed page by page (no transaction held between pages)."""
+        last = 0
+        cond = (
+            "(r.live = 1 OR (m.deleted = 1 AND m.head_rid = r.rid))"
+            if include_deleted
+            else "r.live = 1"
+        )
+        while True:
+            rows = (
+                self._conn()
+                .execute(
+                    f"SELECT {_ROW_COLUMNS}, m.deleted FROM revisions r JOIN memories m "
+                    "ON m.namespace = r.namespace AND m.memory_id = r.memory_id "
+                    f"WHERE r.rid > ? AND r.namespace = ? AND {cond} ORDER BY r.rid LIMIT ?",
+                    (last, namespace, _PAGE),
+                )
+                .fetchall()
+            )
+            if not rows:
+                return
+            for row in rows:
+                yield _row_to_memory(row, bool(row[9]))
+            last = int(rows[-1][0])
+
+    def iter_missing_vectors(
+        self, space: str, *, page: int = _PAGE
+    ) -> Iterator[list[tuple[int, str, str]]]:
+        """Pages of live revisions ``(rid, namespace, text)`` without a vector in ``space``."""
+        last = 0
+        while True:
+            rows = (
+                self._conn()
+                .execute(
+                    "SELECT r.rid, r.namespace, r.text FROM revisions r WHERE r.rid > ? AND "
+                    "r.live = 1 AND NOT EXISTS (SELECT 1 FROM vectors v WHERE v.space = ? AND "
+                    "v.rid = r.rid) ORDER BY r.rid LIMIT ?",
+                    (last, space, page),
+                )
+                .fetchall()
+            )
+            if not rows:
+                return
+            yield [(int(r), ns, t) for r, ns, t in rows]
+            last = int(rows[-1][0])
+
+    def fetch_vectors(
+        self, refs: Sequence[MemoryRef], descriptor: EmbedderDescriptor
+    ) -> list[np.ndarray | None]:
+        """One batched read of the stored vectors of ``refs`` in ``descriptor``'s space."""
+        if not refs:
+            return []
+        conn = self._conn()
+        found: dict[tuple[str, str, int], np.ndarray | None] = {}
+        for i in range(0, len(refs), 250):
+            chunk = refs[i : i + 250]
+            cond = " OR ".join(
+                "(r.namespace = ? AND r.memory_id = ? AND r.revision = ?)" for _ in chunk
+            )
+            args: list[Any] = [descriptor.key]
+            for ref in chunk:
+                args.extend((ref.namespace, ref.memory_id, ref.revision))
+            for ns, mid, rev, blob in conn.execute(
+                "SELECT r.namespace, r.memory_id, r.revision, v.vector FROM revisions r "
+                f"JOIN vectors v ON v.space = ? AND v.rid = r.rid WHERE {cond}",
+                args,
+            ):
+                found[(ns, mid, rev)] = decode_vector(blob, descriptor.dimensions)
+        return [found.get((r.namespace, r.memory_id, r.revision)) for r in refs]
+
+    def namespaces(self) -> list[str]:
+        rows = (
+            self._conn()
+            .execute("SELECT DISTINCT namespace FROM memories ORDER BY namespace")
+            .fetchall()
+        )
+        return [r[0] for r in rows]
+
+    def stats(self, space: str | None = None) -> dict[str, Any]:
+        conn = self._conn()
+        conn.execute("BEGIN")
+        try:
+            per_ns: dict[str, dict[str, int]] = {}
+            for ns, live, deleted in conn.execute(
+                "SELECT namespace, sum(deleted = 0), sum(deleted = 1) FROM memories "
+                "GROUP BY namespace ORDER BY namespace"
+            ):
+                per_ns[ns] = {"memories": int(live), "deleted": int(deleted), "revisions": 0}
+            for ns, revs in conn.execute(
+                "SELECT namespace, count(*) FROM revisions GROUP BY namespace"
+            ):
+                per_ns.setdefault(ns, {"memories": 0, "deleted": 0, "revisions": 0})
+                per_ns[ns]["revisions"] = int(revs)
+            spaces = {}
+            for key, n in conn.execute(
+                "SELECT v.space, count(*) FROM vectors v JOIN revisions r ON r.rid = v.rid "
+                "WHERE r.live = 1 GROUP BY v.space"
+            ):
+                spaces[key] = int(n)
+        finally:
+            conn.execute("COMMIT")
+        size = sum(os.path.getsize(p) for p in (self.path, self.path + "-wal") if os.path.exists(p))
+        return {
+            "path": self.path,
+            "schema_version": SCHEMA_VERSION,
+            "tokenizer": self.tokenizer,
+            "bytes": size,
+            "namespaces": per_ns,
+            "memories": sum(v["memories"] for v in per_ns.values()),
+            "vectors_by_space": spaces,
+            "vector_cache_bytes": self.vector_cache.nbytes(),
+        }
+
+
+def new_memory_id() -> str:
+    return uuid.uuid4().hex
+
+
+def prepare(
+    namespace: str,
+    memory_id: str,
+    text: str,
+    *,
+    importance: float | None,
+    metadata: str | None,
+    created_at: float | None,
+    content_hash: str,
+    vector: np.ndarray | None = None,
+) -> PreparedRecord:
+    return PreparedRecord(
+        namespace=namespace,
+        memory_id=memory_id,
+        text=text,
+        importance=importance,
+        metadata=metadata,
+        created_at=time.time() if created_at is None else created_at,
+        content_hash=content_hash,
+        vector=vector,
+    )

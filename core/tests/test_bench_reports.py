@@ -1,0 +1,91 @@
+"""Report writers and the latency command's store-free parts (rerank stage, reference MMR)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from rankseam.bench.latency import reference_mmr, time_rerank_stage
+from rankseam.bench.quality import POLICY_KEYS, score_query
+from rankseam.bench.reports import finish_report, quality_markdown, write_report
+from rankseam.cli import cli
+from rankseam.compose import ComponentContext, Config
+
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+def _quality_body() -> dict:
+    row = score_query(["D1:1", "D1:1", "x"], ["D1:1", "x", "D1:5"], {"D1:1": 1.0, "D1:5": 1.0})
+    flat = {k: row.get(k, 0.0) for k in POLICY_KEYS}
+    return {
+        "kind": "quality",
+        "dataset": {"name": "locomo", "conversations": 1, "turns": 3, "observations": 2,
+                    "dropped_evidence_ids": 1, "skipped_queries_no_evidence": 0},
+        "configuration": {"limit": 10, "pool": 30, "policies": []},
+        "policies": {"none": flat, "identity": flat},
+        "category_5": {"none": {**flat, "queries": 1}, "identity": {**flat, "queries": 1}},
+        "by_category": {"none": {"4": {**flat, "queries": 1}}, "identity": {"4": {**flat, "queries": 1}}},
+        "details": {"none": {"queries": 1}, "identity": {"queries": 1}},
+        "timing": {"elapsed_s": 1.0, "ingest_s": 0.5},
+    }
+
+
+def test_score_query_hand_computed():
+    row = score_query(["D1:1", "D1:1", "x"], ["D1:1", "x", "D1:5"], {"D1:1": 1.0, "D1:5": 1.0})
+    assert row["recall@5"] == 0.5
+    assert row["dup_slot@5"] == pytest.approx(1 / 3)
+    assert row["pool_recall"] == 1.0  # the ceiling is over the whole coarse pool
+    assert row["mrr"] == 1.0
+
+
+def test_write_quality_report(tmp_path):
+    report = finish_report(_quality_body(), command={"command": "rankseam bench quality"})
+    paths = write_report(report, tmp_path / "out")
+    data = json.loads(paths["json"].read_text())
+    assert data["schema"] == "rankseam.bench/1"
+    assert data["environment"]["python"] and data["environment"]["cpu_count"]
+    assert data["configuration"]["cli"]["command"] == "rankseam bench quality"
+    for flat in data["policies"].values():
+        assert tuple(flat) == POLICY_KEYS
+    assert paths["plot"].read_bytes().startswith(PNG)
+    md = paths["markdown"].read_text()
+    assert "| policy | Recall@5 | Recall@10 | nDCG@10 | MRR | dup-slot@5 |" in md
+    assert "Category 5" in md and "4 single-hop" in md
+    assert md == quality_markdown(data)
+
+
+def test_rerank_stage_times_disabled_path_and_identity():
+    identity = ComponentContext(Config()).reranker("identity")
+    out = time_rerank_stage({"none": None, "identity": identity}, counts=(20,), repeats=5, warmup=1)
+    assert set(out) == {"none", "identity"}
+    assert out["identity"]["20"]["runs"] == 5
+    assert out["identity"]["20"]["ratio_to_identity"] == 1.0
+    assert out["none"]["20"]["p50_ms"] <= out["none"]["20"]["p95_ms"]
+
+
+def test_latency_command_without_store_sizes(tmp_path):
+    result = CliRunner().invoke(
+        cli,
+        ["bench", "latency", "--quick", "--sizes", "", "--repeats", "3", "--no-progress",
+         "--out", str(tmp_path / "lat")],
+    )
+    assert result.exit_code == 0, result.output
+    data = json.loads((tmp_path / "lat" / "report.json").read_text())
+    assert {"none", "identity"} <= set(data["rerank_stage"])
+    assert set(data["rerank_stage"]["identity"]) == {"20", "50"}
+    assert "stage@20 identity/none" in data["disabled_path"]
+    assert (tmp_path / "lat" / "report.png").read_bytes().startswith(PNG)
+    assert "Rerank stage alone" in (tmp_path / "lat" / "report.md").read_text()
+
+
+def test_reference_mmr_agrees_with_langchain():
+    pytest.importorskip("langchain_core", reason="install rankseam[bench-reference] to compare")
+    from rankseam.plugins import get_registry
+
+    if "mmr" not in get_registry().names("reranker"):
+        pytest.skip("the mmr plugin (rankseam-mmr) is not installed")
+    mmr = ComponentContext(Config()).reranker("mmr", {"lambda": 0.7, "relevance": "coarse"})
+    out = reference_mmr(mmr, lam=0.7, counts=(20,), trials=5, repeats=2)
+    assert out["by_candidates"]["20"]["agreement"] == 1.0

@@ -1,0 +1,87 @@
+"""rankseam-openai: decision and generation backends over any OpenAI-compatible chat API.
+
+Registers the decision backend ``openai`` and the generation backend ``openai``. Both call
+``POST {base_url}/chat/completions`` with ``httpx``, ask for structured JSON output
+(``response_format`` JSON schema, falling back to JSON mode for servers that lack it), retry
+transient faults with ``tenacity`` and raise the host's typed errors. See docs/plugins/openai.md.
+
+Options (``[decision_backends.openai]`` / ``[generation_backends.openai]``): ``base_url``,
+``model``, ``api_key`` (string or ``{"$env" = "NAME"}``; default env ``OPENAI_API_KEY``),
+``require_key``, ``timeout_s``, ``deadline_s``, ``max_attempts``, ``backoff_s``,
+``backoff_max_s``, ``headers``, ``json_mode``, ``temperature``, ``max_tokens``,
+``max_connections``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from rankseam import hookimpl
+from rankseam.registry import DecisionBackendRegister, GenerationBackendRegister
+
+from rankseam_openai.backends import (
+    DECISION_POLICY_ID,
+    GENERATION_POLICY_ID,
+    OpenAIDecisionBackend,
+    OpenAIGenerationBackend,
+)
+from rankseam_openai.config import OpenAISettings, Secret, settings_from_options
+
+__all__ = [
+    "OpenAIDecisionBackend",
+    "OpenAIGenerationBackend",
+    "OpenAISettings",
+    "Secret",
+    "settings_from_options",
+    "make_decision_backend",
+    "make_generation_backend",
+    "DECISION_POLICY_ID",
+    "GENERATION_POLICY_ID",
+]
+
+__version__ = "0.1.0"
+
+DECISION_MAX_TOKENS = 64
+GENERATION_MAX_TOKENS = 1024
+
+
+def make_decision_backend(options: Mapping[str, Any], context: object = None) -> OpenAIDecisionBackend:
+    """Factory of the ``openai`` decision backend (validates ``options``)."""
+    what = "decision backend 'openai'"
+    settings = settings_from_options(
+        options, what=what, table="decision_backends.openai", default_max_tokens=DECISION_MAX_TOKENS
+    )
+    return OpenAIDecisionBackend(settings, what=what)
+
+
+def make_generation_backend(
+    options: Mapping[str, Any], context: object = None
+) -> OpenAIGenerationBackend:
+    """Factory of the ``openai`` generation backend (validates ``options``)."""
+    what = "generation backend 'openai'"
+    settings = settings_from_options(
+        options,
+        what=what,
+        table="generation_backends.openai",
+        default_max_tokens=GENERATION_MAX_TOKENS,
+    )
+    return OpenAIGenerationBackend(settings, what=what)
+
+
+@hookimpl
+def register_decision_backends(register: DecisionBackendRegister) -> None:
+    register(
+        "openai",
+        make_decision_backend,
+        summary="yes/no/abstain over an OpenAI-compatible chat API (hosted, vLLM, llama.cpp)",
+    )
+
+
+@hookimpl
+def register_generation_backends(register: GenerationBackendRegister) -> None:
+    register(
+        "openai",
+        make_generation_backend,
+        summary="structured JSON generation over an OpenAI-compatible chat API",
+    )

@@ -97,3 +97,58 @@ def test_same_backend_instance_serves_the_gate_open_and_the_reranker_closed(
 
     asyncio.run(scenario())
     assert backend.calls == (1 + 3) + (1 + 1) + (1 + 1)  # healthy, down, concurrent
+
+
+@pytest.fixture
+def switchable_in_the_global_registry() -> Any:
+    """Register a test backend in the process registry through the public register object (as a
+    plugin's hook would), and forget it afterwards so other tests see a clean registry."""
+    from rankseam.plugins import get_registry, reset_plugins
+
+    built: list[SwitchableBackend] = []
+
+    def factory(options: Mapping[str, Any], context: object) -> SwitchableBackend:
+        built.append(SwitchableBackend())
+        return built[-1]
+
+    reset_plugins()
+    DecisionBackendRegister(get_registry(), "test-backends")("switchable", factory)
+    try:
+        yield built
+    finally:
+        reset_plugins()
+
+
+def test_memory_write_gate_and_decision_search_share_one_backend(
+    tmp_path: Any, switchable_in_the_global_registry: list[SwitchableBackend]
+) -> None:
+    from rankseam import open_memory
+
+    config = {
+        "write_gate": {"enabled": False, "backend": "switchable"},
+        "search": {"reranker": "decision"},
+        "rerankers": {"decision": {"backend": "switchable"}},
+    }
+    with open_memory(tmp_path / "m.sqlite3", config=config) as memory:
+        # healthy: the gate's NO stores nothing; reranking (all NO) falls back visibly
+        declined = memory.add("the train to porto leaves at nine", gate=True)
+        assert declined.stored is False and declined.ref is None
+        assert declined.gate is not None and not declined.gate.degraded
+        memory.add("the train to porto leaves at nine")
+        memory.add("porto trip is in june")
+        result = memory.search("when is the porto trip", limit=1)
+        assert result.trace.rerank is not None and result.trace.rerank.used_fallback
+        backend = switchable_in_the_global_registry[0]
+        assert len(switchable_in_the_global_registry) == 1  # one instance for both roles
+        backend.healthy = False
+        # down: the gate fails open (stores, says degraded); the search fails closed
+        kept = memory.add("porto hotel booked", gate=True)
+        assert kept.stored is True and kept.ref is not None
+        assert kept.gate is not None and kept.gate.degraded
+        assert memory.get(kept.ref.memory_id) is not None
+        with pytest.raises(RerankError) as info:
+            memory.search("when is the porto trip", limit=1)
+        assert info.value.reason == "unavailable"
+        degraded = memory.search("when is the porto trip", limit=1, on_error="coarse")
+        assert degraded.status.value == "degraded"
+    assert len(switchable_in_the_global_registry) == 1

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import rankseam
 from rankseam.registry import GenerationBackendRegister, RerankerRegister
-
 from rankseam_listwise.instructions import (
     INSTRUCTIONS,
     INSTRUCTIONS_VERSION,

@@ -15,11 +15,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import attrs
+
 from rankseam.errors import ConfigurationError, InvalidOutputError, RerankError
 from rankseam.generation import GenerationBackend, GenerationResult, validate_output
 from rankseam.seam import DEFAULT_MAX_CHARS, normalize_ranks
 from rankseam.types import Candidate, RerankDecision, Usage
-
 from rankseam_listwise.instructions import INSTRUCTIONS_VERSION, OUTPUT_SCHEMA, build_request
 from rankseam_listwise.windows import call_count, plan_windows
 

@@ -143,7 +143,7 @@ def _bar(total: int, desc: str, enabled: bool) -> Any:
         from tqdm import tqdm
     except ImportError:
         return None
-    return tqdm(total=total, desc=desc, leave=False)
+    return tqdm(total=total, desc=desc, leave=False, disable=None)
 
 
 # ---------------------------------------------------------------------------- reference MMR

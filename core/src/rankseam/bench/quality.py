@@ -135,11 +135,14 @@ def run_quality(
     status_counts: dict[str, dict[str, int]] = {p.label: {} for p in policies}
     started = time.perf_counter()
     ingest_s = 0.0
+    assembly: dict[str, Any] = {}
     bar = _progress(dataset.query_count * len(policies), progress)
     with tempfile.TemporaryDirectory(prefix="rankseam-bench-", dir=workdir) as tmp:
         for index, collection in enumerate(dataset.collections):
             memory = open_memory(str(Path(tmp) / f"store-{index}.sqlite3"))
             try:
+                if not assembly:
+                    assembly = _assembly(memory)
                 t0 = time.perf_counter()
                 _resolve(memory.ingest(r.to_ingest() for r in collection.records))
                 ingest_s += time.perf_counter() - t0
@@ -153,7 +156,26 @@ def run_quality(
     if bar is not None:
         bar.close()
     elapsed = time.perf_counter() - started
-    return _summarise(dataset, policies, described, rows, status_counts, limit, pool, elapsed, ingest_s)
+    body = _summarise(
+        dataset, policies, described, rows, status_counts, limit, pool, elapsed, ingest_s
+    )
+    body["configuration"]["search"] = assembly
+    return body
+
+
+def _assembly(memory: Any) -> dict[str, Any]:
+    """What the stores searched with: embedder space, sources, fusion (best effort)."""
+    out: dict[str, Any] = {}
+    config = getattr(memory, "config", None)
+    search = getattr(config, "search", None)
+    if search is not None:
+        out.update(sources=list(search.sources), fusion=search.fusion, max_chars=search.max_chars)
+        out["weights"] = dict(search.weights)
+    embedder = getattr(memory, "embedder", None)
+    descriptor = getattr(embedder, "descriptor", None)
+    if descriptor is not None and hasattr(descriptor, "to_dict"):
+        out["embedder"] = descriptor.to_dict()
+    return out
 
 
 def _progress(total: int, enabled: bool) -> Any:
@@ -163,7 +185,7 @@ def _progress(total: int, enabled: bool) -> Any:
         from tqdm import tqdm
     except ImportError:  # progress bars are a convenience of the bench extra
         return None
-    return tqdm(total=total, unit="search", desc="quality", leave=False)
+    return tqdm(total=total, unit="search", desc="quality", leave=False, disable=None)
 
 
 def _search_collection(
@@ -255,11 +277,12 @@ def _summarise(
             "queries": len(head),
             "input_tokens_per_query": round(agg.get("input_tokens_per_query", 0.0), 3),
             "output_tokens_per_query": round(agg.get("output_tokens_per_query", 0.0), 3),
-            "recall@100": round(agg.get("recall@100", 0.0), 6),
             "search_ms_p50": round(percentile(times, 50), 3) if times else None,
             "search_ms_p95": round(percentile(times, 95), 3) if times else None,
             "status_counts": dict(status_counts[label]),
         }
+        if dataset.kind == "beir":
+            details[label]["recall@100"] = round(agg.get("recall@100", 0.0), 6)
     body: dict[str, Any] = {
         "kind": "quality",
         "dataset": {"name": dataset.name, "source": dataset.source, **dict(dataset.stats)},

@@ -117,8 +117,8 @@ def quality_markdown(report: Mapping[str, Any]) -> str:
         rows = [[label, *(m[k] for k, _ in _QUALITY_COLUMNS)] for label, m in policies.items()]
         parts.append(_table(header, rows))
         cat5 = report.get("category_5", {})
-        if cat5:
-            n5 = next(iter(cat5.values())).get("queries", 0)
+        n5 = next(iter(cat5.values())).get("queries", 0) if cat5 else 0
+        if n5:
             parts.append(f"Category 5 (adversarial, {n5} questions), on its own:")
             rows = [[label, *(m[k] for k, _ in _QUALITY_COLUMNS)] for label, m in cat5.items()]
             parts.append(_table(header, rows))
@@ -256,10 +256,13 @@ def plot_quality(report: Mapping[str, Any], path: Path) -> Path:
     ax1.set_ylim(0, 1)
     ax1.set_title(f"{report['dataset']['name']}: quality per policy")
     ax1.legend(fontsize=8)
+    points: dict[tuple[float, float], list[str]] = {}
     for label in labels:
         m = policies[label]
-        ax2.scatter(m["dup_slot@5"], m["recall@5"])
-        ax2.annotate(label, (m["dup_slot@5"], m["recall@5"]), fontsize=8)
+        points.setdefault((m["dup_slot@5"], m["recall@5"]), []).append(label)
+    for (x, y), names in points.items():  # policies with equal figures share one point
+        ax2.scatter(x, y)
+        ax2.annotate(" = ".join(names), (x, y), fontsize=8, xytext=(4, 4), textcoords="offset points")
     ax2.set_xlabel("dup-slot@5 (lower is better)")
     ax2.set_ylabel("Recall@5 (higher is better)")
     ax2.set_title("Recall@5 vs duplicate slots")

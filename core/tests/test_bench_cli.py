@@ -1,0 +1,62 @@
+"""`rankseam bench quality` end to end on tiny datasets made here (real stores in tmp dirs)."""
+
+from __future__ import annotations
+
+import json
+
+from click.testing import CliRunner
+
+from rankseam.bench.quality import POLICY_KEYS
+from rankseam.cli import cli
+from test_bench_datasets import _tiny_beir, _tiny_locomo
+
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+def _run(*args: str) -> None:
+    result = CliRunner().invoke(cli, ["bench", "quality", "--no-progress", *args])
+    assert result.exit_code == 0, result.output
+
+
+def test_quality_on_tiny_locomo_writes_json_png_markdown(tmp_path):
+    data = _tiny_locomo(tmp_path / "l.json")
+    out = tmp_path / "out"
+    _run("--dataset", f"locomo:{data}", "--rerank", "none,identity", "--limit", "5",
+         "--pool", "10", "--out", str(out))
+    report = json.loads((out / "report.json").read_text())
+    assert set(report["policies"]) == {"none", "identity"}
+    for flat in report["policies"].values():
+        assert tuple(flat) == POLICY_KEYS
+        assert all(0.0 <= v <= 1.0 for k, v in flat.items() if k != "calls_per_query")
+    # identity keeps the coarse order: same figures as no rerank
+    assert report["policies"]["identity"] == report["policies"]["none"]
+    assert report["details"]["identity"]["status_counts"] == {"ok": 3}
+    assert report["details"]["none"]["status_counts"] == {"skipped": 3}
+    assert report["details"]["none"]["queries"] == 2  # categories 1-4
+    assert report["category_5"]["none"]["queries"] == 1
+    assert report["dataset"]["dropped_evidence_ids"] == 2
+    assert report["configuration"]["limit"] == 5 and report["configuration"]["pool"] == 10
+    # a 6-memory store with pool 10: the pool holds every matching memory; "What pet?" finds D1:1
+    assert report["by_category"]["none"]["4"]["pool_recall"] == 1.0
+    assert (out / "report.png").read_bytes().startswith(PNG)
+    assert "| none |" in (out / "report.md").read_text()
+
+
+def test_quality_on_tiny_beir_reports_recall_at_100(tmp_path):
+    folder = _tiny_beir(tmp_path / "tiny")
+    out = tmp_path / "out"
+    _run("--dataset", f"beir:{folder}", "--rerank", "none", "--out", str(out))
+    report = json.loads((out / "report.json").read_text())
+    assert report["configuration"]["limit"] == 100 and report["configuration"]["pool"] == 100
+    assert report["details"]["none"]["recall@100"] == 1.0  # 3 documents: all are returned
+    assert tuple(report["policies"]["none"]) == POLICY_KEYS
+    assert "Recall@100" in (out / "report.md").read_text()
+
+
+def test_unknown_reranker_fails_before_ingest_with_a_fix(tmp_path):
+    data = _tiny_locomo(tmp_path / "l.json")
+    result = CliRunner().invoke(
+        cli, ["bench", "quality", "--dataset", f"locomo:{data}", "--rerank", "nosuch"]
+    )
+    assert result.exit_code != 0
+    assert "no reranker named 'nosuch'" in str(result.exception)

@@ -141,6 +141,14 @@ def _sizes(value: str | None) -> list[int] | None:
               help="Rerank-stage repetitions per reranker and pool size [default: 300; --quick: 30].")
 @click.option("--queries", type=click.IntRange(1), default=None,
               help="Queries per store size and policy [default: 200; --quick: 30].")
+@click.option(
+    "--option",
+    "option",
+    multiple=True,
+    metavar="NAME.KEY=VALUE",
+    help="Option for reranker NAME in the rerank-stage timing, e.g. --option "
+    "decision.backend=heuristic --option listwise.backend=local.",
+)
 @click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Report folder [default: bench-out/latency-<time>].")
 @click.option("--progress/--no-progress", default=True, show_default=True)
@@ -149,11 +157,13 @@ def latency(
     sizes: str | None,
     repeats: int | None,
     queries: int | None,
+    option: tuple[str, ...],
     out: Path | None,
     progress: bool,
 ) -> None:
     """Rerank-stage and whole-search p50/p95, ingest throughput, disabled-path ratio."""
     from rankseam.bench.latency import DEFAULT_SIZES, QUICK_SIZES, run_latency
+    from rankseam.bench.policies import option_defaults
     from rankseam.bench.reports import finish_report, latency_markdown, write_report
 
     chosen = _sizes(sizes)
@@ -165,6 +175,7 @@ def latency(
         queries=queries or (30 if quick else 200),
         progress=progress,
         echo=lambda msg: click.echo(msg, err=True),
+        options=option_defaults(option),
     )
     body["configuration"]["quick"] = quick
     report = finish_report(body, command=_command())

@@ -60,17 +60,25 @@ def _peak_rss_mib() -> float:
     return round(rss / (1024 * 1024) if sys.platform == "darwin" else rss / 1024, 1)
 
 
-def _build_rerankers(names: Sequence[str]) -> tuple[dict[str, Any], dict[str, str]]:
+def _build_rerankers(
+    names: Sequence[str], options: Mapping[str, Mapping[str, Any]] | None = None
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """Build each reranker with its ``options`` (default: none); list the ones that cannot be
+    built (typically: a backend must be chosen) with the reason."""
     from rankseam.compose import ComponentContext, Config
 
     context = ComponentContext(Config())
+    options = options or {}
     built: dict[str, Any] = {}
     skipped: dict[str, str] = {}
     for name in names:
         try:
-            built[name] = context.reranker(name)
+            built[name] = context.reranker(name, dict(options.get(name, {})))
         except ConfigurationError as exc:
-            skipped[name] = f"cannot be built with default options: {exc}"
+            skipped[name] = (
+                f"cannot be built with {'these' if name in options else 'default'} options "
+                f"(pass --option {name}.KEY=VALUE): {exc}"
+            )
     return built, skipped
 
 
@@ -332,13 +340,15 @@ def run_latency(
     workdir: str | Path | None = None,
     progress: bool = False,
     echo: Callable[[str], None] | None = None,
+    options: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """The whole latency benchmark; returns the report body."""
+    """The whole latency benchmark; returns the report body. ``options`` maps a reranker name
+    to the options it is built with for the rerank-stage timing."""
     from rankseam.plugins import get_registry
 
     say = echo or (lambda _msg: None)
     names = get_registry().names("reranker")
-    built, skipped = _build_rerankers(names)
+    built, skipped = _build_rerankers(names, options)
     stage_rerankers: dict[str, Any | None] = {"none": None, **built}
     say(f"rerank stage: {', '.join(stage_rerankers)} at {list(CANDIDATE_COUNTS)} candidates")
     stage = time_rerank_stage(stage_rerankers, limit=limit, repeats=repeats, progress=progress)
@@ -376,6 +386,7 @@ def run_latency(
             "repeats": repeats,
             "queries": queries,
             "search_policies": ["none", "identity"],
+            "reranker_options": {k: dict(v) for k, v in (options or {}).items()},
         },
         "rerank_stage": stage,
         "skipped_rerankers": skipped,

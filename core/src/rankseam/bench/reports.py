@@ -76,6 +76,10 @@ def _fmt(value: Any, digits: int = 3) -> str:
     if value is None:
         return "–"
     if isinstance(value, float):
+        if abs(value) >= 100:
+            return f"{value:.0f}"
+        if abs(value) >= 10:
+            return f"{value:.1f}"
         return f"{value:.{digits}f}"
     return str(value)
 

@@ -111,3 +111,26 @@ def test_whole_search_with_the_local_backend(tmp_path: Path) -> None:
         "alice flies to lisbon for the conference in may",
         "the lisbon conference keynote is on may 12",
     }
+
+
+def test_cli_component_options_reach_the_reranker(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import json
+
+    from click.testing import CliRunner
+
+    from rankseam.cli import cli
+
+    monkeypatch.setenv("RANKSEAM_DB", str(tmp_path / "cli.sqlite3"))
+    runner = CliRunner()
+    for text in ("alice flies to lisbon for the conference in may", "bob adopted a cat"):
+        assert runner.invoke(cli, ["add", text]).exit_code == 0
+    args = ["search", "lisbon conference", "--rerank", "listwise", "--listwise-backend", "local"]
+    result = runner.invoke(cli, [*args, "--listwise-window", "4", "--json", "--trace"])
+    assert result.exit_code == 0, result.output
+    rerank = json.loads(result.output)["trace"]["rerank"]
+    assert rerank["policy_id"] == POLICY_ID and rerank["status"] == "ok"
+    assert rerank["descriptor"]["window"] == 4 and rerank["descriptor"]["stride"] == 2
+    bad = runner.invoke(cli, [*args, "--listwise-stride", "30"])
+    assert bad.exit_code != 0 and "must be smaller than 'window'" in bad.output

@@ -34,6 +34,7 @@ Example ``rankseam.toml``::
 
 from __future__ import annotations
 
+import inspect
 import os
 import tomllib
 from collections.abc import Mapping
@@ -312,10 +313,12 @@ class ComponentContext:
                 "e.g. --decision-backend heuristic or [rerankers.decision] backend = 'heuristic'"
             )
         backend = self.build("decision_backend", name)
-        if not isinstance(backend, DecisionBackend):
+        if not isinstance(backend, DecisionBackend) or not inspect.iscoroutinefunction(
+            backend.evaluate
+        ):
             raise ConfigurationError(
                 f"decision backend {name!r} does not implement DecisionBackend "
-                "(policy_id and async evaluate(request))"
+                "(a policy_id string and an async def evaluate(request))"
             )
         return wrap_for_role(backend, role)
 
@@ -329,9 +332,11 @@ class ComponentContext:
                 "e.g. --listwise-backend local or [rerankers.listwise] backend = 'local'"
             )
         backend = self.build("generation_backend", name)
-        if not isinstance(backend, GenerationBackend):
+        if not isinstance(backend, GenerationBackend) or not inspect.iscoroutinefunction(
+            backend.generate
+        ):
             raise ConfigurationError(
                 f"generation backend {name!r} does not implement GenerationBackend "
-                "(policy_id and async generate(request))"
+                "(a policy_id string and an async def generate(request))"
             )
         return backend

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 __all__ = [
     "BackendError",
     "BackendTimeoutError",
@@ -35,6 +37,12 @@ class BackendError(RankseamError):
     """A model backend (decision or generation) failed. Subclasses say how."""
 
     kind = "backend"
+
+    def __init__(self, message: str, *, usage: Any = None) -> None:
+        super().__init__(message)
+        #: The cost spent before the failure (a :class:`rankseam.types.Usage`), when known;
+        #: the seam counts it in the trace of a degraded search.
+        self.usage = usage
 
 
 class BackendTimeoutError(BackendError):

@@ -38,6 +38,14 @@ def _str_tuple(value: Iterable[str]) -> tuple[str, ...]:
     return tuple(value)
 
 
+def _any_tuple(value: Iterable[Any]) -> tuple[Any, ...]:
+    return tuple(value)
+
+
+def _record_tuple(value: Iterable[CandidateRecord]) -> tuple[CandidateRecord, ...]:
+    return tuple(value)
+
+
 def _non_negative_int(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise ValueError(f"{attribute.name} must be a non-negative integer, got {value!r}")
@@ -227,11 +235,11 @@ class RerankDecision:
     a backend degradation (that is ``DecisionResult.used_fallback``).
     """
 
-    selected_ranks: tuple[Any, ...] = attrs.field(converter=tuple)
+    selected_ranks: tuple[Any, ...] = attrs.field(converter=_any_tuple)
     usage: Usage = attrs.field(factory=Usage.zero, validator=attrs.validators.instance_of(Usage))
     discarded_rank_count: int = attrs.field(default=0, validator=_non_negative_int)
     used_fallback: bool = attrs.field(default=False, validator=attrs.validators.instance_of(bool))
-    records: tuple[CandidateRecord, ...] = attrs.field(default=(), converter=tuple)
+    records: tuple[CandidateRecord, ...] = attrs.field(default=(), converter=_record_tuple)
 
 
 class RerankStatus(str, enum.Enum):

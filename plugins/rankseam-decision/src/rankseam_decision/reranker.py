@@ -232,11 +232,11 @@ class DecisionReranker:
             },
         )
         return RerankDecision(
-            selected_ranks=selected,  # type: ignore[arg-type]  # attrs converter=tuple
+            selected_ranks=selected,
             usage=usage,
             discarded_rank_count=0,
             used_fallback=used_fallback,
-            records=records,  # type: ignore[arg-type]
+            records=records,
         )
 
     async def _ask(self, query: str, candidate: Candidate) -> _Answer:

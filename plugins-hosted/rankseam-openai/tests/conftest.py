@@ -4,6 +4,7 @@ import os
 from collections.abc import Iterator
 
 import pytest
+
 from rankseam_openai.testing import FakeOpenAIServer
 
 _ENV = ("OPENAI_API_KEY", "RANKSEAM_OPENAI_BASE_URL", "RANKSEAM_OPENAI_MODEL")

@@ -6,6 +6,7 @@ import asyncio
 import json
 
 import pytest
+
 from rankseam.compose import ComponentContext, Config
 from rankseam.decision import (
     RERANK_ROLE,
@@ -34,7 +35,11 @@ def test_missing_key_for_remote_server_is_a_configuration_error() -> None:
 def test_missing_key_names_the_configured_variable() -> None:
     with pytest.raises(ConfigurationError, match="MY_PROVIDER_KEY"):
         make_generation_backend(
-            {"base_url": "https://x.example/v1", "model": "m", "api_key": {"$env": "MY_PROVIDER_KEY"}}
+            {
+                "base_url": "https://x.example/v1",
+                "model": "m",
+                "api_key": {"$env": "MY_PROVIDER_KEY"},
+            }
         )
 
 
@@ -118,18 +123,24 @@ def test_unknown_option_lists_the_known_ones() -> None:
 def test_base_url_normalised_and_descriptor_is_public() -> None:
     backend = make_decision_backend(
         {
-            "base_url": "https://user:pw-secret@llm.example.org:8443/v1/chat/completions?token=tok-secret",
+            "base_url": "https://llm.example.org:8443/openai/chat/completions?api-version=2024-06",
             "model": "m",
             "api_key": "sk-xyz-123",
         }
     )
     d = backend.descriptor
     json.dumps(d)
-    assert d["base_url"] == "https://llm.example.org:8443/v1"
-    assert backend.settings.url == "https://user:pw-secret@llm.example.org:8443/v1/chat/completions?token=tok-secret"
-    assert "pw-secret" not in json.dumps(d) and "tok-secret" not in json.dumps(d)
-    assert "pw-secret" in backend.settings.secrets() and "tok-secret" in backend.settings.secrets()
+    assert d["base_url"] == "https://llm.example.org:8443/openai"
+    assert backend.settings.url == (
+        "https://llm.example.org:8443/openai/chat/completions?api-version=2024-06"
+    )
     assert d["api_key"] == "set" and d["model"] == "m" and d["kind"] == "decision"
+
+
+def test_credentials_in_base_url_are_refused() -> None:
+    with pytest.raises(ConfigurationError, match="api_key") as info:
+        make_decision_backend({"base_url": "https://u:pw-secret@h.example/v1", "model": "m"})
+    assert "pw-secret" not in str(info.value)
 
 
 def test_chat_completions_suffix_is_stripped() -> None:

@@ -19,7 +19,6 @@ from typing import Any
 
 from rankseam import hookimpl
 from rankseam.registry import DecisionBackendRegister, GenerationBackendRegister
-
 from rankseam_openai.backends import (
     DECISION_POLICY_ID,
     GENERATION_POLICY_ID,
@@ -29,15 +28,15 @@ from rankseam_openai.backends import (
 from rankseam_openai.config import OpenAISettings, Secret, settings_from_options
 
 __all__ = [
+    "DECISION_POLICY_ID",
+    "GENERATION_POLICY_ID",
     "OpenAIDecisionBackend",
     "OpenAIGenerationBackend",
     "OpenAISettings",
     "Secret",
-    "settings_from_options",
     "make_decision_backend",
     "make_generation_backend",
-    "DECISION_POLICY_ID",
-    "GENERATION_POLICY_ID",
+    "settings_from_options",
 ]
 
 __version__ = "0.1.0"
@@ -46,7 +45,9 @@ DECISION_MAX_TOKENS = 64
 GENERATION_MAX_TOKENS = 1024
 
 
-def make_decision_backend(options: Mapping[str, Any], context: object = None) -> OpenAIDecisionBackend:
+def make_decision_backend(
+    options: Mapping[str, Any], context: object = None
+) -> OpenAIDecisionBackend:
     """Factory of the ``openai`` decision backend (validates ``options``)."""
     what = "decision backend 'openai'"
     settings = settings_from_options(

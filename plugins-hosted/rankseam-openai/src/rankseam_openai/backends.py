@@ -1,38 +1,36 @@
 """The decision and generation backends over an OpenAI-compatible chat API.
 
 Both send one chat completion per request through :class:`~rankseam_openai.client.ChatClient`
-and read a JSON answer. The decision backend asks for ``{"answer": "yes" | "no" | "abstain"}``
-(optionally with a short rationale and a confidence) and maps it to a
-:class:`~rankseam.decision.DecisionOutcome`; the generation backend asks for the request's own
-output schema. Unparseable or schema-violating answers raise
+and read a JSON answer with the host's strict :func:`rankseam.generation.parse_output`: the whole
+reply must be one JSON value matching the schema; nothing is repaired (prose or code fences around
+the JSON are invalid output). The decision backend asks for
+``{"answer": "yes" | "no" | "abstain"}`` (optionally a ``confidence`` in 0..1 and a short
+``rationale``) and maps it to a :class:`~rankseam.decision.DecisionOutcome` (case-insensitively);
+the generation backend asks for the request's own output schema. Invalid answers raise
 :class:`~rankseam.errors.InvalidOutputError` (never retried), with the call's usage attached.
 """
 
 from __future__ import annotations
 
 import json
-import logging
 from collections.abc import Mapping
 from typing import Any
 
 from rankseam.decision import DecisionOutcome, DecisionRequest, DecisionResult
 from rankseam.errors import InvalidOutputError
-from rankseam.generation import GenerationRequest, GenerationResult
-
+from rankseam.generation import GenerationRequest, GenerationResult, parse_output, thaw
 from rankseam_openai.client import ChatClient, Completion, attach
 from rankseam_openai.config import OpenAISettings
-from rankseam_openai.jsonout import NotJSON, extract_json, schema_errors
 
 __all__ = [
-    "OpenAIDecisionBackend",
-    "OpenAIGenerationBackend",
-    "DECISION_SCHEMA",
     "DECISION_INSTRUCTIONS",
     "DECISION_POLICY_ID",
+    "DECISION_SCHEMA",
     "GENERATION_POLICY_ID",
+    "OpenAIDecisionBackend",
+    "OpenAIGenerationBackend",
 ]
 
-log = logging.getLogger("rankseam_openai")
 
 DECISION_POLICY_ID = "rankseam.decision.openai.v1"
 GENERATION_POLICY_ID = "rankseam.generation.openai.v1"
@@ -42,8 +40,8 @@ DECISION_SCHEMA: Mapping[str, Any] = {
     "type": "object",
     "properties": {
         "answer": {"type": "string", "enum": ["yes", "no", "abstain"]},
-        "confidence": {"type": "number", "minimum": 0, "maximum": 1},
-        "rationale": {"type": "string", "maxLength": 500},
+        "confidence": {"type": "number"},
+        "rationale": {"type": "string"},
     },
     "required": ["answer"],
     "additionalProperties": False,
@@ -61,51 +59,26 @@ DECISION_INSTRUCTIONS = (
 _SCHEMA_NOTE = (
     "Reply with one JSON object and nothing else. It must follow this JSON schema:\n{schema}"
 )
+#: What the decision reply is parsed against: the answer's case is not significant.
+_DECISION_PARSE_SCHEMA: Mapping[str, Any] = {
+    **DECISION_SCHEMA,
+    "properties": {**DECISION_SCHEMA["properties"], "answer": {"type": "string"}},
+}
 
 
-def _parse(
-    completion: Completion,
-    schema: Mapping[str, Any],
-    what: str,
-    client: ChatClient,
-    *,
-    lowercase_answer: bool = False,
-) -> tuple[Any, str]:
-    """The answer as a value that follows ``schema``, and the text it came from."""
-    text = completion.content
-    hint = ""
-    if completion.finish_reason == "length":
-        hint = " (the reply was cut at max_tokens; raise max_tokens)"
+def _parse(completion: Completion, schema: Mapping[str, Any], what: str) -> Any:
+    """The reply as one strict JSON value matching ``schema``, or InvalidOutputError."""
     try:
-        value, cut = extract_json(text)
-    except NotJSON:
+        return parse_output(completion.content, schema)
+    except InvalidOutputError as exc:
+        hint = ""
+        if completion.finish_reason == "length":
+            hint = " The reply was cut at max_tokens: raise max_tokens."
         raise attach(
-            InvalidOutputError(
-                f"{what}: the model's reply is not JSON{hint}; use a model that follows JSON "
-                "instructions, or json_mode = 'schema' on a server that supports it"
-            ),
+            InvalidOutputError(f"{what}: {exc}.{hint} Not retried."),
             completion.usage,
             completion.attempts,
         ) from None
-    if cut:
-        log.debug(
-            "model reply held JSON inside other text; used the JSON",
-            extra={"event": "openai.json_extracted", "policy_id": client.policy_id},
-        )
-    if lowercase_answer and isinstance(value, dict) and isinstance(value.get("answer"), str):
-        value = {**value, "answer": value["answer"].strip().lower()}
-    errors = schema_errors(value, schema)
-    if errors:
-        shown = "; ".join(client.scrub(e)[:160] for e in errors[:3])
-        raise attach(
-            InvalidOutputError(
-                f"{what}: the model's JSON violates the output schema ({shown}){hint}; not "
-                "retried — use a stronger model or json_mode = 'schema'"
-            ),
-            completion.usage,
-            completion.attempts,
-        )
-    return value, text
 
 
 class OpenAIDecisionBackend:
@@ -113,7 +86,9 @@ class OpenAIDecisionBackend:
 
     policy_id = DECISION_POLICY_ID
 
-    def __init__(self, settings: OpenAISettings, *, what: str = "decision backend 'openai'") -> None:
+    def __init__(
+        self, settings: OpenAISettings, *, what: str = "decision backend 'openai'"
+    ) -> None:
         self.settings = settings
         self.what = what
         self.client = ChatClient(settings, what=what, policy_id=self.policy_id)
@@ -141,17 +116,27 @@ class OpenAIDecisionBackend:
         completion = await self.client.complete(
             self.messages(request), schema=DECISION_SCHEMA, name="decision"
         )
-        value, _text = _parse(
-            completion, DECISION_SCHEMA, self.what, self.client, lowercase_answer=True
-        )
-        rationale = value.get("rationale")
+        value = _parse(completion, _DECISION_PARSE_SCHEMA, self.what)
+        answer = value["answer"].strip().lower()
         confidence = value.get("confidence")
+        if answer not in ("yes", "no", "abstain") or (
+            confidence is not None and not 0.0 <= confidence <= 1.0
+        ):
+            raise attach(
+                InvalidOutputError(
+                    f"{self.what}: the answer must be yes, no or abstain with a confidence in "
+                    "0..1; the model answered outside that. Not retried."
+                ),
+                completion.usage,
+                completion.attempts,
+            )
+        rationale = value.get("rationale")
         return DecisionResult(
-            DecisionOutcome(value["answer"]),
+            DecisionOutcome(answer),
             self.policy_id,
             usage=completion.usage,
             rationale=rationale if isinstance(rationale, str) else None,
-            confidence=float(confidence) if confidence is not None else None,
+            confidence=None if confidence is None else float(confidence),
         )
 
     async def aclose(self) -> None:
@@ -181,25 +166,19 @@ class OpenAIGenerationBackend:
         )
 
     def messages(self, request: GenerationRequest) -> list[dict[str, str]]:
-        schema = json.dumps(_plain(request.output_schema), ensure_ascii=False)
+        schema = json.dumps(thaw(request.output_schema), ensure_ascii=False)
         system = f"{request.instructions.strip()}\n\n{_SCHEMA_NOTE.format(schema=schema)}"
-        user = json.dumps(_plain(request.input), ensure_ascii=False)
-        return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+        return [
+            {"role": "system", "content": system},
+            {"role": "user", "content": request.input_json()},
+        ]
 
     async def generate(self, request: GenerationRequest, /) -> GenerationResult:
         completion = await self.client.complete(
-            self.messages(request), schema=request.output_schema, name=request.name
+            self.messages(request), schema=thaw(request.output_schema), name=request.name
         )
-        value, text = _parse(completion, request.output_schema, self.what, self.client)
-        return GenerationResult(output=value, raw_text=text, usage=completion.usage)
+        value = _parse(completion, request.output_schema, self.what)
+        return GenerationResult(output=value, raw_text=completion.content, usage=completion.usage)
 
     async def aclose(self) -> None:
         await self.client.aclose()
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, Mapping):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
-    return value

@@ -24,18 +24,23 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import functools
 import json
 import logging
+import os
 import random
 import re
+import ssl
 import time
 import weakref
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import attrs
+import certifi
 import httpx
 import tenacity
+
 from rankseam.errors import (
     BackendError,
     BackendTimeoutError,
@@ -43,10 +48,9 @@ from rankseam.errors import (
     InvalidOutputError,
 )
 from rankseam.types import Usage
-
 from rankseam_openai.config import OpenAISettings, public_url
 
-__all__ = ["ChatClient", "Completion", "RETRY_STATUSES", "NO_RETRY_STATUSES"]
+__all__ = ["NO_RETRY_STATUSES", "RETRY_STATUSES", "ChatClient", "Completion"]
 
 log = logging.getLogger("rankseam_openai")
 
@@ -139,9 +143,14 @@ class ChatClient:
         if client is None or client.is_closed:
             s = self.settings
             client = httpx.AsyncClient(
-                transport=httpx.AsyncHTTPTransport(retries=0),
-                limits=httpx.Limits(
-                    max_connections=s.max_connections, max_keepalive_connections=s.max_connections
+                transport=httpx.AsyncHTTPTransport(
+                    retries=0,
+                    verify=_tls_context() if s.base_url.startswith("https:") else False,
+                    limits=httpx.Limits(
+                        max_connections=s.max_connections,
+                        max_keepalive_connections=s.max_connections,
+                    ),
+                    trust_env=not s.loopback,
                 ),
                 timeout=httpx.Timeout(s.timeout_s),
                 follow_redirects=False,
@@ -218,9 +227,10 @@ class ChatClient:
     ) -> Completion:
         where = public_url(self.settings.base_url)
         payload = json.dumps(body, ensure_ascii=False).encode()
+        client = self._client()  # built outside the timeout: building it is not waiting
         try:
             async with asyncio.timeout(timeout):
-                response = await self._client().post(
+                response = await client.post(
                     self.settings.url,
                     content=payload,
                     headers=self._headers(),
@@ -364,7 +374,10 @@ class ChatClient:
             mode = self._mode()
             try:
                 return await self._send(
-                    self._body(messages, schema, name, mode), min(s.timeout_s, remaining), ledger, mode
+                    self._body(messages, schema, name, mode),
+                    min(s.timeout_s, remaining),
+                    ledger,
+                    mode,
                 )
             except _SchemaUnsupported:
                 index = _AUTO_ORDER.index(mode) + 1
@@ -454,6 +467,13 @@ class ChatClient:
         final.status_code = getattr(exc, "status_code", None)  # type: ignore[attr-defined]
         final.retryable = getattr(exc, "retryable", False)  # type: ignore[attr-defined]
         return final
+
+
+@functools.cache
+def _tls_context() -> ssl.SSLContext:
+    """One verifying TLS context per process (loading CA certificates is slow); honours
+    ``SSL_CERT_FILE`` for private certificate authorities."""
+    return ssl.create_default_context(cafile=os.environ.get("SSL_CERT_FILE") or certifi.where())
 
 
 def _hint(status: int) -> str:

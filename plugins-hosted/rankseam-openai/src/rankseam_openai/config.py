@@ -16,18 +16,19 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import attrs
+
 from rankseam.compose import resolve_env_refs
 from rankseam.errors import ConfigurationError
 
 __all__ = [
-    "Secret",
-    "OpenAISettings",
-    "settings_from_options",
-    "JSON_MODES",
+    "DEFAULT_BASE_URL",
+    "DEFAULT_KEY_ENV",
     "ENV_BASE_URL",
     "ENV_MODEL",
-    "DEFAULT_KEY_ENV",
-    "DEFAULT_BASE_URL",
+    "JSON_MODES",
+    "OpenAISettings",
+    "Secret",
+    "settings_from_options",
 ]
 
 #: Where ``base_url`` and ``model`` come from when the options do not set them.
@@ -105,7 +106,8 @@ class OpenAISettings:
     temperature: float = 0.0
     max_tokens: int = 256
     max_connections: int = 16
-    #: Query string of the base URL (e.g. Azure's ``api-version``), kept out of descriptors.
+    #: Query string of the base URL (e.g. Azure's ``api-version``). Not a secret: it is part of
+    #: the URL that HTTP libraries log. Kept out of descriptors all the same.
     query: str = attrs.field(default="", repr=False)
 
     @property
@@ -121,10 +123,6 @@ class OpenAISettings:
         values = [s.reveal() for s in self.headers.values()]
         if self.api_key is not None:
             values.append(self.api_key.reveal())
-        values.extend(v for part in self.query.split("&") for v in part.split("=")[1:])
-        password = urlsplit(self.base_url).password
-        if password:
-            values.append(password)
         return tuple(v for v in values if len(v) >= 4)
 
     def descriptor(self) -> dict[str, Any]:
@@ -215,6 +213,11 @@ def settings_from_options(
             f"{what}: base_url {public_url(base_url)!r} is not an http(s) URL; set e.g. "
             f"base_url = 'http://127.0.0.1:8080/v1' in [{table}] or {ENV_BASE_URL}"
         )
+    if parts.username or parts.password:
+        raise ConfigurationError(
+            f"{what}: base_url must not hold credentials (user:password@); put the key in "
+            f'api_key = {{"$env" = "NAME"}} or a header in [{table}.headers]'
+        )
     query = parts.query
     base_url = urlunsplit((parts.scheme, parts.netloc, parts.path, "", "")).rstrip("/")
     if base_url.endswith("/chat/completions"):
@@ -238,7 +241,7 @@ def settings_from_options(
     key = resolve_env_refs(raw_key, what=f"{what} api_key")
     if key is not None and not isinstance(key, str):
         raise ConfigurationError(
-            f"{what}: option 'api_key' must be a string or {{\"$env\" = \"NAME\"}}, got a "
+            f'{what}: option \'api_key\' must be a string or {{"$env" = "NAME"}}, got a '
             f"{type(key).__name__}"
         )
     key = key.strip() if key else None
@@ -249,7 +252,7 @@ def settings_from_options(
     if require_key and not key:
         raise ConfigurationError(
             f"{what}: no API key for {public_url(base_url)} ({key_source} is not set); export "
-            f"{DEFAULT_KEY_ENV}=..., or set api_key = {{\"$env\" = \"NAME\"}} in [{table}]; for a "
+            f'{DEFAULT_KEY_ENV}=..., or set api_key = {{"$env" = "NAME"}} in [{table}]; for a '
             "server that needs no key (a local vLLM, llama.cpp or Ollama) set require_key = false"
         )
 
@@ -261,7 +264,7 @@ def settings_from_options(
         resolved = resolve_env_refs(value, what=f"{what} header {name!r}")
         if not isinstance(name, str) or not name or not isinstance(resolved, str):
             raise ConfigurationError(
-                f"{what}: header {name!r} needs a string value or {{\"$env\" = \"NAME\"}} "
+                f'{what}: header {name!r} needs a string value or {{"$env" = "NAME"}} '
                 "(is the variable set?)"
             )
         if name.lower() in ("content-type", "content-length", "host"):
@@ -287,7 +290,11 @@ def settings_from_options(
             what, "backoff_s", options.get("backoff_s", 0.5), low=0, high=60, low_inclusive=True
         ),
         backoff_max_s=_number(
-            what, "backoff_max_s", options.get("backoff_max_s", 8.0), low=0, high=600,
+            what,
+            "backoff_max_s",
+            options.get("backoff_max_s", 8.0),
+            low=0,
+            high=600,
             low_inclusive=True,
         ),
         json_mode=json_mode,

@@ -38,11 +38,11 @@ from typing import Any
 import attrs
 
 __all__ = [
-    "FakeOpenAIServer",
-    "Reply",
-    "RecordedRequest",
-    "Responder",
     "FAULTS",
+    "FakeOpenAIServer",
+    "RecordedRequest",
+    "Reply",
+    "Responder",
     "decision_responder",
     "generation_responder",
     "user_payload",
@@ -100,7 +100,9 @@ class Reply:
 
     @classmethod
     def prose_around_json(cls, value: Any, **kwargs: Any) -> Reply:
-        return cls.content(f"Sure! Here is my answer:\n{json.dumps(value)}\nHope it helps.", **kwargs)
+        return cls.content(
+            f"Sure! Here is my answer:\n{json.dumps(value)}\nHope it helps.", **kwargs
+        )
 
     @classmethod
     def raw(
@@ -109,10 +111,18 @@ class Reply:
         return cls(status, body, (("Content-Type", content_type),))
 
     @classmethod
-    def error(cls, status: int, message: str = "", *, headers: Mapping[str, str] | None = None) -> Reply:
+    def error(
+        cls, status: int, message: str = "", *, headers: Mapping[str, str] | None = None
+    ) -> Reply:
         """An OpenAI-style error body with ``status``."""
         body = json.dumps(
-            {"error": {"message": message or f"fake error {status}", "type": "fake", "code": status}}
+            {
+                "error": {
+                    "message": message or f"fake error {status}",
+                    "type": "fake",
+                    "code": status,
+                }
+            }
         ).encode()
         extra = tuple((headers or {}).items())
         return cls(status, body, (("Content-Type", "application/json"), *extra))
@@ -172,7 +182,8 @@ def user_payload(body: Any) -> Any:
 
 
 def decision_responder(decide: Callable[[str, tuple[str, ...]], str]) -> Responder:
-    """A responder for the decision backend: ``decide(subject, evidence) -> "yes"|"no"|"abstain"``."""
+    """A responder for the decision backend: ``decide(subject, evidence)`` returns the answer
+    (``"yes"``, ``"no"`` or ``"abstain"``)."""
 
     def respond(body: Any) -> Reply:
         payload = user_payload(body) or {}
@@ -231,9 +242,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         self.close_connection = True
         if reply.action == "reset":
-            self.connection.setsockopt(
-                socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0)
-            )
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
             self.connection.close()
             return
         try:
@@ -367,20 +376,28 @@ class FakeOpenAIServer:
 
     @property
     def chat_requests(self) -> list[RecordedRequest]:
-        return [r for r in self.requests if r.path.endswith("/chat/completions")]
+        return [r for r in self.requests if _is_chat(r.path)]
 
     def _next_reply(self, request: RecordedRequest) -> Reply:
         with self._lock:
             self.requests.append(request)
-            if not request.path.endswith("/chat/completions"):
+            if not _is_chat(request.path):
                 return Reply.error(404, f"unknown path {request.path}")
             if self.api_key is not None:
                 if request.headers.get("Authorization") != f"Bearer {self.api_key}":
                     sent = request.headers.get("Authorization", "")
                     # Echo the credential back, as some servers do: clients must scrub it.
                     return Reply.error(401, f"invalid api key: {sent!r}")
-            fmt = (request.body or {}).get("response_format") if isinstance(request.body, dict) else None
-            if not self.schema_support and isinstance(fmt, dict) and fmt.get("type") == "json_schema":
+            fmt = (
+                (request.body or {}).get("response_format")
+                if isinstance(request.body, dict)
+                else None
+            )
+            if (
+                not self.schema_support
+                and isinstance(fmt, dict)
+                and fmt.get("type") == "json_schema"
+            ):
                 return Reply.error(400, "response_format type 'json_schema' is not supported")
             if self._queue:
                 return self._queue.popleft()
@@ -394,6 +411,10 @@ class FakeOpenAIServer:
         else:
             good = Reply.error(400, "FakeOpenAIServer: no reply scripted for this request")
         return FAULTS[fault](good) if fault is not None else good
+
+
+def _is_chat(path: str) -> bool:
+    return path.split("?", 1)[0].endswith("/chat/completions")
 
 
 def _prose(good: Reply) -> Reply:

@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 
 from click.testing import CliRunner
+from test_bench_datasets import _tiny_beir, _tiny_locomo
 
 from rankseam.bench.quality import POLICY_KEYS
 from rankseam.cli import cli
-from test_bench_datasets import _tiny_beir, _tiny_locomo
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -21,8 +21,18 @@ def _run(*args: str) -> None:
 def test_quality_on_tiny_locomo_writes_json_png_markdown(tmp_path):
     data = _tiny_locomo(tmp_path / "l.json")
     out = tmp_path / "out"
-    _run("--dataset", f"locomo:{data}", "--rerank", "none,identity", "--limit", "5",
-         "--pool", "10", "--out", str(out))
+    _run(
+        "--dataset",
+        f"locomo:{data}",
+        "--rerank",
+        "none,identity",
+        "--limit",
+        "5",
+        "--pool",
+        "10",
+        "--out",
+        str(out),
+    )
     report = json.loads((out / "report.json").read_text())
     assert set(report["policies"]) == {"none", "identity"}
     for flat in report["policies"].values():

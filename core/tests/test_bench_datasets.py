@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from rankseam.bench.datasets import load_beir, load_dataset, load_locomo
+from rankseam.bench.datasets import load_dataset, load_locomo
 from rankseam.errors import ConfigurationError
 
 
@@ -28,7 +28,9 @@ def _tiny_locomo(path: Path) -> Path:
             "session_3_date_time": "no session with this date",
         },
         "observation": {
-            "session_1_observation": {"Ann": [["Ann has a cat.", "D1:1"], ["Ann likes cats.", "D1:1"]]},
+            "session_1_observation": {
+                "Ann": [["Ann has a cat.", "D1:1"], ["Ann likes cats.", "D1:1"]]
+            },
             "session_2_observation": {"Ann": [["Ann's cat is Tom.", "D2:1"]]},
         },
         "qa": [
@@ -112,8 +114,12 @@ def _tiny_beir(root: Path) -> Path:
         {"_id": "d4", "title": "", "text": ""},
     ]
     (root / "corpus.jsonl").write_text("\n".join(json.dumps(c) for c in corpus) + "\n\n")
-    queries = [{"_id": "q1", "text": "do cats purr"}, {"_id": "q2", "text": "barking"},
-               {"_id": "q3", "text": "nothing relevant"}, {"_id": "q4", "text": "unknown doc"}]
+    queries = [
+        {"_id": "q1", "text": "do cats purr"},
+        {"_id": "q2", "text": "barking"},
+        {"_id": "q3", "text": "nothing relevant"},
+        {"_id": "q4", "text": "unknown doc"},
+    ]
     (root / "queries.jsonl").write_text("\n".join(json.dumps(q) for q in queries))
     (root / "qrels" / "test.tsv").write_text(
         "query-id\tcorpus-id\tscore\nq1\td1\t2\nq1\td3\t1\nq2\td2\t1\nq3\td1\t0\nq4\tdX\t1\n"

@@ -11,7 +11,11 @@ from rankseam.errors import ConfigurationError
 def test_specs_with_options_become_separate_columns():
     specs = parse_policies("none,identity,mmr:lambda=0.5,mmr:lambda=0.7", ["mmr:relevance=coarse"])
     assert [s.label for s in specs] == [
-        "none", "identity", "mmr:lambda=0.5", "mmr:lambda=0.7", "mmr:relevance=coarse"
+        "none",
+        "identity",
+        "mmr:lambda=0.5",
+        "mmr:lambda=0.7",
+        "mmr:relevance=coarse",
     ]
     assert specs[0].reranker is None
     assert dict(specs[2].options) == {"lambda": 0.5}
@@ -28,7 +32,9 @@ def test_option_defaults_apply_and_spec_options_win():
     defaults = option_defaults(["mmr.lambda=0.7", "mmr.relevance=coarse"])
     specs = parse_policies("none,mmr,mmr:lambda=0.2", defaults=defaults)
     assert [s.label for s in specs] == [
-        "none", "mmr:lambda=0.7:relevance=coarse", "mmr:lambda=0.2:relevance=coarse"
+        "none",
+        "mmr:lambda=0.7:relevance=coarse",
+        "mmr:lambda=0.2:relevance=coarse",
     ]
 
 

@@ -21,12 +21,21 @@ def _quality_body() -> dict:
     flat = {k: row.get(k, 0.0) for k in POLICY_KEYS}
     return {
         "kind": "quality",
-        "dataset": {"name": "locomo", "conversations": 1, "turns": 3, "observations": 2,
-                    "dropped_evidence_ids": 1, "skipped_queries_no_evidence": 0},
+        "dataset": {
+            "name": "locomo",
+            "conversations": 1,
+            "turns": 3,
+            "observations": 2,
+            "dropped_evidence_ids": 1,
+            "skipped_queries_no_evidence": 0,
+        },
         "configuration": {"limit": 10, "pool": 30, "policies": []},
         "policies": {"none": flat, "identity": flat},
         "category_5": {"none": {**flat, "queries": 1}, "identity": {**flat, "queries": 1}},
-        "by_category": {"none": {"4": {**flat, "queries": 1}}, "identity": {"4": {**flat, "queries": 1}}},
+        "by_category": {
+            "none": {"4": {**flat, "queries": 1}},
+            "identity": {"4": {**flat, "queries": 1}},
+        },
         "details": {"none": {"queries": 1}, "identity": {"queries": 1}},
         "timing": {"elapsed_s": 1.0, "ingest_s": 0.5},
     }
@@ -68,8 +77,18 @@ def test_rerank_stage_times_disabled_path_and_identity():
 def test_latency_command_without_store_sizes(tmp_path):
     result = CliRunner().invoke(
         cli,
-        ["bench", "latency", "--quick", "--sizes", "", "--repeats", "3", "--no-progress",
-         "--out", str(tmp_path / "lat")],
+        [
+            "bench",
+            "latency",
+            "--quick",
+            "--sizes",
+            "",
+            "--repeats",
+            "3",
+            "--no-progress",
+            "--out",
+            str(tmp_path / "lat"),
+        ],
     )
     assert result.exit_code == 0, result.output
     data = json.loads((tmp_path / "lat" / "report.json").read_text())

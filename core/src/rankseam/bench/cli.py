@@ -21,8 +21,10 @@ _POLICY_HELP = (
 def _command() -> dict[str, object]:
     """The command and its parsed options, for the report's configuration."""
     ctx = click.get_current_context()
-    params = {k: (str(v) if isinstance(v, Path) else list(v) if isinstance(v, tuple) else v)
-              for k, v in ctx.params.items()}
+    params = {
+        k: (str(v) if isinstance(v, Path) else list(v) if isinstance(v, tuple) else v)
+        for k, v in ctx.params.items()
+    }
     return {"command": ctx.command_path, "options": params}
 
 
@@ -66,12 +68,26 @@ def bench() -> None:
     default=None,
     help="Hits requested per search [default: 10; 100 for BEIR].",
 )
-@click.option("--pool", type=click.IntRange(1, 200), default=30, show_default=True,
-              help="Coarse pool size (raised to --limit when smaller).")
-@click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Report folder [default: bench-out/quality-<time>].")
-@click.option("--max-queries", type=click.IntRange(1), default=None,
-              help="Use only the first N queries of each collection (smoke runs).")
+@click.option(
+    "--pool",
+    type=click.IntRange(1, 200),
+    default=30,
+    show_default=True,
+    help="Coarse pool size (raised to --limit when smaller).",
+)
+@click.option(
+    "--out",
+    "out",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Report folder [default: bench-out/quality-<time>].",
+)
+@click.option(
+    "--max-queries",
+    type=click.IntRange(1),
+    default=None,
+    help="Use only the first N queries of each collection (smoke runs).",
+)
 @click.option("--progress/--no-progress", default=True, show_default=True)
 def quality(
     dataset: str,
@@ -133,14 +149,28 @@ def _sizes(value: str | None) -> list[int] | None:
 
 
 @bench.command()
-@click.option("--quick", is_flag=True, help="Small sizes and few repetitions (the nox bench session).")
-@click.option("--sizes", default=None, metavar="N,N,...",
-              help="Store sizes for whole searches [default: 1000,10000,100000; --quick: 300,1000]; "
-                   "'' skips them.")
-@click.option("--repeats", type=click.IntRange(1), default=None,
-              help="Rerank-stage repetitions per reranker and pool size [default: 300; --quick: 30].")
-@click.option("--queries", type=click.IntRange(1), default=None,
-              help="Queries per store size and policy [default: 200; --quick: 30].")
+@click.option(
+    "--quick", is_flag=True, help="Small sizes and few repetitions (the nox bench session)."
+)
+@click.option(
+    "--sizes",
+    default=None,
+    metavar="N,N,...",
+    help="Store sizes for whole searches [default: 1000,10000,100000; --quick: 300,1000]; "
+    "'' skips them.",
+)
+@click.option(
+    "--repeats",
+    type=click.IntRange(1),
+    default=None,
+    help="Rerank-stage repetitions per reranker and pool size [default: 300; --quick: 30].",
+)
+@click.option(
+    "--queries",
+    type=click.IntRange(1),
+    default=None,
+    help="Queries per store size and policy [default: 200; --quick: 30].",
+)
 @click.option(
     "--option",
     "option",
@@ -149,8 +179,13 @@ def _sizes(value: str | None) -> list[int] | None:
     help="Option for reranker NAME in the rerank-stage timing, e.g. --option "
     "decision.backend=heuristic --option listwise.backend=local.",
 )
-@click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Report folder [default: bench-out/latency-<time>].")
+@click.option(
+    "--out",
+    "out",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Report folder [default: bench-out/latency-<time>].",
+)
 @click.option("--progress/--no-progress", default=True, show_default=True)
 def latency(
     quick: bool,

@@ -29,23 +29,29 @@ import attrs
 from rankseam.errors import ConfigurationError
 
 __all__ = [
-    "Record",
-    "Query",
+    "CATEGORY_NAMES",
+    "HEADLINE_CATEGORIES",
+    "LOCOMO_FILE",
     "Collection",
     "Dataset",
-    "LOCOMO_FILE",
-    "HEADLINE_CATEGORIES",
-    "CATEGORY_NAMES",
+    "Query",
+    "Record",
     "find_locomo",
-    "load_locomo",
     "load_beir",
     "load_dataset",
+    "load_locomo",
 ]
 
 LOCOMO_FILE = "locomo-dev.json"
 #: Categories averaged into the headline figures; category 5 (adversarial) is reported alone.
 HEADLINE_CATEGORIES = (1, 2, 3, 4)
-CATEGORY_NAMES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
+CATEGORY_NAMES = {
+    1: "multi-hop",
+    2: "temporal",
+    3: "open-domain",
+    4: "single-hop",
+    5: "adversarial",
+}
 
 
 def _freeze(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
@@ -62,7 +68,11 @@ class Record:
     kind: str = "document"
 
     def to_ingest(self) -> dict[str, Any]:
-        return {"id": self.id, "text": self.text, "metadata": {"group": self.group, "kind": self.kind}}
+        return {
+            "id": self.id,
+            "text": self.text,
+            "metadata": {"group": self.group, "kind": self.kind},
+        }
 
 
 @attrs.frozen
@@ -246,7 +256,8 @@ def load_locomo(path: str | os.PathLike[str] | None = None) -> Dataset:
                     f"{name}/q{qi}",
                     question,
                     evidence,
-                    int(category) if isinstance(category, int | str) and str(category).isdigit()
+                    int(category)
+                    if isinstance(category, int | str) and str(category).isdigit()
                     else None,
                 )
             )
@@ -296,17 +307,17 @@ def load_beir(folder: str | os.PathLike[str], *, split: str = "test") -> Dataset
     missing = [str(p) for p in needed if not p.is_file()]
     if missing:
         raise ConfigurationError(
-            f"{str(root)!r} is not a BEIR folder: missing {', '.join(missing)}; a BEIR folder holds "
-            "corpus.jsonl, queries.jsonl and qrels/test.tsv"
+            f"{str(root)!r} is not a BEIR folder: missing {', '.join(missing)}; "
+            "a BEIR folder holds corpus.jsonl, queries.jsonl and qrels/test.tsv"
         )
     records = []
     doc_ids: set[str] = set()
-    for row in _read_jsonl(needed[0]):
-        doc_id = str(row.get("_id", ""))
+    for doc in _read_jsonl(needed[0]):
+        doc_id = str(doc.get("_id", ""))
         if not doc_id or doc_id in doc_ids:
             continue
-        title = str(row.get("title") or "").strip()
-        body = str(row.get("text") or "").strip()
+        title = str(doc.get("title") or "").strip()
+        body = str(doc.get("text") or "").strip()
         text = f"{title}\n{body}" if title and body else (title or body)
         if not text:
             continue

@@ -35,9 +35,9 @@ from rankseam.errors import ConfigurationError
 __all__ = [
     "DEFAULT_SIZES",
     "QUICK_SIZES",
-    "time_rerank_stage",
     "reference_mmr",
     "run_latency",
+    "time_rerank_stage",
 ]
 
 DEFAULT_SIZES = (1_000, 10_000, 100_000)
@@ -109,7 +109,9 @@ def time_rerank_stage(
             hits = synthetic.pool_hits(n)
             by_ref = {h.ref: vectors[i] for i, h in enumerate(hits)}
 
-            def fetch(refs: Sequence[Any]) -> list[np.ndarray | None]:
+            def fetch(
+                refs: Sequence[Any], by_ref: Mapping[Any, np.ndarray] = by_ref
+            ) -> list[np.ndarray | None]:
                 return [by_ref.get(r) for r in refs]
 
             times: dict[str, list[float]] = {name: [] for name in rerankers}
@@ -197,7 +199,9 @@ def reference_mmr(
     try:
         from langchain_core.vectorstores.utils import maximal_marginal_relevance
     except ImportError:
-        return {"skipped": "langchain-core is not installed (pip install 'rankseam[bench-reference]')"}
+        return {
+            "skipped": "langchain-core is not installed (pip install 'rankseam[bench-reference]')"
+        }
     from rankseam.seam import make_candidates
 
     by_n: dict[str, Any] = {}
@@ -213,7 +217,8 @@ def reference_mmr(
                 order = np.argsort(-cos, kind="stable")  # coarse order: by score
                 hits = synthetic.pool_hits(n, scores=cos[order])
                 candidates = make_candidates(
-                    hits, vectors=[cands[i].astype(np.float32) for i in order],
+                    hits,
+                    vectors=[cands[i].astype(np.float32) for i in order],
                     embedding_space="bench/d384",
                 )
                 decision = await mmr.rerank("query", candidates, min(k, n))
@@ -317,7 +322,9 @@ def time_whole_search(
         for size in sizes:
             path = str(Path(tmp) / f"store-{size}.sqlite3")
             row = _in_child(_ingest_child, path, size, progress)
-            row.update(_in_child(_search_child, path, list(policies), queries, limit, pool, progress))
+            row.update(
+                _in_child(_search_child, path, list(policies), queries, limit, pool, progress)
+            )
             base = row.get("none")
             for name in policies:
                 m = row.get(name)

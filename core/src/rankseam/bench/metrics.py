@@ -20,15 +20,20 @@ from __future__ import annotations
 
 import math
 from collections.abc import Hashable, Mapping, Sequence
+from typing import TypeVar
 
 __all__ = [
-    "recall_at_k",
-    "ndcg_at_k",
-    "mrr",
     "dup_slot_at_k",
-    "percentile",
     "mean",
+    "mrr",
+    "ndcg_at_k",
+    "percentile",
+    "recall_at_k",
 ]
+
+
+#: A group key (a ``dia_id``, a document id...).
+G = TypeVar("G", bound=Hashable)
 
 
 def _check_k(k: int) -> None:
@@ -36,13 +41,13 @@ def _check_k(k: int) -> None:
         raise ValueError(f"k must be an integer >= 1, got {k!r}")
 
 
-def _relevant(relevance: Mapping[Hashable, float]) -> set[Hashable]:
+def _relevant(relevance: Mapping[G, float]) -> set[G]:
     return {g for g, gain in relevance.items() if gain > 0}
 
 
-def _first_occurrences(ranked: Sequence[Hashable], k: int) -> list[tuple[int, Hashable]]:
+def _first_occurrences(ranked: Sequence[G], k: int) -> list[tuple[int, G]]:
     """(0-based position, group) of each group's first slot within the top ``k``."""
-    seen: set[Hashable] = set()
+    seen: set[G] = set()
     out = []
     for i, group in enumerate(ranked[:k]):
         if group in seen:
@@ -52,7 +57,7 @@ def _first_occurrences(ranked: Sequence[Hashable], k: int) -> list[tuple[int, Ha
     return out
 
 
-def recall_at_k(ranked: Sequence[Hashable], relevance: Mapping[Hashable, float], k: int) -> float:
+def recall_at_k(ranked: Sequence[G], relevance: Mapping[G, float], k: int) -> float:
     """Share of the relevant groups present in the top ``k``."""
     _check_k(k)
     relevant = _relevant(relevance)
@@ -62,7 +67,7 @@ def recall_at_k(ranked: Sequence[Hashable], relevance: Mapping[Hashable, float],
     return len(found) / len(relevant)
 
 
-def ndcg_at_k(ranked: Sequence[Hashable], relevance: Mapping[Hashable, float], k: int) -> float:
+def ndcg_at_k(ranked: Sequence[G], relevance: Mapping[G, float], k: int) -> float:
     """nDCG with linear gains and ``log2(position + 1)`` discount (as trec_eval / BEIR).
 
     Each group earns its gain at its first slot only. The ideal list holds the relevant groups
@@ -81,7 +86,7 @@ def ndcg_at_k(ranked: Sequence[Hashable], relevance: Mapping[Hashable, float], k
     return dcg / ideal
 
 
-def mrr(ranked: Sequence[Hashable], relevance: Mapping[Hashable, float], k: int | None = None) -> float:
+def mrr(ranked: Sequence[G], relevance: Mapping[G, float], k: int | None = None) -> float:
     """Reciprocal of the 1-based position of the first relevant slot (``0.0`` if none).
 
     ``k`` cuts the list first (``None``: the whole list).
@@ -96,7 +101,7 @@ def mrr(ranked: Sequence[Hashable], relevance: Mapping[Hashable, float], k: int 
     return 0.0
 
 
-def dup_slot_at_k(ranked: Sequence[Hashable], k: int) -> float:
+def dup_slot_at_k(ranked: Sequence[G], k: int) -> float:
     """Share of the top-``k`` slots whose group already appeared in an earlier slot."""
     _check_k(k)
     top = ranked[:k]

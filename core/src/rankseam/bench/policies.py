@@ -28,7 +28,7 @@ import attrs
 
 from rankseam.errors import ConfigurationError
 
-__all__ = ["PolicySpec", "parse_value", "parse_policy", "parse_policies", "parse_option"]
+__all__ = ["PolicySpec", "parse_option", "parse_policies", "parse_policy", "parse_value"]
 
 NONE = "none"
 

@@ -30,7 +30,7 @@ from rankseam.bench.metrics import dup_slot_at_k, mean, mrr, ndcg_at_k, percenti
 from rankseam.bench.policies import PolicySpec
 from rankseam.errors import ConfigurationError
 
-__all__ = ["POLICY_KEYS", "check_policies", "score_query", "run_quality"]
+__all__ = ["POLICY_KEYS", "check_policies", "run_quality", "score_query"]
 
 log = logging.getLogger("rankseam.bench")
 

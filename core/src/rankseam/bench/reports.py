@@ -17,11 +17,11 @@ __all__ = [
     "SCHEMA",
     "environment",
     "finish_report",
-    "write_report",
-    "quality_markdown",
     "latency_markdown",
-    "plot_quality",
     "plot_latency",
+    "plot_quality",
+    "quality_markdown",
+    "write_report",
 ]
 
 SCHEMA = "rankseam.bench/1"
@@ -140,7 +140,8 @@ def quality_markdown(report: Mapping[str, Any]) -> str:
             parts.append(_table(header, rows))
     else:
         parts.append(
-            f"{data.get('name')} ({data.get('documents')} documents, {data.get('queries')} queries; "
+            f"{data.get('name')} ({data.get('documents')} documents, "
+            f"{data.get('queries')} queries; "
             f"limit {config['limit']}, coarse pool {config['pool']})."
         )
         header = ["policy", "nDCG@10", "Recall@100", "MRR", "pool recall", "calls/query"]
@@ -157,10 +158,12 @@ def quality_markdown(report: Mapping[str, Any]) -> str:
         ]
         parts.append(_table(header, rows))
     timing = report.get("timing", {})
-    if timing:
+    env = report.get("environment", {})
+    if timing and env:
         parts.append(
-            f"Run time {timing.get('elapsed_s', 0):.0f} s (ingest {timing.get('ingest_s', 0):.0f} s) "
-            f"on {report['environment']['cpu_count']} CPUs, Python {report['environment']['python']}."
+            f"Run time {timing.get('elapsed_s', 0):.0f} s "
+            f"(ingest {timing.get('ingest_s', 0):.0f} s) on {env['cpu_count']} CPUs, "
+            f"Python {env['python']}."
         )
     return "\n\n".join(parts) + "\n"
 
@@ -205,7 +208,10 @@ def latency_markdown(report: Mapping[str, Any]) -> str:
             for size, m in search.items()
         ]
         parts.append(
-            _table(["memories", "ingest memories/s", "peak RSS MiB (ingest)", "peak RSS MiB (search)"], rows)
+            _table(
+                ["memories", "ingest memories/s", "peak RSS MiB (ingest)", "peak RSS MiB (search)"],
+                rows,
+            )
         )
     disabled = report.get("disabled_path")
     if disabled:
@@ -230,7 +236,10 @@ def latency_markdown(report: Mapping[str, Any]) -> str:
                 "agreement = share of trials with identical selections):"
             )
             parts.append(
-                _table(["candidates", "rankseam p50 ms", "langchain p50 ms", "ratio", "agreement"], rows)
+                _table(
+                    ["candidates", "rankseam p50 ms", "langchain p50 ms", "ratio", "agreement"],
+                    rows,
+                )
             )
     return "\n\n".join(parts) + "\n"
 
@@ -266,7 +275,9 @@ def plot_quality(report: Mapping[str, Any], path: Path) -> Path:
         points.setdefault((m["dup_slot@5"], m["recall@5"]), []).append(label)
     for (x, y), names in points.items():  # policies with equal figures share one point
         ax2.scatter(x, y)
-        ax2.annotate(" = ".join(names), (x, y), fontsize=8, xytext=(4, 4), textcoords="offset points")
+        ax2.annotate(
+            " = ".join(names), (x, y), fontsize=8, xytext=(4, 4), textcoords="offset points"
+        )
     ax2.set_xlabel("dup-slot@5 (lower is better)")
     ax2.set_ylabel("Recall@5 (higher is better)")
     ax2.set_title("Recall@5 vs duplicate slots")

@@ -9,7 +9,7 @@ import numpy as np
 
 from rankseam.types import Hit, MemoryRef
 
-__all__ = ["vocabulary", "texts", "queries", "unit_vectors", "pool_hits"]
+__all__ = ["pool_hits", "queries", "texts", "unit_vectors", "vocabulary"]
 
 _SYLLABLES = (
     "ka", "lo", "mi", "ne", "ru", "sa", "ti", "vo", "pe", "da", "gu", "fi", "ho", "ja", "be",

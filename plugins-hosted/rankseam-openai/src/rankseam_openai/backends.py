@@ -85,6 +85,7 @@ class OpenAIDecisionBackend:
     """A :class:`~rankseam.decision.DecisionBackend` over an OpenAI-compatible chat API."""
 
     policy_id = DECISION_POLICY_ID
+    deterministic = False  # a model answers; even temperature 0 is not a promise
 
     def __init__(
         self, settings: OpenAISettings, *, what: str = "decision backend 'openai'"
@@ -147,6 +148,7 @@ class OpenAIGenerationBackend:
     """A :class:`~rankseam.generation.GenerationBackend` over an OpenAI-compatible chat API."""
 
     policy_id = GENERATION_POLICY_ID
+    deterministic = False
 
     def __init__(
         self, settings: OpenAISettings, *, what: str = "generation backend 'openai'"

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 import numpy as np
 import pytest
+
 from rankseam.errors import RerankError, ValidationError
 from rankseam.seam import rerank_pool
 from rankseam.types import Candidate, Hit, MemoryRef, RerankDecision, RerankStatus

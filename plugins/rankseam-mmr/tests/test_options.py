@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+
 import rankseam_mmr
 from rankseam.compose import ComponentContext, Config
 from rankseam.embedding import EmbedderDescriptor
@@ -137,3 +138,22 @@ def test_query_cosine_without_embedder_is_a_configuration_error() -> None:
     )
     with pytest.raises(ConfigurationError, match="no embedder named 'nope'"):
         ComponentContext(config, registry).build("reranker", "mmr")
+
+
+def test_query_cosine_ignores_vectors_of_another_space() -> None:
+    reranker = _context(relevance="query_cosine", **{"lambda": 1.0}).build("reranker", "mmr")
+    vectors = AxisEmbedder().embed(["red", "blue", "green"])
+    candidates = tuple(
+        Candidate(
+            i + 1,
+            MemoryRef("ns", f"m{i}", 1),
+            "t",
+            1.0 - i / 10,
+            embedding=vectors[i],
+            embedding_space="another-model@1/d3/l2",
+        )
+        for i in range(3)
+    )
+    decision = asyncio.run(reranker.rerank("blue", candidates, 3))
+    assert decision.selected_ranks == (1, 2, 3)  # coarse relevance, not the query cosine
+    assert "rel_source=coarse" in (decision.records[0].detail or "")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from click.testing import CliRunner
+
 from rankseam.cli import cli
 from rankseam.compose import ComponentContext, Config
 from rankseam.plugins import get_plugins, get_registry

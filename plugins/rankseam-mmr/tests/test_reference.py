@@ -6,9 +6,9 @@ import asyncio
 import math
 import random
 
-import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from rankseam.types import Candidate, MemoryRef, RerankDecision
 from rankseam_mmr import MMROptions, MMRReranker
 
@@ -46,16 +46,15 @@ def reference_mmr(candidates: list[Candidate], lam: float, limit: int) -> list[i
 
     selected: list[Candidate] = []
     while len(selected) < min(limit, len(order)):
-        best, best_score = None, -math.inf
+        scored = []
         for c in order:
             if c in selected:
                 continue
             redundancy = max((cosine(c, s) for s in selected), default=0.0)
-            score = float(np.round(lam * rel[id(c)] - (1 - lam) * redundancy, 9))
-            if score > best_score:  # strict: the earlier (coarse position) wins a tie
-                best, best_score = c, score
-        assert best is not None
-        selected.append(best)
+            scored.append((lam * rel[id(c)] - (1 - lam) * redundancy, c))
+        best = max(score for score, _ in scored)
+        # scores within 1e-9 of the best tie; the earliest in coarse order wins a tie
+        selected.append(next(c for score, c in scored if score >= best - 1e-9))
     return [c.rank for c in selected]
 
 

@@ -17,7 +17,6 @@ from typing import Any
 import rankseam
 from rankseam.errors import ConfigurationError
 from rankseam.registry import RerankerRegister
-
 from rankseam_mmr.reranker import (
     DEFAULT_LAMBDA,
     MAX_CANDIDATES,

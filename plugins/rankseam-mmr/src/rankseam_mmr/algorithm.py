@@ -11,7 +11,7 @@ Cost: one Gram matrix of the unit vectors (``n × n``), then ``k`` rounds that e
 running maximum with the one row of the item just picked: O(n·k) after the Gram matrix,
 instead of re-comparing every candidate with every selected item each round (O(n·k²)).
 
-Ties: scores are rounded to :data:`SCORE_DECIMALS` decimals before comparison, so that
+Ties: scores within :data:`TIE_TOLERANCE` of the round's best score count as tied, so that
 mathematically equal scores tie on every platform and BLAS; among tied scores the lowest
 array index wins. Callers order the arrays by their tie-break key (coarse position, then
 identity) before calling.
@@ -22,10 +22,10 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
-__all__ = ["SCORE_DECIMALS", "MMRSelection", "minmax", "select", "unit_rows"]
+__all__ = ["TIE_TOLERANCE", "MMRSelection", "minmax", "select", "unit_rows"]
 
-#: Scores are compared after rounding to this many decimals (platform-independent ties).
-SCORE_DECIMALS = 9
+#: Scores this close to the best one tie with it (platform-independent ties).
+TIE_TOLERANCE = 1e-9
 
 
 @attrs.frozen
@@ -68,7 +68,8 @@ def unit_rows(matrix: np.ndarray, valid: np.ndarray) -> np.ndarray:
     out = np.zeros(m.shape, dtype=np.float64)
     if m.size == 0:
         return out
-    norms = np.linalg.norm(m, axis=1)
+    with np.errstate(over="ignore", invalid="ignore"):
+        norms = np.sqrt(np.einsum("ij,ij->i", m, m))
     ok = np.asarray(valid, dtype=bool) & np.isfinite(norms) & (norms > 0.0)
     out[ok] = m[ok] / norms[ok, None]
     return out
@@ -81,26 +82,28 @@ def select(relevance: np.ndarray, unit: np.ndarray, lam: float, k: int) -> MMRSe
     k = max(0, min(int(k), n))
     if k == 0:
         return MMRSelection((), (), (), ())
-    gram = unit @ unit.T if unit.shape[1:] and unit.shape[1] > 0 else np.zeros((n, n))
-    rel_term = lam * rel
+    gram = unit @ unit.T if unit.ndim == 2 and unit.shape[1] > 0 else np.zeros((n, n))
+    rel_term = lam * rel  # a picked item's entry becomes -inf, so it is never picked again
     weight = 1.0 - lam
     max_sim = np.zeros(n, dtype=np.float64)
-    taken = np.zeros(n, dtype=bool)
+    score = rel_term.copy()
     picked: list[int] = []
-    rels: list[float] = []
     reds: list[float] = []
     scores: list[float] = []
     for step in range(k):
-        score = np.round(rel_term - weight * max_sim, SCORE_DECIMALS)
-        score[taken] = -np.inf
-        j = int(np.argmax(score))  # first maximum = best tie-break key
+        j = int(np.argmax(score))
+        best = score[j]
+        if j:  # an earlier index within the tolerance wins the tie
+            j = int(np.argmax(score[: j + 1] >= best - TIE_TOLERANCE))
         picked.append(j)
-        rels.append(float(rel[j]))
         reds.append(float(max_sim[j]) if step else 0.0)
         scores.append(float(score[j]))
-        taken[j] = True
+        rel_term[j] = -np.inf
         if step == 0:
             max_sim = gram[j].copy()
         else:
             np.maximum(max_sim, gram[j], out=max_sim)
-    return MMRSelection(tuple(picked), tuple(rels), tuple(reds), tuple(scores))
+        score = rel_term - weight * max_sim
+    return MMRSelection(
+        tuple(picked), tuple(float(rel[i]) for i in picked), tuple(reds), tuple(scores)
+    )

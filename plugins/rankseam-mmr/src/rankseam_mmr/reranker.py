@@ -21,6 +21,7 @@ Conventions (documented once, here and in docs/plugins/mmr.md):
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import math
 from collections import Counter
@@ -29,10 +30,10 @@ from typing import Any, ClassVar
 
 import attrs
 import numpy as np
+
 from rankseam.errors import ConfigurationError, ValidationError
 from rankseam.seam import MAX_POOL
-from rankseam.types import Candidate, CandidateRecord, RerankDecision
-
+from rankseam.types import Candidate, CandidateRecord, RerankDecision, Usage
 from rankseam_mmr.algorithm import minmax, select, unit_rows
 
 __all__ = [
@@ -98,16 +99,38 @@ class MMROptions:
         return cls(lam=float(lam), relevance=options.get("relevance", "coarse"))
 
 
-def _reference_space(ordered: Sequence[Candidate]) -> tuple[str | None, int] | None:
+Space = tuple[str | None, int]
+
+#: Shared by every record: mmr makes no model call.
+_NO_USAGE = Usage.zero()
+
+
+def _reference_space(keys: Sequence[Space | None]) -> Space | None:
     """The (space, dimension) pair most candidates share; first seen wins a tie."""
-    counts: Counter[tuple[str | None, int]] = Counter()
-    for c in ordered:
-        if c.embedding is not None and c.embedding.ndim == 1 and c.embedding.shape[0] > 0:
-            counts[(c.embedding_space, int(c.embedding.shape[0]))] += 1
-    if not counts:
+    present = [key for key in keys if key is not None]
+    if not present:
         return None
+    first = present[0]
+    if all(key == first for key in present):  # the usual case: one space
+        return first
+    counts = Counter(present)
     best = max(counts.values())
-    return next(pair for pair in counts if counts[pair] == best)  # insertion = coarse order
+    return next(key for key in counts if counts[key] == best)  # insertion = coarse order
+
+
+def _space_key(c: Candidate) -> Space | None:
+    e = c.embedding
+    if e is None or e.shape[0] == 0:
+        return None
+    return (c.embedding_space, e.shape[0])
+
+
+def _in_tie_break_order(candidates: Sequence[Candidate]) -> Sequence[Candidate]:
+    """Coarse position, then identity bytes (already so when the seam built the views)."""
+    ranks = [c.rank for c in candidates]
+    if all(a < b for a, b in itertools.pairwise(ranks)):
+        return candidates
+    return sorted(candidates, key=lambda c: (c.rank, c.ref.sort_key()))
 
 
 @attrs.frozen
@@ -138,12 +161,17 @@ class MMRReranker:
             "similarity": "cosine(stored vectors)",
             "max_candidates": MAX_CANDIDATES,
         }
-        if self.embedder is not None:
-            desc = getattr(self.embedder, "descriptor", None)
-            key = getattr(desc, "key", None)
-            if isinstance(key, str):
-                out["query_embedder"] = key
+        if self._query_space() is not None:
+            out["query_embedder"] = self._query_space()
         return out
+
+    def _query_space(self) -> str | None:
+        key = getattr(getattr(self.embedder, "descriptor", None), "key", None)
+        return key if isinstance(key, str) else None
+
+    def _fits(self, space: str | None) -> bool:
+        """Can the query vector be compared with candidate vectors of ``space``?"""
+        return space is None or self._query_space() in (None, space)
 
     async def rerank(
         self, query: str, candidates: Sequence[Candidate], limit: int, /
@@ -171,25 +199,25 @@ class MMRReranker:
         k = max(0, min(int(limit), n))
         if k == 0:
             return RerankDecision(())
-        ordered = sorted(candidates, key=lambda c: (c.rank, c.ref.sort_key()))
-        ref = _reference_space(ordered)
-        valid = np.zeros(n, dtype=bool)
+        ordered = _in_tie_break_order(candidates)
+        keys = [_space_key(c) for c in ordered]
+        ref = _reference_space(keys)
         if ref is None:
-            matrix = np.zeros((n, 0), dtype=np.float64)
+            valid = np.zeros(n, dtype=bool)
+            unit = np.zeros((n, 0), dtype=np.float64)
         else:
-            space, dims = ref
-            matrix = np.zeros((n, dims), dtype=np.float64)
-            for i, c in enumerate(ordered):
-                e = c.embedding
-                if e is not None and c.embedding_space == space and e.shape == (dims,):
-                    matrix[i] = e
-                    valid[i] = True
-        unit = unit_rows(matrix, valid)
-        valid &= unit.any(axis=1)  # zero-norm and non-finite vectors count as missing
+            valid = np.fromiter((key == ref for key in keys), dtype=bool, count=n)
+            if valid.all():  # the usual case: one batched fetch, one space
+                matrix = np.array([c.embedding for c in ordered], dtype=np.float64)
+            else:
+                matrix = np.zeros((n, ref[1]), dtype=np.float64)
+                matrix[valid] = [c.embedding for c, ok in zip(ordered, valid, strict=True) if ok]
+            unit = unit_rows(matrix, valid)
+            valid &= unit.any(axis=1)  # zero-norm and non-finite vectors count as missing
         rel_source = "coarse"
         if query_vector is not None:
             q = unit_rows(query_vector.reshape(1, -1), np.ones(1, dtype=bool))[0]
-            if ref is not None and q.shape[0] == unit.shape[1] and q.any():
+            if ref is not None and q.shape[0] == ref[1] and q.any() and self._fits(ref[0]):
                 rel = minmax(unit @ q)
                 rel_source = "query_cosine"
             else:
@@ -206,6 +234,7 @@ class MMRReranker:
             CandidateRecord(
                 rank=ordered[i].rank,
                 outcome="selected",
+                usage=_NO_USAGE,
                 detail=(
                     f"rel={r:.6f} redundancy={d:.6f} mmr={s:.6f} rel_source={rel_source}"
                     + ("" if valid[i] else " vector=missing")

@@ -1,0 +1,224 @@
+"""The failure matrix: every fault of the OpenAI-compatible backend x every consumer role.
+
+Each cell runs over the real loopback server (``rankseam_openai.testing``) through the public
+API (``open_memory``, ``Memory.search``, ``Memory.add``):
+
+- roles: the decision reranker (fail-closed), the write gate (fail-open) and the listwise
+  reranker with ``on_error="coarse"``;
+- faults: :data:`rankseam_openai.testing.FAULTS`, either *persistent* (every request) or
+  *once* (the first request only, so retries can recover).
+
+The expected outcome of every cell is :func:`expected`; ``docs/failure-matrix.md`` shows the
+same table, and :func:`test_docs_table_matches` keeps the two in agreement. No cell may end in a
+silent coarse result: a failure either raises, or is marked (``degraded`` status / degraded
+gate verdict) with its reason.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+openai_testing = pytest.importorskip(
+    "rankseam_openai.testing", reason="rankseam-openai is not installed (nox -s integration)"
+)
+pytest.importorskip("rankseam_decision", reason="rankseam-decision is not installed")
+pytest.importorskip("rankseam_listwise", reason="rankseam-listwise is not installed")
+
+from rankseam import RerankError, RerankStatus, open_memory  # noqa: E402
+from rankseam_openai.backends import DECISION_INSTRUCTIONS  # noqa: E402
+
+FAULTS = openai_testing.FAULTS
+FakeOpenAIServer = openai_testing.FakeOpenAIServer
+Reply = openai_testing.Reply
+user_payload = openai_testing.user_payload
+
+DOCS = Path(__file__).resolve().parent.parent / "docs" / "failure-matrix.md"
+
+MEMORIES = (
+    ("m1", "Alice booked a flight to Lisbon for the conference in May."),
+    ("m2", "Bob adopted a grey cat named Pixel."),
+    ("m3", "The conference hotel in Lisbon is near the river."),
+    ("m4", "The team moved the standup to nine thirty."),
+    ("m5", "Carol runs a marathon every October."),
+    ("m6", "Dinner with Dana is on Friday at the Thai place."),
+)
+QUERY = "when is the conference in Lisbon"
+LIMIT = 3
+
+#: What the backend raises for each fault once retries (if any) are exhausted.
+KIND = {
+    "delay": "timeout",
+    "rate_limit": "unavailable",
+    "http_500": "unavailable",
+    "http_503": "unavailable",
+    "connection_reset": "unavailable",
+    "malformed_json": "invalid_output",
+    "schema_violation": "invalid_output",
+    "prose_around_json": "invalid_output",
+    "hanging_body": "timeout",
+    "wrong_content_type": "invalid_output",
+}
+RETRIED = frozenset(
+    {"delay", "rate_limit", "http_500", "http_503", "connection_reset", "hanging_body"}
+)
+ROLES = ("decision", "write_gate", "listwise_coarse")
+PERSISTENCE = ("persistent", "once")
+
+
+def expected(fault: str, persistence: str, role: str) -> str:
+    """The outcome of one cell, as written in docs/failure-matrix.md."""
+    if persistence == "once" and fault in RETRIED:
+        return {
+            "decision": "ok (retried)",
+            "write_gate": "healthy verdict (retried)",
+            "listwise_coarse": "ok (retried)",
+        }[role]
+    kind = KIND[fault]
+    return {
+        "decision": f"RerankError({kind})",
+        "write_gate": "stored, degraded",
+        "listwise_coarse": f"coarse, degraded ({kind})",
+    }[role]
+
+
+def _respond(body: Any) -> Any:
+    """Healthy answers: decision -> yes only for Lisbon entries; write gate -> no (so a stored
+    memory proves fail-open); listwise -> the candidates in reverse order."""
+    system = body["messages"][0]["content"]
+    payload = user_payload(body)
+    if system == DECISION_INSTRUCTIONS:
+        if not payload["evidence"]:
+            return Reply.json({"answer": "no"})
+        return Reply.json({"answer": "yes" if "Lisbon" in payload["subject"] else "no"})
+    ranks = [c["rank"] for c in payload["candidates"]]
+    return Reply.json({"selected_ranks": ranks[::-1][: payload["max_results"]]})
+
+
+BACKEND = {
+    "model": "fake-model",
+    "timeout_s": 0.3,
+    "deadline_s": 3.0,
+    "max_attempts": 2,
+    "backoff_s": 0.01,
+    "backoff_max_s": 0.05,
+}
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[Any]:
+    with FakeOpenAIServer(_respond) as srv:
+        yield srv
+
+
+@pytest.fixture(scope="module")
+def db(tmp_path_factory: pytest.TempPathFactory) -> str:
+    path = str(tmp_path_factory.mktemp("matrix") / "memory.sqlite3")
+    with open_memory(path) as memory:
+        for memory_id, text in MEMORIES:
+            memory.add(text, memory_id=memory_id)
+    return path
+
+
+@pytest.fixture(scope="module")
+def coarse(db: str) -> list[str]:
+    with open_memory(db, config={"search": {"pool": len(MEMORIES)}}) as memory:
+        return [h.ref.memory_id for h in memory.search(QUERY, len(MEMORIES), reranker=None)]
+
+
+def _config(server: Any, role: str) -> dict[str, Any]:
+    backend = {**BACKEND, "base_url": server.base_url}
+    search: dict[str, Any] = {"pool": len(MEMORIES)}
+    config: dict[str, Any] = {"search": search}
+    if role == "decision":
+        config["decision_backends"] = {"openai": backend}
+        config["rerankers"] = {"decision": {"backend": "openai"}}
+        search.update(reranker="decision", on_error="raise")
+    elif role == "write_gate":
+        config["decision_backends"] = {"openai": backend}
+        config["write_gate"] = {"backend": "openai", "enabled": False}
+    else:
+        config["generation_backends"] = {"openai": backend}
+        config["rerankers"] = {"listwise": {"backend": "openai"}}
+        search.update(reranker="listwise", on_error="coarse")
+    return config
+
+
+@pytest.mark.parametrize("role", ROLES)
+@pytest.mark.parametrize("persistence", PERSISTENCE)
+@pytest.mark.parametrize("fault", sorted(FAULTS))
+def test_cell(
+    server: Any, db: str, coarse: list[str], fault: str, persistence: str, role: str
+) -> None:
+    server.clear()
+    server.inject(fault, times=None if persistence == "persistent" else 1)
+    outcome = expected(fault, persistence, role)
+    kind = KIND[fault]
+    recovers = outcome.endswith("(retried)")
+    with open_memory(db, config=_config(server, role)) as memory:
+        if role == "write_gate":
+            added = memory.add("ok, thanks!", gate=True)
+            assert added.gate is not None
+            if recovers:  # the healthy answer (no) came through after a retry
+                assert not added.stored and not added.gate.degraded
+            else:  # fail-open: stored anyway, and visibly degraded
+                assert added.stored and added.gate.degraded
+                assert added.gate.outcome.value == "abstain"
+            return
+
+        if role == "decision" and not recovers:
+            with pytest.raises(RerankError) as info:
+                memory.search(QUERY, LIMIT)
+            assert info.value.reason == kind, info.value
+            return
+
+        result = memory.search(QUERY, LIMIT)
+    ids = [h.ref.memory_id for h in result]
+    rerank = result.trace.rerank
+    assert rerank is not None
+    if recovers:
+        assert result.status is RerankStatus.OK, rerank.reason
+        if role == "decision":
+            assert ids == [m for m in coarse if m in ("m1", "m3")]
+            assert rerank.usage.calls == len(coarse) + 1  # the failed attempt is counted
+        else:
+            assert ids == coarse[::-1][:LIMIT]
+            assert rerank.usage.calls == 2
+        return
+    # listwise with on_error="coarse": the coarse order, never silently
+    assert result.status is RerankStatus.DEGRADED
+    assert rerank.reason is not None and rerank.reason.startswith(kind), rerank.reason
+    assert ids == coarse[:LIMIT]
+    assert rerank.usage.calls >= 1
+
+
+def test_every_fault_is_in_the_matrix() -> None:
+    assert set(KIND) == set(FAULTS)
+
+
+def _docs_table() -> dict[tuple[str, str], list[str]]:
+    rows: dict[tuple[str, str], list[str]] = {}
+    for line in DOCS.read_text(encoding="utf-8").splitlines():
+        cells = [c.strip().strip("`") for c in line.strip().strip("|").split("|")]
+        if len(cells) == 2 + len(ROLES) and cells[0] in FAULTS:
+            rows[(cells[0], cells[1])] = cells[2:]
+    return rows
+
+
+def test_docs_table_matches() -> None:
+    if not DOCS.exists():
+        pytest.fail(f"{DOCS} is missing; it must show the failure matrix")
+    table = _docs_table()
+    want = {
+        (fault, persistence): [expected(fault, persistence, role) for role in ROLES]
+        for fault in FAULTS
+        for persistence in PERSISTENCE
+    }
+    assert table == want, "docs/failure-matrix.md and tests/test_failure_matrix.py disagree"
+    header = re.search(r"\|\s*fault\s*\|\s*requests\s*\|(.+)\|", DOCS.read_text(encoding="utf-8"))
+    assert header is not None
+    assert [c.strip().strip("`") for c in header.group(1).split("|")] == list(ROLES)

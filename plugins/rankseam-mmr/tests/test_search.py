@@ -68,3 +68,26 @@ def test_bad_option_fails_at_open(tmp_path: Path) -> None:
     config = {"search": {"reranker": "mmr"}, "rerankers": {"mmr": {"lambda": 2}}}
     with pytest.raises(ConfigurationError, match="lambda"):
         rankseam.open_memory(tmp_path / "m.sqlite3", config=config)
+
+
+def test_cli_search_with_mmr_options(tmp_path: Path) -> None:
+    import json
+
+    from click.testing import CliRunner
+
+    from rankseam.cli import cli
+
+    db = str(tmp_path / "cli.sqlite3")
+    runner = CliRunner()
+    for memory_id, text in FACTS:
+        added = runner.invoke(cli, ["add", text, "--db", db, "--id", memory_id])
+        assert added.exit_code == 0, added.output
+    args = ["search", QUERY, "--db", db, "-k", "3", "--rerank", "mmr", "--json", "--trace"]
+    result = runner.invoke(cli, [*args, "--mmr-lambda", "0.5"])
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.output)
+    assert out["trace"]["rerank"]["descriptor"]["lambda"] == 0.5
+    assert sum(h["memory_id"].startswith("a") for h in out["hits"]) == 1
+    bad = runner.invoke(cli, [*args, "--mmr-lambda", "1.5"])
+    assert bad.exit_code != 0
+    assert "lambda" in (bad.output + str(bad.exception))

@@ -435,7 +435,9 @@ class ChatClient:
             reraise=True,
         )
         try:
-            completion = await retrying(self._attempt, messages, schema, name, ledger, started)
+            completion: Completion = await retrying(
+                self._attempt, messages, schema, name, ledger, started
+            )
         except BackendError as exc:
             usage = Usage.total(ledger)
             elapsed = time.monotonic() - started

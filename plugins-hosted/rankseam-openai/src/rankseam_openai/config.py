@@ -89,6 +89,10 @@ def public_url(url: str) -> str:
     return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
 
+def _frozen_headers(value: Mapping[str, Secret]) -> Mapping[str, Secret]:
+    return MappingProxyType(dict(value))
+
+
 @attrs.frozen
 class OpenAISettings:
     """Validated settings of one backend instance (see :func:`settings_from_options`)."""
@@ -96,7 +100,7 @@ class OpenAISettings:
     base_url: str
     model: str
     api_key: Secret | None = attrs.field(repr=False)
-    headers: Mapping[str, Secret] = attrs.field(repr=False, converter=MappingProxyType)
+    headers: Mapping[str, Secret] = attrs.field(repr=False, converter=_frozen_headers)
     timeout_s: float = 30.0
     deadline_s: float = 60.0
     max_attempts: int = 3

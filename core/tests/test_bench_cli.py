@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 
+import pytest
 from click.testing import CliRunner
 from test_bench_datasets import _tiny_beir, _tiny_locomo
 
@@ -11,10 +13,13 @@ from rankseam.bench.quality import POLICY_KEYS
 from rankseam.cli import cli
 
 PNG = b"\x89PNG\r\n\x1a\n"
+#: report.png needs the bench extra (matplotlib); without it the commands run with --no-plot.
+PLOT = importlib.util.find_spec("matplotlib") is not None
+PLOT_FLAG = "--plot" if PLOT else "--no-plot"
 
 
 def _run(*args: str) -> None:
-    result = CliRunner().invoke(cli, ["bench", "quality", "--no-progress", *args])
+    result = CliRunner().invoke(cli, ["bench", "quality", "--no-progress", PLOT_FLAG, *args])
     assert result.exit_code == 0, result.output
 
 
@@ -48,7 +53,9 @@ def test_quality_on_tiny_locomo_writes_json_png_markdown(tmp_path):
     assert report["configuration"]["limit"] == 5 and report["configuration"]["pool"] == 10
     # a 6-memory store with pool 10: the pool holds every matching memory; "What pet?" finds D1:1
     assert report["by_category"]["none"]["4"]["pool_recall"] == 1.0
-    assert (out / "report.png").read_bytes().startswith(PNG)
+    assert (out / "report.png").exists() == PLOT
+    if PLOT:
+        assert (out / "report.png").read_bytes().startswith(PNG)
     assert "| none |" in (out / "report.md").read_text()
 
 
@@ -70,3 +77,12 @@ def test_unknown_reranker_fails_before_ingest_with_a_fix(tmp_path):
     )
     assert result.exit_code != 0
     assert "no reranker named 'nosuch'" in str(result.exception)
+
+
+def test_plot_without_matplotlib_says_how_to_fix(tmp_path):
+    if PLOT:
+        pytest.skip("matplotlib is installed here; this checks the error without it")
+    data = _tiny_locomo(tmp_path / "l.json")
+    result = CliRunner().invoke(cli, ["bench", "quality", "--dataset", f"locomo:{data}"])
+    assert result.exit_code != 0
+    assert "pip install 'rankseam[bench]'" in str(result.exception)

@@ -88,7 +88,18 @@ def bench() -> None:
     default=None,
     help="Use only the first N queries of each collection (smoke runs).",
 )
-@click.option("--progress/--no-progress", default=True, show_default=True)
+@click.option(
+    "--progress/--no-progress",
+    default=True,
+    show_default=True,
+    help="Progress bars (shown on a terminal only).",
+)
+@click.option(
+    "--plot/--no-plot",
+    default=True,
+    show_default=True,
+    help="Write report.png (needs matplotlib, the bench extra).",
+)
 def quality(
     dataset: str,
     rerank: str,
@@ -99,6 +110,7 @@ def quality(
     out: Path | None,
     max_queries: int | None,
     progress: bool,
+    plot: bool,
 ) -> None:
     """Recall@5/10, nDCG@10, MRR, dup-slot@5, pool recall and calls per query, per policy."""
     import attrs
@@ -106,8 +118,15 @@ def quality(
     from rankseam.bench.datasets import load_dataset
     from rankseam.bench.policies import option_defaults, parse_policies
     from rankseam.bench.quality import run_quality
-    from rankseam.bench.reports import finish_report, quality_markdown, write_report
+    from rankseam.bench.reports import (
+        check_plotting,
+        finish_report,
+        quality_markdown,
+        write_report,
+    )
 
+    if plot:
+        check_plotting()
     policies = parse_policies(rerank, policy, option_defaults(option))
     data = load_dataset(dataset)
     if max_queries is not None:
@@ -129,9 +148,9 @@ def quality(
     if max_queries is not None:
         body["configuration"]["max_queries"] = max_queries
     report = finish_report(body, command=_command())
-    paths = write_report(report, out or _default_out("quality"))
+    paths = write_report(report, out or _default_out("quality"), plot=plot)
     click.echo(quality_markdown(report))
-    click.echo(f"wrote {paths['json']}, {paths['markdown']}, {paths['plot']}", err=True)
+    click.echo(f"wrote {', '.join(str(p) for p in paths.values())}", err=True)
 
 
 def _sizes(value: str | None) -> list[int] | None:
@@ -186,7 +205,18 @@ def _sizes(value: str | None) -> list[int] | None:
     default=None,
     help="Report folder [default: bench-out/latency-<time>].",
 )
-@click.option("--progress/--no-progress", default=True, show_default=True)
+@click.option(
+    "--progress/--no-progress",
+    default=True,
+    show_default=True,
+    help="Progress bars (shown on a terminal only).",
+)
+@click.option(
+    "--plot/--no-plot",
+    default=True,
+    show_default=True,
+    help="Write report.png (needs matplotlib, the bench extra).",
+)
 def latency(
     quick: bool,
     sizes: str | None,
@@ -195,12 +225,20 @@ def latency(
     option: tuple[str, ...],
     out: Path | None,
     progress: bool,
+    plot: bool,
 ) -> None:
     """Rerank-stage and whole-search p50/p95, ingest throughput, disabled-path ratio."""
     from rankseam.bench.latency import DEFAULT_SIZES, QUICK_SIZES, run_latency
     from rankseam.bench.policies import option_defaults
-    from rankseam.bench.reports import finish_report, latency_markdown, write_report
+    from rankseam.bench.reports import (
+        check_plotting,
+        finish_report,
+        latency_markdown,
+        write_report,
+    )
 
+    if plot:
+        check_plotting()
     chosen = _sizes(sizes)
     if chosen is None:
         chosen = list(QUICK_SIZES if quick else DEFAULT_SIZES)
@@ -214,6 +252,6 @@ def latency(
     )
     body["configuration"]["quick"] = quick
     report = finish_report(body, command=_command())
-    paths = write_report(report, out or _default_out("latency"))
+    paths = write_report(report, out or _default_out("latency"), plot=plot)
     click.echo(latency_markdown(report))
-    click.echo(f"wrote {paths['json']}, {paths['markdown']}, {paths['plot']}", err=True)
+    click.echo(f"wrote {', '.join(str(p) for p in paths.values())}", err=True)

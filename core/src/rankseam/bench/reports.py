@@ -13,8 +13,11 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from rankseam.errors import ConfigurationError
+
 __all__ = [
     "SCHEMA",
+    "check_plotting",
     "environment",
     "finish_report",
     "latency_markdown",
@@ -324,16 +327,31 @@ def plot_latency(report: Mapping[str, Any], path: Path) -> Path:
     return path
 
 
-def write_report(report: Mapping[str, Any], out_dir: str | Path) -> dict[str, Path]:
-    """Write ``report.json``, ``report.md`` and ``report.png`` into ``out_dir``."""
+def check_plotting() -> None:
+    """Raise a fix-it error when matplotlib (the ``bench`` extra) is missing."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise ConfigurationError(
+            "report.png needs matplotlib: pip install 'rankseam[bench]', or pass --no-plot to "
+            "write report.json and report.md only"
+        ) from None
+
+
+def write_report(
+    report: Mapping[str, Any], out_dir: str | Path, *, plot: bool = True
+) -> dict[str, Path]:
+    """Write ``report.json``, ``report.md`` and (``plot``) ``report.png`` into ``out_dir``."""
+    if plot:
+        check_plotting()
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    paths = {"json": out / "report.json", "markdown": out / "report.md", "plot": out / "report.png"}
+    paths = {"json": out / "report.json", "markdown": out / "report.md"}
     paths["json"].write_text(json.dumps(report, indent=2, sort_keys=False) + "\n", encoding="utf-8")
-    if report.get("kind") == "quality":
-        paths["markdown"].write_text(quality_markdown(report), encoding="utf-8")
-        plot_quality(report, paths["plot"])
-    else:
-        paths["markdown"].write_text(latency_markdown(report), encoding="utf-8")
-        plot_latency(report, paths["plot"])
+    quality = report.get("kind") == "quality"
+    markdown = quality_markdown(report) if quality else latency_markdown(report)
+    paths["markdown"].write_text(markdown, encoding="utf-8")
+    if plot:
+        paths["plot"] = out / "report.png"
+        (plot_quality if quality else plot_latency)(report, paths["plot"])
     return paths

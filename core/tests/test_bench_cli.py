@@ -73,7 +73,7 @@ def test_quality_on_tiny_beir_reports_recall_at_100(tmp_path):
 def test_unknown_reranker_fails_before_ingest_with_a_fix(tmp_path):
     data = _tiny_locomo(tmp_path / "l.json")
     result = CliRunner().invoke(
-        cli, ["bench", "quality", "--dataset", f"locomo:{data}", "--rerank", "nosuch"]
+        cli, ["bench", "quality", PLOT_FLAG, "--dataset", f"locomo:{data}", "--rerank", "nosuch"]
     )
     assert result.exit_code != 0
     assert "no reranker named 'nosuch'" in str(result.exception)

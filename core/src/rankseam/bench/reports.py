@@ -244,6 +244,9 @@ def latency_markdown(report: Mapping[str, Any]) -> str:
                     rows,
                 )
             )
+    env = report.get("environment", {})
+    if env:
+        parts.append(f"Measured on {env.get('cpu_count')} CPUs, Python {env.get('python')}.")
     return "\n\n".join(parts) + "\n"
 
 

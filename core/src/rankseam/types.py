@@ -116,6 +116,15 @@ class Usage:
             out = out + usage
         return out
 
+    @classmethod
+    def of_failed_call(cls, exc: BaseException) -> Usage:
+        """The cost of one failed backend call: what the backend attached to its error as
+        ``exc.usage`` (e.g. every retried attempt), else one call with unknown tokens."""
+        usage = getattr(exc, "usage", None)
+        if isinstance(usage, Usage) and usage.calls >= 1:
+            return usage
+        return cls(1, None, None)
+
     def __add__(self, other: object) -> Usage:
         if not isinstance(other, Usage):
             return NotImplemented

@@ -114,12 +114,13 @@ def test_backend_errors_propagate_unchanged(window: int) -> None:
 
 
 def test_seam_fails_closed_or_degrades_visibly_on_backend_error() -> None:
-    backend = ScriptedBackend([Y, BackendUnavailableError("down"), Y])
-    reranker = DecisionReranker(backend)
+    def reranker() -> DecisionReranker:
+        return DecisionReranker(ScriptedBackend([Y, BackendUnavailableError("down"), Y]))
+
     with pytest.raises(RerankError) as info:
-        run(rerank_pool("q", hits(3), 3, reranker))
+        run(rerank_pool("q", hits(3), 3, reranker()))
     assert info.value.reason == "unavailable"
-    out, trace = run(rerank_pool("q", hits(3), 3, reranker, on_error="coarse"))
+    out, trace = run(rerank_pool("q", hits(3), 3, reranker(), on_error="coarse"))
     assert trace is not None and trace.status is RerankStatus.DEGRADED
     assert trace.usage.calls == 2  # the calls made before the failure are still accounted
     assert len(out) == 3

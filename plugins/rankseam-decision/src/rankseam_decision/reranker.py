@@ -105,7 +105,10 @@ class _Scan:
                     record = CandidateRecord(i + 1, "cancelled", 0.0, _UNKNOWN_CALL, cancel_detail)
                 elif task.exception() is not None:
                     exc = task.exception()
-                    record = CandidateRecord(i + 1, "error", 0.0, _UNKNOWN_CALL, type(exc).__name__)
+                    assert exc is not None
+                    record = CandidateRecord(
+                        i + 1, "error", 0.0, Usage.of_failed_call(exc), type(exc).__name__
+                    )
                 else:
                     result, latency_ms = task.result()
                     record = CandidateRecord(
@@ -115,6 +118,9 @@ class _Scan:
                         _call_usage(result),
                         "not used: limit reached",
                     )
+                # Settle each record once: a failed call's exception later carries the
+                # whole rerank's cost (``_attach_usage``), which must not be read back here.
+                self.records[i] = record
             out.append(record)
         return tuple(out)
 

@@ -188,8 +188,8 @@ class ListwiseReranker:
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
-                # The failed call was made; its token counts are unknown.
-                _attach_usage(exc, usage + Usage(1, None, None))
+                # The failed call was made: count what the backend says it spent.
+                _attach_usage(exc, usage + Usage.of_failed_call(exc))
                 raise
             usage = usage + result.usage
             try:

@@ -12,6 +12,7 @@ itself installed, so a plugin that forgets to declare a dependency fails here.
 
 from __future__ import annotations
 
+import os
 import tomllib
 from pathlib import Path
 
@@ -127,3 +128,25 @@ def bench(session: nox.Session) -> None:
             session.install("-e", str(DISTS[name]))
     out = session.posargs[0] if session.posargs else str(ROOT / "bench-out")
     session.run("rankseam", "bench", "latency", "--quick", "--out", f"{out}/latency")
+
+
+@nox.session(python="3.11")
+def live(session: nox.Session) -> None:
+    """Opt-in: rankseam-openai against a real server (RANKSEAM_OPENAI_BASE_URL,
+    RANKSEAM_OPENAI_MODEL, and OPENAI_API_KEY for non-loopback hosts). Not run by `make test`."""
+    if not os.environ.get("RANKSEAM_OPENAI_BASE_URL"):
+        session.skip("set RANKSEAM_OPENAI_BASE_URL and RANKSEAM_OPENAI_MODEL to run live tests")
+    path = DISTS["rankseam-openai"]
+    session.install("-e", f"{DISTS['rankseam']}[testing]")
+    session.install("-e", f"{path}[test]")
+    session.run(
+        "pytest",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "-m",
+        "live",
+        "--live",
+        str(path / "tests"),
+        *session.posargs,
+    )

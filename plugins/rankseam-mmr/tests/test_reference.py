@@ -99,7 +99,7 @@ def _rerank(reranker: MMRReranker, candidates: list[Candidate], limit: int) -> R
     return asyncio.run(reranker.rerank("q", tuple(candidates), limit))
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(pools(), st.randoms(use_true_random=False))
 def test_selection_equals_reference(
     pool: tuple[list[Candidate], float, int], rnd: random.Random

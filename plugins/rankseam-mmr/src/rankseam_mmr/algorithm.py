@@ -65,12 +65,14 @@ def unit_rows(matrix: np.ndarray, valid: np.ndarray) -> np.ndarray:
     handled.
     """
     m = np.asarray(matrix, dtype=np.float64)
-    out = np.zeros(m.shape, dtype=np.float64)
     if m.size == 0:
-        return out
+        return np.zeros(m.shape, dtype=np.float64)
     with np.errstate(over="ignore", invalid="ignore"):
         norms = np.sqrt(np.einsum("ij,ij->i", m, m))
     ok = np.asarray(valid, dtype=bool) & np.isfinite(norms) & (norms > 0.0)
+    if ok.all():  # the usual case: every vector usable
+        return m / norms[:, None]
+    out = np.zeros(m.shape, dtype=np.float64)
     out[ok] = m[ok] / norms[ok, None]
     return out
 
@@ -82,28 +84,35 @@ def select(relevance: np.ndarray, unit: np.ndarray, lam: float, k: int) -> MMRSe
     k = max(0, min(int(k), n))
     if k == 0:
         return MMRSelection((), (), (), ())
-    gram = unit @ unit.T if unit.ndim == 2 and unit.shape[1] > 0 else np.zeros((n, n))
-    rel_term = lam * rel  # a picked item's entry becomes -inf, so it is never picked again
     weight = 1.0 - lam
-    max_sim = np.zeros(n, dtype=np.float64)
+    gram = unit @ unit.T if unit.ndim == 2 and unit.shape[1] else None
+    # the weight is folded into the Gram matrix once, so penalty = (1-λ)·max sim is tracked
+    # directly (max commutes with a non-negative factor); at λ = 1 the plain max sim is tracked
+    tracked = None if gram is None else (weight * gram if weight > 0.0 else gram)
+    rel_term = lam * rel  # a picked item's entry becomes -inf, so it is never picked again
+    penalty = np.zeros(n, dtype=np.float64)
     score = rel_term.copy()
     picked: list[int] = []
     reds: list[float] = []
     scores: list[float] = []
     for step in range(k):
-        j = int(np.argmax(score))
-        best = score[j]
-        if j:  # an earlier index within the tolerance wins the tie
-            j = int(np.argmax(score[: j + 1] >= best - TIE_TOLERANCE))
+        best = score[score.argmax()]
+        j = int((score >= best - TIE_TOLERANCE).argmax())  # earliest within the tolerance
         picked.append(j)
-        reds.append(float(max_sim[j]) if step else 0.0)
         scores.append(float(score[j]))
+        reds.append(float(penalty[j]))
         rel_term[j] = -np.inf
-        if step == 0:
-            max_sim = gram[j].copy()
+        if tracked is not None and step + 1 < k:
+            if step == 0:
+                penalty = tracked[j].copy()
+            else:
+                np.maximum(penalty, tracked[j], out=penalty)
+        if tracked is not None and weight > 0.0 and step + 1 < k:
+            np.subtract(rel_term, penalty, out=score)
         else:
-            np.maximum(max_sim, gram[j], out=max_sim)
-        score = rel_term - weight * max_sim
+            score[j] = -np.inf
+    if weight > 0.0:
+        reds = [r / weight for r in reds]  # report the max similarity, not the penalty
     return MMRSelection(
         tuple(picked), tuple(float(rel[i]) for i in picked), tuple(reds), tuple(scores)
     )

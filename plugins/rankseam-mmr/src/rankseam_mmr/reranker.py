@@ -50,7 +50,7 @@ log = logging.getLogger("rankseam_mmr")
 #: Versioned policy id; bump the version whenever the selection behaviour changes.
 POLICY_ID = "rankseam.rerank.mmr.v1"
 #: Chosen from the LoCoMo evidence in docs/plugins/mmr.md.
-DEFAULT_LAMBDA = 0.7
+DEFAULT_LAMBDA = 0.5
 RELEVANCE_CHOICES = ("coarse", "query_cosine")
 MAX_CANDIDATES = MAX_POOL
 _KNOWN_OPTIONS = ("lambda", "relevance")

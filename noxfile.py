@@ -72,7 +72,8 @@ for _name in sorted(PIP_ONLY):
 def tests(session: nox.Session, dist: str) -> None:
     """One distribution, its own venv: rankseam[testing] + the distribution + its tests."""
     path = DISTS[dist]
-    session.install("-e", f"{DISTS['rankseam']}[testing]")
+    extras = "testing,bench" if dist == "rankseam" else "testing"
+    session.install("-e", f"{DISTS['rankseam']}[{extras}]")
     if dist == "rankseam":
         session.install("uv")  # the example-plugin test builds a fresh venv with it
     else:
@@ -122,12 +123,13 @@ def lint(session: nox.Session) -> None:
 @nox.session(python="3.11")
 def bench(session: nox.Session) -> None:
     """A small, fast benchmark configuration (not part of `make test`)."""
-    session.install("-e", f"{DISTS['rankseam']}[bench]")
+    session.install("-e", f"{DISTS['rankseam']}[bench,bench-reference]")
     for name in TESTED:
         if name != "rankseam":
             session.install("-e", str(DISTS[name]))
     out = session.posargs[0] if session.posargs else str(ROOT / "bench-out")
-    session.run("rankseam", "bench", "latency", "--quick", "--out", f"{out}/latency")
+    backends = ["--option", "decision.backend=heuristic", "--option", "listwise.backend=local"]
+    session.run("rankseam", "bench", "latency", "--quick", *backends, "--out", f"{out}/latency")
 
 
 @nox.session(python="3.11")

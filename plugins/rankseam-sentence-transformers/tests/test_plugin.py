@@ -1,0 +1,132 @@
+"""Discovery, lazy import, assembly and option validation (fix-it errors)."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from rankseam.cli import cli
+from rankseam.compose import ComponentContext, Config
+from rankseam.decision import RERANK_ROLE
+from rankseam.errors import ConfigurationError
+from rankseam.plugins import get_plugins, get_registry
+from rankseam_sentence_transformers import (
+    DEFAULT_NO_THRESHOLD,
+    DEFAULT_YES_THRESHOLD,
+    SentenceTransformerEmbedder,
+    SimilarityDecisionBackend,
+)
+
+
+def _context(**tables: dict[str, object]) -> ComponentContext:
+    return ComponentContext(Config.from_mapping(tables))
+
+
+def test_found_through_its_entry_point() -> None:
+    infos = {info.name: info for info in get_plugins()}
+    assert "sentence-transformers" in infos, f"plugins found: {sorted(infos)}"
+    info = infos["sentence-transformers"]
+    assert info.status == "ok", info.error
+    assert info.distribution == "rankseam-sentence-transformers"
+    assert info.components == {
+        "embedder": ["sentence-transformers"],
+        "decision_backend": ["similarity"],
+    }
+    spec = get_registry().get("embedder", "sentence-transformers")
+    assert spec is not None and "no download" in spec.summary
+
+
+def test_listed_by_rankseam_plugins() -> None:
+    result = CliRunner().invoke(cli, ["plugins"])
+    assert result.exit_code == 0, result.output
+    listed = {p["name"]: p for p in json.loads(result.output)}
+    assert listed["sentence-transformers"]["status"] == "ok"
+
+
+def test_importing_the_plugin_and_registering_does_not_import_torch() -> None:
+    script = textwrap.dedent(
+        """
+        import sys
+        import rankseam_sentence_transformers
+        from rankseam.compose import ComponentContext, Config
+        from rankseam.plugins import get_registry
+        get_registry()
+        emb = ComponentContext(Config()).build("embedder", "sentence-transformers")
+        print(emb.descriptor.key)
+        heavy = sorted(m for m in ("torch", "transformers", "sentence_transformers")
+                       if m in sys.modules)
+        print("HEAVY=" + ",".join(heavy))
+        """
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True
+    ).stdout
+    assert "sentence-transformers/all-MiniLM-L6-v2@sha256:" in out
+    assert "HEAVY=\n" in out, out
+
+
+def test_the_guard_really_blocks_off_host_connections() -> None:
+    # the autouse fixture of conftest.py: proves the offline tests would notice a download
+    with socket.socket() as sock, pytest.raises(OSError, match="network blocked"):
+        sock.connect(("198.51.100.7", 443))
+
+
+def test_defaults_are_documented_constants() -> None:
+    backend = SimilarityDecisionBackend.from_options({})
+    assert (backend.yes_threshold, backend.no_threshold) == (
+        DEFAULT_YES_THRESHOLD,
+        DEFAULT_NO_THRESHOLD,
+    )
+    assert backend.descriptor["model"] == "all-MiniLM-L6-v2"
+    embedder = SentenceTransformerEmbedder.from_options({})
+    assert embedder.descriptor.dimensions == 384
+    assert embedder.descriptor.normalization == "l2"
+    assert embedder.device == "cpu" and embedder.batch_size == 32
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"modle": "x"}, "no option(s) ['modle']"),
+        ({"batch_size": 0}, "batch_size must be an integer in 1..4096"),
+        ({"batch_size": True}, "batch_size must be an integer"),
+        ({"device": "gpu"}, "device must be 'cpu'"),
+        ({"normalize": "yes"}, "normalize must be true or false"),
+        ({"model": "sentence-transformers/all-mpnet-base-v2"}, "never downloads"),
+        ({"model": ""}, "model must be a local model directory"),
+    ],
+)
+def test_embedder_options_are_validated(options: dict[str, object], message: str) -> None:
+    with pytest.raises(ConfigurationError, match=__import__("re").escape(message)):
+        _context(embedders={"sentence-transformers": options}).build(
+            "embedder", "sentence-transformers"
+        )
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"batch_size": 8}, "no option(s) ['batch_size']"),
+        ({"yes_threshold": 1.5}, "yes_threshold must be a cosine in [-1, 1]"),
+        ({"no_threshold": "low"}, "no_threshold must be a cosine"),
+        ({"yes_threshold": 0.2, "no_threshold": 0.3}, "must not exceed yes_threshold"),
+        ({"cache_size": 1}, "cache_size must be an integer >= 2"),
+    ],
+)
+def test_similarity_options_are_validated(options: dict[str, object], message: str) -> None:
+    with pytest.raises(ConfigurationError, match=__import__("re").escape(message)):
+        _context(decision_backends={"similarity": options}).decision_backend(
+            "similarity", RERANK_ROLE
+        )
+
+
+def test_a_directory_that_is_no_model_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ConfigurationError, match="not a sentence-transformers model directory"):
+        SentenceTransformerEmbedder.from_options({"model": str(tmp_path)})

@@ -10,7 +10,6 @@ the rerank seam (:func:`rankseam.seam.rerank_pool`).
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import logging
 import os
 import sys
@@ -146,14 +145,51 @@ def default_db_path() -> Path:
     return base / "rankseam" / "memory.sqlite3"
 
 
-def _run(coro: Coroutine[Any, Any, T]) -> T:
-    """Run a coroutine to completion from synchronous code (also inside a running loop)."""
+class _LoopRunner:
+    """One private event loop in a daemon thread: runs coroutines for synchronous callers
+    (cheaper than a new loop per call, and usable from inside a running loop)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+
+    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        with self._lock:
+            if self._loop is None:
+                loop = asyncio.new_event_loop()
+                thread = threading.Thread(
+                    target=loop.run_forever, name="rankseam-memory-loop", daemon=True
+                )
+                thread.start()
+                self._loop, self._thread = loop, thread
+            loop = self._loop
+        if threading.current_thread() is self._thread:
+            coro.close()
+            raise RuntimeError(
+                "a synchronous Memory call was made from inside one of its own coroutines; "
+                "use the async API (asearch) there"
+            )
+        return asyncio.run_coroutine_threadsafe(coro, loop).result()
+
+    def close(self) -> None:
+        with self._lock:
+            loop, thread = self._loop, self._thread
+            self._loop = self._thread = None
+        if loop is not None and thread is not None:
+            loop.call_soon_threadsafe(loop.stop)
+            thread.join(timeout=5)
+            loop.close()
+
+
+def _complete_now(coro: Coroutine[Any, Any, T]) -> T:
+    """Run a coroutine that never suspends (the seam with no reranker) without a loop."""
     try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coro)
-    with concurrent.futures.ThreadPoolExecutor(1) as pool:
-        return pool.submit(asyncio.run, coro).result()
+        coro.send(None)
+    except StopIteration as done:
+        return done.value  # type: ignore[no-any-return]
+    coro.close()
+    raise RuntimeError("coroutine suspended; it needs an event loop")
 
 
 def check_query(query: object) -> str:
@@ -334,6 +370,7 @@ class Memory:
         self._sources = sources
         self._gate = gate
         self._gate_lock = threading.Lock()
+        self._runner = _LoopRunner()
 
     # -- properties ------------------------------------------------------------------------
 
@@ -364,6 +401,7 @@ class Memory:
         self.close()
 
     def close(self) -> None:
+        self._runner.close()
         self._store.close()
 
     def __repr__(self) -> str:
@@ -435,7 +473,7 @@ class Memory:
         rec = self._record(text, namespace, memory_id, importance, metadata or {})
         verdict = None
         if gate or (gate is None and self._config.write_gate):
-            verdict = _run(ask_write_gate(self._gate_backend(), rec.text))
+            verdict = self._runner.run(ask_write_gate(self._gate_backend(), rec.text))
             if not verdict.store:
                 log.info("write gate declined a memory", extra={"event": "write_gate.no"})
                 return AddResult(None, False, verdict)
@@ -663,19 +701,21 @@ class Memory:
                         reader, plan.namespace, plan.query, k, qvec, space, admitted
                     )
                     results[name] = list(src.candidates(request))
-            rows = reader.memories(admitted)
-        channels = [
-            ChannelList(name, src.admits, [(key, s) for key, s in results[name] if key in rows])
-            for name, src in self._sources
-        ]
-        fused = fuse(
-            channels,
-            lambda key: rows[key].ref,
-            method=self._config.search.fusion,
-            weights=self._config.search.weights,
-        )
+            refs = reader.identities(admitted)
+            channels = [
+                ChannelList(name, src.admits, [(key, s) for key, s in results[name] if key in refs])
+                for name, src in self._sources
+            ]
+            fused = fuse(
+                channels,
+                refs.__getitem__,
+                method=self._config.search.fusion,
+                weights=self._config.search.weights,
+                limit=plan.pool,
+            )
+            rows = reader.memories([f.key for f in fused])
         pool = []
-        for f in fused[: plan.pool]:
+        for f in fused:
             row = rows[f.key]
             pool.append(
                 Hit(
@@ -733,7 +773,9 @@ class Memory:
         ``degraded`` status)."""
         plan = self._plan(query, limit, namespace, reranker, reranker_options, pool, on_error)
         pool_hits = self._coarse(plan)
-        return _run(self._finish(plan, pool_hits))
+        if plan.reranker is None:
+            return _complete_now(self._finish(plan, pool_hits))
+        return self._runner.run(self._finish(plan, pool_hits))
 
     async def asearch(
         self,

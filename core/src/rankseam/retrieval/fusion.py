@@ -16,6 +16,7 @@ found a memory, in configuration order; ``channel_scores`` holds every channel's
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from typing import NamedTuple
 
 import attrs
 
@@ -24,7 +25,7 @@ from rankseam.types import MemoryRef
 __all__ = ["DEFAULT_WEIGHTS", "RRF_K", "ChannelList", "Fused", "competition_ranks", "fuse"]
 
 RRF_K = 60
-DEFAULT_WEIGHTS: Mapping[str, float] = {"lexical": 0.3, "vector": 0.5, "importance": 0.2}
+DEFAULT_WEIGHTS: Mapping[str, float] = {"lexical": 0.6, "vector": 0.3, "importance": 0.1}
 
 
 @attrs.frozen
@@ -34,8 +35,7 @@ class ChannelList:
     items: tuple[tuple[int, float], ...] = attrs.field(converter=tuple)
 
 
-@attrs.frozen
-class Fused:
+class Fused(NamedTuple):
     key: int
     score: float
     matched_by: tuple[str, ...]
@@ -71,9 +71,10 @@ def fuse(
     *,
     method: str = "rrf",
     weights: Mapping[str, float] | None = None,
+    limit: int | None = None,
 ) -> list[Fused]:
-    """Fuse channel lists into the coarse order (best first). ``ref_of`` gives the identity of
-    a row key (for the deterministic tie-break)."""
+    """Fuse channel lists into the coarse order (best first), cut to ``limit``. ``ref_of``
+    gives the identity of a row key (for the deterministic tie-break)."""
     admitted: dict[int, list[str]] = {}
     for ch in channels:
         if ch.admits:
@@ -95,5 +96,16 @@ def fuse(
             weight = float(w.get(ch.name, 1.0))
             for k, s in _normalise(ch.name, items).items():
                 fused[k] += weight * s
-    order = sorted(fused, key=lambda k: (-fused[k], ref_of(k).sort_key()))
+    order = sorted(fused, key=lambda k: -fused[k])
+    # Break ties on the fused score by identity bytes (only tied runs pay for sort keys).
+    i = 0
+    while i < len(order):
+        j = i + 1
+        while j < len(order) and fused[order[j]] == fused[order[i]]:
+            j += 1
+        if j - i > 1:
+            order[i:j] = sorted(order[i:j], key=lambda k: ref_of(k).sort_key())
+        i = j
+    if limit is not None:
+        order = order[:limit]
     return [Fused(k, fused[k], tuple(admitted[k]), raw[k]) for k in order]

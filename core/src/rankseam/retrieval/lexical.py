@@ -6,6 +6,12 @@ quotes (an FTS5 string, in which nothing is an operator) and the terms are OR-jo
 ``NEAR``, ``*``, ``-``, ``:``, ``^``, quotes and unbalanced parentheses are all plain text.
 OR-joining (not FTS5's implicit AND) lets a question match memories that share only some of
 its words; BM25 ranks those that share more, and rarer, words first.
+
+In a store of at least :data:`PRUNE_MIN_ROWS` live memories, terms found in more than
+``max_df`` (default 0.5) of them are dropped from the query: FTS5's BM25 gives such terms an
+inverse document frequency of (nearly) zero, so they cannot change the ranking, but scoring
+their long posting lists is what makes an OR query slow at 100k memories. ``max_df = 1``
+disables this.
 """
 
 from __future__ import annotations
@@ -21,6 +27,8 @@ __all__ = ["MAX_TERMS", "STOPWORDS", "LexicalSource", "match_expression", "query
 
 #: Most terms kept from one query (the first ones, after stop words are dropped).
 MAX_TERMS = 32
+#: Frequent-term pruning applies from this many live memories on.
+PRUNE_MIN_ROWS = 1000
 
 _TOKEN = re.compile(r"\w+", re.UNICODE)
 
@@ -69,26 +77,38 @@ class LexicalSource:
     admits = True
     needs_query_vector = False
 
-    def __init__(self, *, stopwords: bool = True) -> None:
+    def __init__(self, *, stopwords: bool = True, max_df: float = 0.5) -> None:
         self.stopwords = stopwords
+        self.max_df = max_df
 
     def candidates(self, request: SourceRequest, /) -> Sequence[ScoredKey]:
-        match = match_expression(request.query, stopwords=self.stopwords)
-        if match is None:
+        terms = query_terms(request.query, stopwords=self.stopwords)
+        if terms and self.max_df < 1.0:
+            rows = request.reader.live_count()
+            if rows >= PRUNE_MIN_ROWS:
+                cap = int(self.max_df * rows)
+                terms = [t for t in terms if request.reader.document_frequency(t, cap + 1) <= cap]
+        if not terms:
             return []
+        match = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
         return request.reader.lexical(match, request.namespace, request.k)
 
     @classmethod
     def from_options(cls, options: Mapping[str, Any]) -> LexicalSource:
-        unknown = sorted(set(options) - {"stopwords"})
+        unknown = sorted(set(options) - {"stopwords", "max_df"})
         if unknown:
             raise ConfigurationError(
                 f"the lexical source does not know option(s) {unknown}; it takes 'stopwords' "
-                "(true/false)"
+                "(true/false) and 'max_df' (a fraction in (0, 1])"
             )
         stop = options.get("stopwords", True)
         if not isinstance(stop, bool):
             raise ConfigurationError(
                 f"[sources.lexical] stopwords must be true or false, got {stop!r}"
             )
-        return cls(stopwords=stop)
+        max_df = options.get("max_df", 0.5)
+        if isinstance(max_df, bool) or not isinstance(max_df, int | float) or not 0 < max_df <= 1:
+            raise ConfigurationError(
+                f"[sources.lexical] max_df must be a number in (0, 1], got {max_df!r}"
+            )
+        return cls(stopwords=stop, max_df=float(max_df))

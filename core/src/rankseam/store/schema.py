@@ -11,13 +11,16 @@ revision rows are immutable and are never rewritten.
 Tables (version 1):
 
 - ``meta(key, value)``: schema version, FTS tokenizer, creation time.
-- ``namespaces(name, version)``: ``version`` increments on every committed write in the
-  namespace; readers use it to know whether a cached vector matrix is still current.
+- ``namespaces(name, version, vector_epoch)``: ``version`` increments on every committed write
+  in the namespace; ``vector_epoch`` when vectors of existing revisions are (re)written. Readers
+  use them to refresh a cached vector matrix (incrementally while only ``version`` moved).
 - ``memories(namespace, memory_id, head_rid, head_revision, deleted, deleted_at)``: one row per
   memory; ``deleted`` is the tombstone.
 - ``revisions(rid, namespace, memory_id, revision, text, importance, metadata, created_at,
-  content_hash, live)``: immutable revisions. ``live`` is 1 for the current revision of a memory
-  that is not deleted (the only rows search can find); every other column never changes.
+  content_hash, live, retired_version)``: immutable revisions. ``live`` is 1 for the current
+  revision of a memory that is not deleted (the only rows search can find);
+  ``retired_version`` is the namespace version at which it stopped being live. No other
+  column ever changes.
 - ``fts``: FTS5 index (external content = ``revisions``) over the live rows only.
 - ``spaces(key, descriptor)`` and ``vectors(space, rid, vector)``: float32 vectors per embedder
   space; a vector is only ever compared with vectors of its own space.
@@ -45,7 +48,11 @@ TOKENIZERS = {
 def _create_v1(conn: sqlite3.Connection, tokenizer: str) -> None:
     script = f"""
         CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-        CREATE TABLE namespaces (name TEXT PRIMARY KEY, version INTEGER NOT NULL DEFAULT 0);
+        CREATE TABLE namespaces (
+            name TEXT PRIMARY KEY,
+            version INTEGER NOT NULL DEFAULT 0,
+            vector_epoch INTEGER NOT NULL DEFAULT 0
+        );
         CREATE TABLE memories (
             namespace TEXT NOT NULL,
             memory_id TEXT NOT NULL,
@@ -66,9 +73,12 @@ def _create_v1(conn: sqlite3.Connection, tokenizer: str) -> None:
             created_at REAL NOT NULL,
             content_hash TEXT NOT NULL,
             live INTEGER NOT NULL DEFAULT 1,
+            retired_version INTEGER,
             UNIQUE (namespace, memory_id, revision)
         );
         CREATE INDEX revisions_live ON revisions (namespace, live, importance DESC, rid);
+        CREATE INDEX revisions_retired ON revisions (namespace, retired_version)
+            WHERE retired_version IS NOT NULL;
         CREATE TABLE spaces (key TEXT PRIMARY KEY, descriptor TEXT NOT NULL);
         CREATE TABLE vectors (
             space TEXT NOT NULL,

@@ -94,6 +94,12 @@ class StoreReader:
         ).fetchone()
         return int(row[0]) if row else 0
 
+    def _versions(self, namespace: str) -> tuple[int, int]:
+        row = self._conn.execute(
+            "SELECT version, vector_epoch FROM namespaces WHERE name = ?", (namespace,)
+        ).fetchone()
+        return (int(row[0]), int(row[1])) if row else (0, 0)
+
     def lexical(self, match: str, namespace: str, k: int) -> list[tuple[int, float]]:
         """FTS5 BM25 over live revisions. ``match`` must be a query built by
         :func:`rankseam.retrieval.lexical.match_expression` (quoted terms only).
@@ -105,14 +111,39 @@ class StoreReader:
         ).fetchall()
         return [(int(rid), -float(score)) for rid, score in rows]
 
+    def write_version(self) -> int:
+        """A number that changes with every committed write to the store."""
+        return int(self._conn.execute("SELECT total(version) FROM namespaces").fetchone()[0])
+
+    def live_count(self) -> int:
+        """Live revisions in the whole store (all namespaces; the FTS index's size)."""
+        return self._store._cached(
+            ("live", self.write_version()),
+            lambda: int(
+                self._conn.execute("SELECT count(*) FROM revisions WHERE live = 1").fetchone()[0]
+            ),
+        )
+
+    def document_frequency(self, term: str, cap: int) -> int:
+        """How many live revisions contain ``term`` (an FTS5 string), counted up to ``cap``."""
+        return self._store._cached(
+            ("df", self.write_version(), term, cap),
+            lambda: int(
+                self._conn.execute(
+                    "SELECT count(*) FROM (SELECT 1 FROM fts WHERE fts MATCH ? LIMIT ?)",
+                    ('"' + term.replace('"', '""') + '"', cap),
+                ).fetchone()[0]
+            ),
+        )
+
     def vector(
         self, namespace: str, descriptor: EmbedderDescriptor, query: np.ndarray, k: int
     ) -> list[tuple[int, float]]:
         """Cosine (dot product of L2-normalised vectors) over the namespace's live vectors of
         ``descriptor``'s space only."""
-        version = self.namespace_version(namespace)
+        version, epoch = self._versions(namespace)
         entry = self._store.vector_cache.get(
-            self._conn, namespace, descriptor.key, descriptor.dimensions, version
+            self._conn, namespace, descriptor.key, descriptor.dimensions, version, epoch
         )
         if entry.matrix.shape[0] == 0:
             return []
@@ -149,6 +180,18 @@ class StoreReader:
             (namespace, k),
         ).fetchall()
         return [(int(r), float(s)) for r, s in rows]
+
+    def identities(self, rids: Sequence[int]) -> dict[int, MemoryRef]:
+        """The identity of each revision ``rids`` (light: no text, one batched query)."""
+        out: dict[int, MemoryRef] = {}
+        for chunk in _chunks(rids):
+            marks = ",".join("?" * len(chunk))
+            for rid, ns, mid, rev in self._conn.execute(
+                f"SELECT rid, namespace, memory_id, revision FROM revisions WHERE rid IN ({marks})",
+                chunk,
+            ):
+                out[int(rid)] = MemoryRef(ns, mid, rev)
+        return out
 
     def memories(self, rids: Sequence[int]) -> dict[int, StoredMemory]:
         """The revisions ``rids`` (one batched query per 900 ids)."""
@@ -188,6 +231,8 @@ class SQLiteStore:
         self._conns_lock = threading.Lock()
         self._closed = False
         self.vector_cache = VectorCache()
+        self._memo: dict[tuple[Any, ...], int] = {}
+        self._memo_lock = threading.Lock()
         if self.path != ":memory:":
             parent = Path(self.path).expanduser().parent
             try:
@@ -205,6 +250,17 @@ class SQLiteStore:
                 f"cannot open the store {self.path!r}: {exc}; is it an SQLite file? choose "
                 "another path (--db / RANKSEAM_DB)"
             ) from None
+
+    def _cached(self, key: tuple[Any, ...], compute: Callable[[], int]) -> int:
+        """Small memo for snapshot-keyed counts (keys carry the write version)."""
+        value = self._memo.get(key)
+        if value is None:
+            value = compute()
+            with self._memo_lock:
+                if len(self._memo) > 4096:
+                    self._memo.clear()
+                self._memo[key] = value
+        return value
 
     # -- connections -----------------------------------------------------------------------
 
@@ -310,8 +366,14 @@ class SQLiteStore:
     @staticmethod
     def _retire(conn: sqlite3.Connection, rid: int) -> None:
         """Take a revision out of search (it stays readable by its ref)."""
-        text = conn.execute("SELECT text FROM revisions WHERE rid = ?", (rid,)).fetchone()[0]
-        conn.execute("UPDATE revisions SET live = 0 WHERE rid = ?", (rid,))
+        ns, text = conn.execute(
+            "SELECT namespace, text FROM revisions WHERE rid = ?", (rid,)
+        ).fetchone()
+        row = conn.execute("SELECT version FROM namespaces WHERE name = ?", (ns,)).fetchone()
+        next_version = (row[0] if row else 0) + 1  # the version this transaction commits
+        conn.execute(
+            "UPDATE revisions SET live = 0, retired_version = ? WHERE rid = ?", (next_version, rid)
+        )
         conn.execute("INSERT INTO fts(fts, rowid, text) VALUES ('delete', ?, ?)", (rid, text))
 
     def register_space(self, descriptor: EmbedderDescriptor) -> None:
@@ -443,6 +505,9 @@ class SQLiteStore:
             )
             for ns in sorted({ns for _rid, ns, _vec in items}):
                 self._bump(conn, ns)
+                conn.execute(
+                    "UPDATE namespaces SET vector_epoch = vector_epoch + 1 WHERE name = ?", (ns,)
+                )
 
     # -- reads -----------------------------------------------------------------------------
 

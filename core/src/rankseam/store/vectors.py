@@ -1,9 +1,11 @@
 """The vector cache: one float32 matrix per (namespace, embedder space), refreshed on write.
 
 The matrix holds the vectors of the *live* revisions of a namespace in one embedder space, with
-the revision row keys (``rid``) alongside. Its ``version`` is the namespace's write counter at
-load time; a reader whose snapshot shows another version reloads it inside its own read
-transaction, so cached vectors and the rows a search reads always come from one snapshot.
+the revision row keys (``rid``) alongside, in rid order. Its ``version`` is the namespace's
+write counter at load time. A reader whose snapshot shows a newer version refreshes it inside
+its own read transaction, so cached vectors and the rows a search reads always come from one
+snapshot: incrementally (drop revisions retired since, append revisions added since: rids only
+grow) while the namespace's ``vector_epoch`` is unchanged, else by a full reload.
 Cosine is one matrix-vector product; there is no per-row Python loop on the search path.
 Vectors of another space are never loaded into the matrix (the mixed-space guard).
 """
@@ -32,6 +34,8 @@ def decode_vector(blob: bytes, dims: int) -> np.ndarray | None:
 @attrs.frozen(eq=False)
 class VectorMatrix:
     version: int
+    epoch: int
+    max_rid: int  # the highest revision row key that existed when this was read
     rids: np.ndarray  # int64, shape (n,)
     matrix: np.ndarray  # float32, shape (n, dims)
 
@@ -65,21 +69,29 @@ class VectorCache:
         self._entries: dict[tuple[str, str], VectorMatrix] = {}
 
     def get(
-        self, conn: sqlite3.Connection, namespace: str, space: str, dims: int, version: int
+        self,
+        conn: sqlite3.Connection,
+        namespace: str,
+        space: str,
+        dims: int,
+        version: int,
+        epoch: int,
     ) -> VectorMatrix:
         key = (namespace, space)
         entry = self._entries.get(key)
-        if entry is not None and entry.version == version:
+        if entry is not None and entry.version == version and entry.epoch == epoch:
             return entry
         with self._lock:
             entry = self._entries.get(key)
-            if entry is not None and entry.version == version:
+            if entry is not None and entry.version == version and entry.epoch == epoch:
                 return entry
-            entry = self._load(conn, namespace, space, dims, version)
-            current = self._entries.get(key)
-            if current is None or current.version <= version:
-                self._entries[key] = entry
-            return entry
+            if entry is not None and entry.epoch == epoch and entry.version < version:
+                fresh = self._refresh(conn, entry, namespace, space, dims, version)
+            else:
+                fresh = self._load(conn, namespace, space, dims, version, epoch)
+            if entry is None or (entry.epoch, entry.version) <= (epoch, version):
+                self._entries[key] = fresh
+            return fresh
 
     def clear(self) -> None:
         with self._lock:
@@ -88,14 +100,13 @@ class VectorCache:
     def nbytes(self) -> int:
         return sum(e.nbytes for e in list(self._entries.values()))
 
-    def _load(
-        self, conn: sqlite3.Connection, namespace: str, space: str, dims: int, version: int
-    ) -> VectorMatrix:
-        where = (
-            "FROM revisions r JOIN vectors v ON v.space = ? AND v.rid = r.rid "
-            "WHERE r.namespace = ? AND r.live = 1 AND length(v.vector) = ?"
-        )
-        args = (space, namespace, dims * 4)
+    @staticmethod
+    def _max_rid(conn: sqlite3.Connection) -> int:
+        return int(conn.execute("SELECT coalesce(max(rid), 0) FROM revisions").fetchone()[0])
+
+    def _rows(
+        self, conn: sqlite3.Connection, where: str, args: tuple[object, ...], dims: int
+    ) -> tuple[np.ndarray, np.ndarray]:
         n = conn.execute(f"SELECT count(*) {where}", args).fetchone()[0]
         rids = np.empty(n, dtype=np.int64)
         matrix = np.empty((n, dims), dtype=np.float32)
@@ -110,4 +121,58 @@ class VectorCache:
             block = np.frombuffer(b"".join(row[1] for row in rows[:m]), dtype="<f4")
             matrix[at : at + m] = block.reshape(m, dims)
             at += m
-        return VectorMatrix(version, rids[:at], matrix[:at])
+        return rids[:at], matrix[:at]
+
+    _WHERE = (
+        "FROM revisions r JOIN vectors v ON v.space = ? AND v.rid = r.rid "
+        "WHERE r.namespace = ? AND r.live = 1 AND length(v.vector) = ?"
+    )
+
+    def _load(
+        self,
+        conn: sqlite3.Connection,
+        namespace: str,
+        space: str,
+        dims: int,
+        version: int,
+        epoch: int,
+    ) -> VectorMatrix:
+        max_rid = self._max_rid(conn)
+        rids, matrix = self._rows(conn, self._WHERE, (space, namespace, dims * 4), dims)
+        return VectorMatrix(version, epoch, max_rid, rids, matrix)
+
+    def _refresh(
+        self,
+        conn: sqlite3.Connection,
+        entry: VectorMatrix,
+        namespace: str,
+        space: str,
+        dims: int,
+        version: int,
+    ) -> VectorMatrix:
+        max_rid = self._max_rid(conn)
+        retired = np.fromiter(
+            (
+                row[0]
+                for row in conn.execute(
+                    "SELECT rid FROM revisions WHERE namespace = ? AND retired_version > ? "
+                    "AND rid <= ?",
+                    (namespace, entry.version, entry.max_rid),
+                )
+            ),
+            dtype=np.int64,
+        )
+        new_rids, new_matrix = self._rows(
+            conn,
+            self._WHERE + " AND r.rid > ?",
+            (space, namespace, dims * 4, entry.max_rid),
+            dims,
+        )
+        rids, matrix = entry.rids, entry.matrix
+        if retired.size:
+            keep = ~np.isin(rids, retired)
+            rids, matrix = rids[keep], matrix[keep]
+        if new_rids.size:
+            rids = np.concatenate([rids, new_rids])
+            matrix = np.concatenate([matrix, new_matrix])
+        return VectorMatrix(version, entry.epoch, max_rid, rids, matrix)

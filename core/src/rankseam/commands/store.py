@@ -1,0 +1,407 @@
+"""Store commands: ``add``, ``ingest``, ``search``, ``stats``, ``reembed``, ``demo``.
+
+Every command takes ``--db PATH`` (default: ``RANKSEAM_DB``, else the platform default) and
+``--config FILE`` (a ``rankseam.toml``). ``search`` also accepts ``--<component>-<option>
+VALUE`` for the chosen reranker, e.g. ``--rerank mmr --mmr-lambda 0.7`` (VALUE is a TOML
+literal: number, bool or string; a bare word is a string).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+import tomllib
+from collections.abc import Callable, Iterator
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import click
+
+from rankseam.errors import RankseamError, ValidationError
+from rankseam.memory import IngestError, Memory, open_memory
+from rankseam.types import SearchResult
+
+__all__ = ["add", "demo", "ingest", "parse_component_options", "reembed", "search", "stats"]
+
+
+class _Failed(click.ClickException):
+    exit_code = 2
+
+
+def _db_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    fn = click.option(
+        "--config",
+        "config_file",
+        type=click.Path(dir_okay=False),
+        default=None,
+        help="A rankseam.toml configuration file.",
+    )(fn)
+    fn = click.option(
+        "--db",
+        type=click.Path(dir_okay=False),
+        default=None,
+        help="The store file (default: RANKSEAM_DB, else the platform data directory).",
+    )(fn)
+    return fn
+
+
+def _open(db: str | None, config_file: str | None, **overrides: Any) -> Memory:
+    try:
+        return open_memory(db, config_file=config_file, **overrides)
+    except RankseamError as exc:
+        raise _Failed(str(exc)) from None
+
+
+def _echo_json(value: Any) -> None:
+    click.echo(json.dumps(value, indent=2, ensure_ascii=False))
+
+
+# -- add -----------------------------------------------------------------------------------
+
+
+@click.command()
+@click.argument("text")
+@_db_options
+@click.option("--namespace", "-n", default=None, help="Namespace (default: the configured one).")
+@click.option("--id", "memory_id", default=None, help="Memory id (default: a new random id).")
+@click.option("--importance", type=float, default=0.5, show_default=True)
+@click.option("--metadata", default=None, help="Metadata as a JSON object.")
+@click.option("--gate/--no-gate", default=None, help="Ask the write gate first.")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+def add(
+    text: str,
+    db: str | None,
+    config_file: str | None,
+    namespace: str | None,
+    memory_id: str | None,
+    importance: float,
+    metadata: str | None,
+    gate: bool | None,
+    as_json: bool,
+) -> None:
+    """Add one memory."""
+    meta = None
+    if metadata is not None:
+        try:
+            meta = json.loads(metadata)
+        except json.JSONDecodeError as exc:
+            raise click.BadParameter(f"not valid JSON: {exc}", param_hint="--metadata") from None
+    with _open(db, config_file) as memory:
+        try:
+            result = memory.add(
+                text,
+                namespace=namespace,
+                memory_id=memory_id,
+                importance=importance,
+                metadata=meta,
+                gate=gate,
+            )
+        except RankseamError as exc:
+            raise _Failed(str(exc)) from None
+    out = {
+        "stored": result.stored,
+        "ref": result.ref.to_dict() if result.ref else None,
+        "gate": None
+        if result.gate is None
+        else {"outcome": result.gate.outcome.value, "degraded": result.gate.degraded},
+    }
+    if as_json:
+        _echo_json(out)
+    elif result.ref is not None:
+        r = result.ref
+        click.echo(f"stored {r.namespace}/{r.memory_id} revision {r.revision}")
+    else:
+        click.echo("not stored: the write gate said no")
+
+
+# -- ingest --------------------------------------------------------------------------------
+
+
+def _jsonl_records(path: str, lines_of: list[int]) -> Iterator[dict[str, Any]]:
+    stream = sys.stdin if path == "-" else open(path, encoding="utf-8")
+    try:
+        for number, line in enumerate(stream, start=1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise ValidationError(f"line {number}: not valid JSON ({exc.msg})") from None
+            if not isinstance(record, dict):
+                raise ValidationError(f"line {number}: a record must be a JSON object")
+            lines_of.append(number)
+            yield record
+    finally:
+        if stream is not sys.stdin:
+            stream.close()
+
+
+def _count_lines(path: str) -> int | None:
+    if path == "-":
+        return None
+    with open(path, "rb") as fh:
+        return sum(1 for line in fh if line.strip())
+
+
+@click.command()
+@click.argument("file", type=click.Path(dir_okay=False, allow_dash=True))
+@_db_options
+@click.option("--namespace", "-n", default=None, help="Namespace of records that name none.")
+@click.option("--batch-size", type=click.IntRange(min=1), default=500, show_default=True)
+@click.option("--progress/--no-progress", default=True, show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+def ingest(
+    file: str,
+    db: str | None,
+    config_file: str | None,
+    namespace: str | None,
+    batch_size: int,
+    progress: bool,
+    as_json: bool,
+) -> None:
+    """Bulk-add memories from a JSONL file (one JSON object per line: text, id, importance,
+    metadata, namespace, created_at). Each batch is written all or nothing."""
+    if file != "-" and not Path(file).is_file():
+        raise click.BadParameter(f"{file!r} does not exist", param_hint="FILE")
+    lines_of: list[int] = []
+    committed = [0]
+    total = _count_lines(file) if progress else None
+    with _open(db, config_file) as memory:
+        bar_cm = (
+            click.progressbar(length=total or 0, label="ingest", file=sys.stderr, show_pos=True)
+            if progress and total
+            else None
+        )
+        bar = bar_cm.__enter__() if bar_cm else None
+
+        def tick(n: int) -> None:
+            committed[0] += n
+            if bar is not None:
+                bar.update(n)
+
+        try:
+            report = memory.ingest(
+                _jsonl_records(file, lines_of),
+                namespace=namespace,
+                batch_size=batch_size,
+                progress=tick,
+            )
+        except IngestError as exc:
+            line = lines_of[exc.index - 1] if 0 < exc.index <= len(lines_of) else exc.index
+            reason = str(exc).split(": ", 1)[1] if ": " in str(exc) else str(exc)
+            raise _Failed(f"line {line}: {reason}") from None
+        except ValidationError as exc:
+            raise _Failed(
+                f"{exc}; nothing of its batch was written ({committed[0]} earlier record(s) "
+                "were committed)"
+            ) from None
+        finally:
+            if bar_cm is not None:
+                bar_cm.__exit__(None, None, None)
+    if as_json:
+        _echo_json(report.to_dict())
+    else:
+        d = report.to_dict()
+        click.echo(
+            f"{d['records']} records: {d['added']} added, {d['updated']} updated, "
+            f"{d['unchanged']} unchanged in {d['batches']} batch(es), {d['seconds']} s"
+        )
+
+
+# -- search --------------------------------------------------------------------------------
+
+
+def _toml_value(raw: str) -> Any:
+    try:
+        return tomllib.loads(f"v = {raw}")["v"]
+    except tomllib.TOMLDecodeError:
+        return raw
+
+
+def parse_component_options(args: list[str], reranker: str | None) -> dict[str, Any]:
+    """Parse ``--<component>-<option> VALUE`` pairs for the chosen reranker."""
+    options: dict[str, Any] = {}
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if not arg.startswith("--") or len(arg) < 3:
+            raise click.UsageError(f"unexpected argument {arg!r}")
+        name, eq, value = arg[2:].partition("=")
+        if not eq:
+            if i + 1 >= len(args) or args[i + 1].startswith("--"):
+                raise click.UsageError(f"option --{name} needs a value (--{name} VALUE)")
+            value = args[i + 1]
+            i += 1
+        i += 1
+        if reranker is None:
+            raise click.UsageError(
+                f"--{name} sets a component option, but no reranker is chosen; add --rerank NAME"
+            )
+        prefix = reranker + "-"
+        if not name.startswith(prefix) or len(name) == len(prefix):
+            raise click.UsageError(
+                f"--{name} is not an option of the chosen reranker {reranker!r}; its options are "
+                f"given as --{reranker}-<option> VALUE (choose the other reranker with --rerank)"
+            )
+        options[name[len(prefix) :].replace("-", "_")] = _toml_value(value)
+    return options
+
+
+def _print_hits(result: SearchResult, *, indent: str = "") -> None:
+    if not result.hits:
+        click.echo(f"{indent}(no hits)")
+    for i, hit in enumerate(result.hits, start=1):
+        r = hit.ref
+        channels = ",".join(hit.matched_by) or "-"
+        click.echo(
+            f"{indent}{i:>2}. {r.namespace}/{r.memory_id} r{r.revision}  "
+            f"score={hit.score:.4f}  via {channels}"
+        )
+        text = hit.text if len(hit.text) <= 160 else hit.text[:157] + "..."
+        click.echo(f"{indent}    {text}")
+
+
+@click.command(context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
+@click.argument("query")
+@_db_options
+@click.option("--limit", "-k", type=click.IntRange(min=1), default=10, show_default=True)
+@click.option("--namespace", "-n", default=None)
+@click.option("--rerank", default=None, help="Reranker name ('none' for the coarse order).")
+@click.option("--pool", type=click.IntRange(1, 200), default=None, help="Coarse pool size.")
+@click.option("--on-error", type=click.Choice(["raise", "coarse"]), default=None)
+@click.option("--trace", is_flag=True, help="Also print the search trace.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_context
+def search(
+    ctx: click.Context,
+    query: str,
+    db: str | None,
+    config_file: str | None,
+    limit: int,
+    namespace: str | None,
+    rerank: str | None,
+    pool: int | None,
+    on_error: str | None,
+    trace: bool,
+    as_json: bool,
+) -> None:
+    """Search memories; optionally rerank (--rerank NAME --NAME-OPTION VALUE ...)."""
+    with _open(db, config_file) as memory:
+        chosen = memory.config.search.reranker if rerank is None else rerank
+        if chosen in ("none", ""):
+            chosen = None
+        options = parse_component_options(list(ctx.args), chosen)
+        try:
+            result = memory.search(
+                query,
+                limit,
+                namespace=namespace,
+                reranker=chosen,
+                reranker_options=options or None,
+                pool=pool,
+                on_error=on_error,
+            )
+        except RankseamError as exc:
+            raise _Failed(str(exc)) from None
+    if as_json:
+        out = result.to_dict()
+        if not trace:
+            out.pop("trace")
+        _echo_json(out)
+        return
+    _print_hits(result)
+    if trace:
+        click.echo("trace:")
+        click.echo(json.dumps(result.trace.to_dict(), indent=2, ensure_ascii=False))
+
+
+# -- stats / reembed -----------------------------------------------------------------------
+
+
+@click.command()
+@_db_options
+def stats(db: str | None, config_file: str | None) -> None:
+    """Print store statistics as JSON."""
+    with _open(db, config_file) as memory:
+        _echo_json(memory.stats())
+
+
+@click.command()
+@_db_options
+@click.option("--embedder", default=None, help="Embedder name (default: the configured one).")
+def reembed(db: str | None, config_file: str | None, embedder: str | None) -> None:
+    """Embed every live memory that lacks a vector in an embedder's space."""
+    with _open(db, config_file) as memory:
+        try:
+            report = memory.reembed(embedder)
+        except RankseamError as exc:
+            raise _Failed(str(exc)) from None
+    click.echo(f"embedded {report.embedded} memories into {report.space} in {report.seconds:.2f} s")
+    if embedder and embedder != memory.config.embedder:
+        click.echo(
+            f"to search with it, set embedder = {embedder!r} in rankseam.toml "
+            f"or RANKSEAM_EMBEDDER={embedder}"
+        )
+
+
+# -- demo ----------------------------------------------------------------------------------
+
+DEMO_NAMESPACE = "demo"
+DEMO_QUERIES = (
+    "what is Mara allergic to?",
+    "when is her half marathon?",
+    "which coffee does she like",
+    "who looks after the cat while she travels?",
+    "her sister's birthday",
+)
+
+
+def demo_records() -> Iterator[dict[str, Any]]:
+    text = resources.files("rankseam").joinpath("demo/memories.jsonl").read_text("utf-8")
+    for line in text.splitlines():
+        if line.strip():
+            yield json.loads(line)
+
+
+@click.command()
+@click.option(
+    "--db",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Build the demo store here (default: a temporary directory).",
+)
+@click.option("--limit", "-k", type=click.IntRange(min=1), default=5, show_default=True)
+def demo(db: str | None, limit: int) -> None:
+    """Build a store from the demo corpus and search it with and without reranking."""
+    with tempfile.TemporaryDirectory(prefix="rankseam-demo-") as tmp:
+        path = db or str(Path(tmp) / "demo.sqlite3")
+        with _open(path, None, namespace=DEMO_NAMESPACE, reranker=None) as memory:
+            report = memory.ingest(demo_records())
+            click.echo(
+                f"demo store: {path}\n{report.records} memories ingested "
+                f"({report.added} new) in {report.seconds:.2f} s\n"
+            )
+            have = memory.context.available("reranker")
+            rerankers: list[str | None] = [None, "identity"]
+            if "mmr" in have:
+                rerankers.append("mmr")
+            for query in DEMO_QUERIES:
+                click.echo(f"=== {query}")
+                for name in rerankers:
+                    result = memory.search(query, limit, reranker=name)
+                    label = "no reranker (coarse order)" if name is None else f"reranker {name}"
+                    status = result.status.value
+                    click.echo(f"  -- {label} [{status}]")
+                    _print_hits(result, indent="  ")
+                click.echo("")
+            if "mmr" not in have:
+                click.echo(
+                    "(the mmr reranker is not installed: pip install -e plugins/rankseam-mmr "
+                    "to see near-duplicates pushed down)\n"
+                )
+            traced = "mmr" if "mmr" in have else "identity"
+            result = memory.search(DEMO_QUERIES[0], limit, reranker=traced, pool=10)
+            click.echo(f"trace of {DEMO_QUERIES[0]!r} with reranker {traced}:")
+            click.echo(json.dumps(result.trace.to_dict(), indent=2, ensure_ascii=False))

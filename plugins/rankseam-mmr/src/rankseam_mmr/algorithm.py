@@ -19,6 +19,8 @@ identity) before calling.
 
 from __future__ import annotations
 
+import math
+
 import attrs
 import numpy as np
 
@@ -44,6 +46,13 @@ def minmax(values: np.ndarray) -> np.ndarray:
     Non-finite entries count as the lowest value (0.0) and do not take part in min/max.
     """
     values = np.asarray(values, dtype=np.float64)
+    if values.size == 0:
+        return values.copy()
+    lo, hi = float(values.min()), float(values.max())
+    if math.isfinite(lo) and math.isfinite(hi):  # NaN and ±inf show in min or max
+        if hi - lo <= 0.0:
+            return np.ones(values.shape, dtype=np.float64)
+        return (values - lo) / (hi - lo)
     finite = np.isfinite(values)
     out = np.zeros(values.shape, dtype=np.float64)
     if not finite.any():
@@ -58,23 +67,28 @@ def minmax(values: np.ndarray) -> np.ndarray:
     return out
 
 
-def unit_rows(matrix: np.ndarray, valid: np.ndarray) -> np.ndarray:
-    """Rows scaled to unit length; rows not ``valid`` (or of zero norm) become zero rows.
+def unit_rows(
+    matrix: np.ndarray, valid: np.ndarray, *, in_place: bool = False
+) -> tuple[np.ndarray, np.ndarray]:
+    """Rows scaled to unit length, and which rows are usable.
 
-    A zero row has cosine 0 with everything, which is how missing or incompatible vectors are
-    handled.
+    Rows not ``valid``, or whose norm is zero or non-finite, become zero rows (cosine 0 with
+    everything: how missing or incompatible vectors are handled) and are not usable.
+    ``in_place=True`` reuses a float64 ``matrix`` the caller owns (no second n×d array).
     """
-    m = np.asarray(matrix, dtype=np.float64)
+    m = np.asarray(matrix, dtype=np.float64) if in_place else np.array(matrix, dtype=np.float64)
+    usable = np.asarray(valid, dtype=bool).copy()
     if m.size == 0:
-        return np.zeros(m.shape, dtype=np.float64)
+        usable[:] = False
+        return np.zeros(m.shape, dtype=np.float64), usable
     with np.errstate(over="ignore", invalid="ignore"):
         norms = np.sqrt(np.einsum("ij,ij->i", m, m))
-    ok = np.asarray(valid, dtype=bool) & np.isfinite(norms) & (norms > 0.0)
-    if ok.all():  # the usual case: every vector usable
-        return m / norms[:, None]
-    out = np.zeros(m.shape, dtype=np.float64)
-    out[ok] = m[ok] / norms[ok, None]
-    return out
+    usable &= np.isfinite(norms) & (norms > 0.0)
+    if not usable.all():
+        m[~usable] = 0.0
+        norms[~usable] = 1.0
+    m /= norms[:, None]
+    return m, usable
 
 
 def select(relevance: np.ndarray, unit: np.ndarray, lam: float, k: int) -> MMRSelection:

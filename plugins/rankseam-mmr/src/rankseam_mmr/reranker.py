@@ -212,12 +212,13 @@ class MMRReranker:
             else:
                 matrix = np.zeros((n, ref[1]), dtype=np.float64)
                 matrix[valid] = [c.embedding for c, ok in zip(ordered, valid, strict=True) if ok]
-            unit = unit_rows(matrix, valid)
-            valid &= unit.any(axis=1)  # zero-norm and non-finite vectors count as missing
+            # zero-norm and non-finite vectors count as missing too
+            unit, valid = unit_rows(matrix, valid, in_place=True)
         rel_source = "coarse"
         if query_vector is not None:
-            q = unit_rows(query_vector.reshape(1, -1), np.ones(1, dtype=bool))[0]
-            if ref is not None and q.shape[0] == ref[1] and q.any() and self._fits(ref[0]):
+            q_rows, q_ok = unit_rows(query_vector.reshape(1, -1), np.ones(1, dtype=bool))
+            q = q_rows[0]
+            if ref is not None and q.shape[0] == ref[1] and q_ok[0] and self._fits(ref[0]):
                 rel = minmax(unit @ q)
                 rel_source = "query_cosine"
             else:
@@ -227,7 +228,7 @@ class MMRReranker:
                     extra={"policy_id": POLICY_ID, "reason": "query_vector_incompatible"},
                 )
         if rel_source == "coarse":
-            rel = minmax(np.fromiter((c.score for c in ordered), dtype=np.float64, count=n))
+            rel = minmax(np.array([c.score for c in ordered], dtype=np.float64))
         picked = select(rel, unit, self.options.lam, k)
         ranks = tuple(ordered[i].rank for i in picked.indices)
         records = tuple(

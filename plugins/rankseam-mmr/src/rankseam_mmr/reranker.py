@@ -13,8 +13,8 @@ Conventions (documented once, here and in docs/plugins/mmr.md):
   another embedding space or dimension than the pool's reference space, non-finite or of zero
   norm has similarity 0 to everything. The reference space is the (space, dimension) pair
   most candidates share; ties go to the pair seen first in coarse order.
-- Ties: equal MMR scores (compared at 9 decimals) are broken by coarse position, then by
-  identity bytes (:meth:`rankseam.MemoryRef.sort_key`).
+- Ties: scores within 1e-9 of a round's best tie with it; ties go to the lower coarse
+  position, then the lower identity bytes (:meth:`rankseam.MemoryRef.sort_key`).
 - Pool: 1..200 candidates (the host's coarse-pool bound, :data:`rankseam.seam.MAX_POOL`).
 """
 

@@ -411,3 +411,14 @@ def test_cached_vectors_follow_writes_exactly(tmp_path):
         deleted = {f"n{i}" for i in range(1, 40, 7)}
         assert not deleted & {h.ref.memory_id for h in cached}
     live.close()
+
+
+def test_in_memory_store_works_across_threads():
+    with rankseam.open_memory(":memory:") as m:
+        m.add("in memory only", memory_id="x")
+        hits = asyncio.run(m.asearch("memory", reranker=None))  # read in a worker thread
+        assert [h.ref.memory_id for h in hits] == ["x"]
+        path = m.path
+    import os
+
+    assert not os.path.exists(path)

@@ -10,6 +10,7 @@ the rerank seam (:func:`rankseam.seam.rerank_pool`).
 from __future__ import annotations
 
 import asyncio
+import builtins
 import logging
 import os
 import sys
@@ -622,7 +623,7 @@ class Memory:
         """Current revisions of a namespace, streamed (never the whole store in memory)."""
         return self._store.iter_memories(self._ns(namespace), include_deleted=include_deleted)
 
-    def namespaces(self) -> list[str]:
+    def namespaces(self) -> builtins.list[str]:
         return self._store.namespaces()
 
     def stats(self) -> dict[str, Any]:
@@ -681,14 +682,14 @@ class Memory:
             started=started,
         )
 
-    def _coarse(self, plan: _SearchPlan) -> list[Hit]:
+    def _coarse(self, plan: _SearchPlan) -> builtins.list[Hit]:
         """The coarse pool, read in ONE short read transaction (released before reranking)."""
         space = self._space
         qvec = None
         if any(src.needs_query_vector for _n, src in self._sources):
             qvec = self._embed([plan.query])[0]
         k = over_fetch(plan.pool)
-        results: dict[str, list[tuple[int, float]]] = {}
+        results: dict[str, builtins.list[tuple[int, float]]] = {}
         with self._store.read() as reader:
             for name, src in self._sources:
                 if src.admits:
@@ -732,7 +733,7 @@ class Memory:
             )
         return pool
 
-    async def _finish(self, plan: _SearchPlan, pool: list[Hit]) -> SearchResult:
+    async def _finish(self, plan: _SearchPlan, pool: builtins.list[Hit]) -> SearchResult:
         space = self._space
         hits, rerank_trace = await rerank_pool(
             plan.query,
@@ -754,7 +755,7 @@ class Memory:
             latency_ms=(time.perf_counter() - plan.started) * 1000.0,
             channels=tuple(name for name, _s in self._sources),
         )
-        return SearchResult(hits, trace)
+        return SearchResult(hits, trace)  # type: ignore[arg-type]
 
     def search(
         self,

@@ -15,7 +15,7 @@ found a memory, in configuration order; ``channel_scores`` holds every channel's
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import NamedTuple
 
 import attrs
@@ -28,11 +28,17 @@ RRF_K = 60
 DEFAULT_WEIGHTS: Mapping[str, float] = {"lexical": 0.6, "vector": 0.3, "importance": 0.1}
 
 
+def _items(items: Iterable[tuple[int, float]]) -> tuple[tuple[int, float], ...]:
+    return tuple(items)
+
+
 @attrs.frozen
 class ChannelList:
+    """One channel's ranked list: ``(row_key, score)`` best first; ``admits`` as the source's."""
+
     name: str
     admits: bool
-    items: tuple[tuple[int, float], ...] = attrs.field(converter=tuple)
+    items: tuple[tuple[int, float], ...] = attrs.field(converter=_items)
 
 
 class Fused(NamedTuple):

@@ -15,11 +15,13 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shutil
 import sqlite3
+import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -224,6 +226,12 @@ class SQLiteStore:
     def __init__(
         self, path: str | os.PathLike[str], *, tokenizer: str = "porter", timeout_s: float = 30.0
     ) -> None:
+        self._tempdir: str | None = None
+        if str(path) == ":memory:":
+            # Per-thread connections cannot share an in-memory database: use a private temp
+            # file instead, removed on close.
+            self._tempdir = tempfile.mkdtemp(prefix="rankseam-")
+            path = os.path.join(self._tempdir, "memory.sqlite3")
         self.path = str(path)
         self._timeout_s = timeout_s
         self._local = threading.local()
@@ -233,15 +241,13 @@ class SQLiteStore:
         self.vector_cache = VectorCache()
         self._memo: dict[tuple[Any, ...], int] = {}
         self._memo_lock = threading.Lock()
-        if self.path != ":memory:":
-            parent = Path(self.path).expanduser().parent
-            try:
-                parent.mkdir(parents=True, exist_ok=True)
-            except OSError as exc:
-                raise ConfigurationError(
-                    f"cannot create the directory of the store {self.path!r}: {exc}; choose "
-                    "another path (--db / RANKSEAM_DB)"
-                ) from None
+        try:
+            Path(self.path).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ConfigurationError(
+                f"cannot create the directory of the store {self.path!r}: {exc}; choose "
+                "another path (--db / RANKSEAM_DB)"
+            ) from None
         try:
             self.tokenizer = ensure_schema(self._conn(), path=self.path, tokenizer=tokenizer)
         except sqlite3.DatabaseError as exc:
@@ -292,6 +298,9 @@ class SQLiteStore:
                 pass
         self._local = threading.local()
         self.vector_cache.clear()
+        if self._tempdir is not None:
+            shutil.rmtree(self._tempdir, ignore_errors=True)
+            self._tempdir = None
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:

@@ -1,0 +1,158 @@
+"""The store commands, run through click's test runner against real store files."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from rankseam.cli import cli
+from rankseam.commands.store import parse_component_options
+
+
+@pytest.fixture(autouse=True)
+def clean_env(monkeypatch):
+    for var in ("RANKSEAM_DB", "RANKSEAM_RERANK", "RANKSEAM_NAMESPACE", "RANKSEAM_POOL"):
+        monkeypatch.delenv(var, raising=False)
+
+
+@pytest.fixture
+def db(tmp_path):
+    return str(tmp_path / "cli.sqlite3")
+
+
+def run(*args, input=None):
+    return CliRunner().invoke(cli, list(args), input=input, catch_exceptions=False)
+
+
+def test_add_and_search_json_carries_identity_text_and_scores(db):
+    out = run("add", "Ada drinks green tea", "--db", db, "--id", "tea", "--json")
+    assert out.exit_code == 0, out.output
+    assert json.loads(out.output)["ref"] == {
+        "namespace": "default",
+        "memory_id": "tea",
+        "revision": 1,
+    }
+    run("add", "Ada rides a bicycle", "--db", db)
+    out = run("search", "green tea", "--db", db, "--json")
+    assert out.exit_code == 0, out.output
+    data = json.loads(out.output)
+    assert "trace" not in data
+    hit = data["hits"][0]
+    assert (hit["namespace"], hit["memory_id"], hit["revision"]) == ("default", "tea", 1)
+    assert hit["text"] == "Ada drinks green tea"
+    assert {"score", "matched_by", "channel_scores"} <= set(hit)
+    traced = json.loads(
+        run("search", "green tea", "--db", db, "--json", "--trace", "--rerank", "identity").output
+    )
+    assert traced["trace"]["rerank"]["policy_id"] == "rankseam.rerank.identity.v1"
+    assert traced["trace"]["coarse"][0]["memory_id"] == "tea"
+
+
+def test_plain_search_output_and_env_db(db, monkeypatch):
+    monkeypatch.setenv("RANKSEAM_DB", db)
+    run("add", "Lisbon trams are yellow")
+    out = run("search", "trams", "--limit", "1", "--trace")
+    assert out.exit_code == 0
+    assert "default/" in out.output and "Lisbon trams are yellow" in out.output
+    assert '"coarse"' in out.output
+
+
+def test_ingest_progress_and_report(db, tmp_path):
+    f = tmp_path / "in.jsonl"
+    f.write_text(
+        "\n".join(json.dumps({"id": f"m{i}", "text": f"memory {i}"}) for i in range(30)) + "\n\n"
+    )
+    out = run("ingest", str(f), "--db", db, "--batch-size", "7", "--json")
+    assert out.exit_code == 0, out.output
+    report = json.loads(out.output[out.output.index("{") :])
+    assert report["added"] == 30 and report["batches"] == 5
+    again = run("ingest", str(f), "--db", db)
+    assert "30 unchanged" in again.output
+
+
+@pytest.mark.parametrize(
+    ("lines", "where"),
+    [
+        (['{"text": "a"}', '{"text": "b"}', "{not json", '{"text": "c"}'], "line 3"),
+        (['{"text": "a"}', "", '{"text": ""}'], "line 3"),
+        (['{"text": "a"}', '["a list"]'], "line 2"),
+        (['{"text": "a"}', '{"txt": "typo"}'], "line 2"),
+    ],
+)
+def test_ingest_reports_the_malformed_line_and_writes_no_half_batch(db, tmp_path, lines, where):
+    f = tmp_path / "bad.jsonl"
+    f.write_text("\n".join(lines) + "\n")
+    out = CliRunner().invoke(cli, ["ingest", str(f), "--db", db, "--batch-size", "100"])
+    assert out.exit_code == 2
+    assert where in out.output
+    stats = json.loads(run("stats", "--db", db).output)
+    assert stats["memories"] == 0  # the failing batch held every record: nothing written
+
+
+def test_ingest_keeps_committed_batches(db, tmp_path):
+    f = tmp_path / "bad.jsonl"
+    f.write_text("\n".join([*(json.dumps({"text": f"t{i}"}) for i in range(4)), "oops"]) + "\n")
+    out = CliRunner().invoke(cli, ["ingest", str(f), "--db", db, "--batch-size", "2"])
+    assert out.exit_code == 2 and "line 5" in out.output and "4 earlier record" in out.output
+    assert json.loads(run("stats", "--db", db).output)["memories"] == 4
+
+
+def test_component_options_rule():
+    assert parse_component_options(["--mmr-lambda", "0.7"], "mmr") == {"lambda": 0.7}
+    assert parse_component_options(["--decision-backend", "heuristic"], "decision") == {
+        "backend": "heuristic"
+    }
+    assert parse_component_options(
+        ["--decision-max-calls=3", "--decision-keep-abstain", "false"], "decision"
+    ) == {"max_calls": 3, "keep_abstain": False}
+    assert parse_component_options(["--x-name", '"quoted"'], "x") == {"name": "quoted"}
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--rerank", "identity", "--mmr-lambda", "0.7"], "not an option of the chosen reranker"),
+        (["--mmr-lambda", "0.7"], "no reranker is chosen"),
+        (["--rerank", "identity", "--identity-x"], "needs a value"),
+        (["--rerank", "identity", "stray"], "unexpected argument"),
+    ],
+)
+def test_component_option_errors_are_usage_errors(db, args, message):
+    out = CliRunner().invoke(cli, ["search", "q", "--db", db, *args])
+    assert out.exit_code == 2
+    assert message in out.output
+
+
+def test_component_options_reach_the_reranker(db):
+    run("add", "x y z", "--db", db)
+    out = CliRunner().invoke(
+        cli, ["search", "x", "--db", db, "--rerank", "identity", "--identity-colour", "blue"]
+    )
+    assert out.exit_code == 2
+    assert "identity reranker takes no options" in out.output
+
+
+def test_config_errors_exit_2_with_message(db, tmp_path):
+    cfg = tmp_path / "rankseam.toml"
+    cfg.write_text('[search]\nreranker = "does-not-exist"\n')
+    out = CliRunner().invoke(cli, ["search", "q", "--db", db, "--config", str(cfg)])
+    assert out.exit_code == 2 and "no reranker named 'does-not-exist'" in out.output
+
+
+def test_stats_and_reembed(db):
+    run("add", "one memory", "--db", db)
+    stats = json.loads(run("stats", "--db", db).output)
+    assert stats["memories"] == 1 and stats["vector_coverage"] == 1.0
+    out = run("reembed", "--db", db)
+    assert "embedded 0 memories" in out.output
+
+
+def test_demo_runs_with_and_without_reranker(tmp_path):
+    out = run("demo", "--db", str(tmp_path / "demo.sqlite3"), "--limit", "3")
+    assert out.exit_code == 0, out.output
+    assert "no reranker (coarse order)" in out.output
+    assert "reranker identity" in out.output
+    assert '"coarse"' in out.output  # one trace
+    assert "allergy-peanut" in out.output

@@ -83,6 +83,7 @@ _REVISION_KEYS = frozenset(
 )
 _BATCH = 2000
 _CHUNK = 1 << 20
+_GZIP_LEVEL = 6  # level 9 took ~7x as long here for 1.5 % less size
 
 
 class SnapshotError(ValidationError):
@@ -330,7 +331,9 @@ def export_snapshot(
             _check_store(conn, [key for key, _d in spaces])
             with data_path.open("wb") as raw:
                 stream: io.BufferedIOBase = (
-                    gzip_module.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0)
+                    gzip_module.GzipFile(
+                        filename="", mode="wb", fileobj=raw, mtime=0, compresslevel=_GZIP_LEVEL
+                    )
                     if gzip
                     else raw
                 )

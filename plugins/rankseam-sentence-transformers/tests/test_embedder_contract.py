@@ -1,0 +1,18 @@
+"""The embedder conformance kit against the packaged model."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from rankseam.compose import ComponentContext, Config
+from rankseam.testing import EmbedderContract
+from rankseam_sentence_transformers import SentenceTransformerEmbedder
+
+
+class TestSentenceTransformerEmbedderContract(EmbedderContract):
+    capabilities: ClassVar[frozenset[str]] = frozenset({"deterministic"})
+
+    def make_embedder(self) -> SentenceTransformerEmbedder:
+        built = ComponentContext(Config()).build("embedder", "sentence-transformers")
+        assert isinstance(built, SentenceTransformerEmbedder)
+        return built

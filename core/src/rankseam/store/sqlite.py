@@ -106,12 +106,20 @@ class StoreReader:
         """FTS5 BM25 over live revisions. ``match`` must be a query built by
         :func:`rankseam.retrieval.lexical.match_expression` (quoted terms only).
         Scores are ``-bm25`` (higher is better)."""
-        rows = self._conn.execute(
-            "SELECT f.rowid, bm25(fts) AS s FROM fts f JOIN revisions r ON r.rid = f.rowid "
-            "WHERE fts MATCH ? AND r.namespace = ? ORDER BY s, f.rowid LIMIT ?",
-            (match, namespace, k),
-        ).fetchall()
-        return [(int(rid), -float(score)) for rid, score in rows]
+        names = self._conn.execute("SELECT name FROM namespaces LIMIT 2").fetchall()
+        if names == [(namespace,)]:
+            # The only namespace: no join needed to filter (it halves the cost at 100k).
+            sql = (
+                "SELECT rowid, bm25(fts) AS s FROM fts WHERE fts MATCH ? ORDER BY s, rowid LIMIT ?"
+            )
+            args: tuple[object, ...] = (match, k)
+        else:
+            sql = (
+                "SELECT f.rowid, bm25(fts) AS s FROM fts f JOIN revisions r ON r.rid = f.rowid "
+                "WHERE fts MATCH ? AND r.namespace = ? ORDER BY s, f.rowid LIMIT ?"
+            )
+            args = (match, namespace, k)
+        return [(int(rid), -float(score)) for rid, score in self._conn.execute(sql, args)]
 
     def write_version(self) -> int:
         """A number that changes with every committed write to the store."""
@@ -184,12 +192,15 @@ class StoreReader:
         return [(int(r), float(s)) for r, s in rows]
 
     def identities(self, rids: Sequence[int]) -> dict[int, MemoryRef]:
-        """The identity of each revision ``rids`` (light: no text, one batched query)."""
+        """The identity of each *live* revision among ``rids`` (light: no text, one batched
+        query). A key that is not live in this snapshot is left out, so a source can never
+        bring back a retired revision."""
         out: dict[int, MemoryRef] = {}
         for chunk in _chunks(rids):
             marks = ",".join("?" * len(chunk))
             for rid, ns, mid, rev in self._conn.execute(
-                f"SELECT rid, namespace, memory_id, revision FROM revisions WHERE rid IN ({marks})",
+                "SELECT rid, namespace, memory_id, revision FROM revisions "
+                f"WHERE live = 1 AND rid IN ({marks})",
                 chunk,
             ):
                 out[int(rid)] = MemoryRef(ns, mid, rev)

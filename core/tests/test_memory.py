@@ -422,3 +422,22 @@ def test_in_memory_store_works_across_threads():
     import os
 
     assert not os.path.exists(path)
+
+
+def test_configuration_doc_example_is_valid(tmp_path):
+    import re
+    import tomllib
+    from pathlib import Path
+
+    doc = Path(__file__).resolve().parents[2] / "docs" / "configuration.md"
+    if not doc.is_file():
+        pytest.skip("docs/configuration.md is not part of this checkout")
+    block = re.search(r"```toml\n(.*?)```", doc.read_text(encoding="utf-8"), re.S).group(1)
+    data = tomllib.loads(block)
+    data["db"] = str(tmp_path / "doc.sqlite3")
+    with rankseam.open_memory(config=data) as m:
+        assert m.config.search.pool == 30
+        assert m.config.search.reranker is None
+        assert m.config.options("reranker", "mmr") == {"lambda": 0.7}
+        m.add("configured from the documentation")
+        assert len(m.search("documentation")) == 1

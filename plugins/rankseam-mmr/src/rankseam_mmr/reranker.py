@@ -246,4 +246,4 @@ class MMRReranker:
             )
         )
         # attrs types converter=tuple fields as Iterable[_T_co] (core issue); the values are right
-        return RerankDecision(ranks, records=records)  # type: ignore[arg-type]
+        return RerankDecision(ranks, records=records)

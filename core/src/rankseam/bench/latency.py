@@ -363,7 +363,7 @@ def run_latency(
     if "mmr" in names:
         from rankseam.compose import ComponentContext, Config
 
-        lam = float(options.get("mmr", {}).get("lambda", 0.7))
+        lam = float((options or {}).get("mmr", {}).get("lambda", 0.7))
         say("reference MMR: mmr vs langchain-core")
         mmr = ComponentContext(Config()).reranker("mmr", {"lambda": lam, "relevance": "coarse"})
         reference = reference_mmr(mmr, lam=lam, k=limit, repeats=max(10, repeats // 4))

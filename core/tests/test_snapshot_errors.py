@@ -6,7 +6,6 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
-import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -285,4 +284,3 @@ def test_gzip_member_is_plain_gzip(tmp_path: Path) -> None:
         export_snapshot(memory, tmp_path / "p")
     unpacked = gzip.decompress((tmp_path / "z" / "memories.jsonl.gz").read_bytes())
     assert unpacked == (tmp_path / "p" / "memories.jsonl").read_bytes()
-    shutil.rmtree(tmp_path / "p")

@@ -8,8 +8,8 @@ A snapshot is a folder with two files:
 - ``memories.jsonl`` (or ``memories.jsonl.gz`` with ``gzip=True``): one JSON object per memory,
   sorted by (namespace, memory id), holding every revision (text, importance, metadata,
   created_at, content hash, vectors as base64 little-endian float32 per space), the tombstone,
-  and each revision's ``seq``: its position in the store's write order. ``seq`` is what lets an
-  import into a clean database reproduce every tie-break of search (they follow write order).
+  and each revision's ``seq``: its position in the store's write order. A clean import uses
+  ``seq`` as row key, so the clone is exact down to each channel's tie order.
 
 The snapshot id is ``sha256:`` over the canonical JSON of the manifest's covered fields
 (format, version, store, spaces, counts) and the uncompressed content hash of every file, so it

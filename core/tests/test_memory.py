@@ -441,3 +441,32 @@ def test_configuration_doc_example_is_valid(tmp_path):
         assert m.config.options("reranker", "mmr") == {"lambda": 0.7}
         m.add("configured from the documentation")
         assert len(m.search("documentation")) == 1
+
+
+def test_cached_vectors_follow_interleaved_writes(tmp_path):
+    """Refresh after every write (appends in place, retired rows masked, then compacted)."""
+    path = tmp_path / "iv.sqlite3"
+    words = ["river", "stone", "cloud", "ember", "maple", "harbor", "violet", "copper"]
+    live = rankseam.open_memory(path, sources=["vector"])
+    for i in range(30):
+        live.add(f"{words[i % 8]} {words[(i * 5) % 8]} entry {i}", memory_id=f"e{i}")
+    live.search("river", reranker=None)
+    for step in range(24):
+        if step % 3 == 0:
+            live.delete(f"e{step}")
+        elif step % 3 == 1:
+            live.update(f"e{step}", f"{words[step % 8]} rewritten {step}")
+        else:
+            live.add(f"{words[(step + 3) % 8]} added {step}", memory_id=f"new{step}")
+        query = f"{words[step % 8]} {words[(step + 1) % 8]}"
+        cached = live.search(query, 30, reranker=None, pool=60)
+        if step % 6 == 5:
+            with rankseam.open_memory(path, sources=["vector"]) as fresh:
+                loaded = fresh.search(query, 30, reranker=None, pool=60)
+            assert [(h.ref, round(h.score, 9)) for h in cached] == [
+                (h.ref, round(h.score, 9)) for h in loaded
+            ]
+        for hit in cached:
+            assert not live.get(hit.ref).deleted
+            assert live.get(hit.ref.memory_id).ref == hit.ref  # only current revisions
+    live.close()

@@ -166,7 +166,7 @@ class StoreReader:
         if descriptor.normalization != "l2":
             norm = float(np.linalg.norm(q))
             q = q / norm if norm > 0 else q
-        scores = entry.matrix @ q
+        scores = entry.scores(q)
         if descriptor.normalization != "l2":
             norms = np.linalg.norm(entry.matrix, axis=1)
             scores = np.divide(scores, norms, out=np.zeros_like(scores), where=norms > 0)

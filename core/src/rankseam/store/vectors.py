@@ -33,15 +33,34 @@ def decode_vector(blob: bytes, dims: int) -> np.ndarray | None:
 
 @attrs.frozen(eq=False)
 class VectorMatrix:
+    """One snapshot of a namespace's vectors in one space.
+
+    ``rids``/``matrix`` are views of the first rows of growable buffers (appends after a write
+    fill the spare rows in place; rows an older snapshot can see never change). ``alive`` is
+    ``None`` when every row is live, else a private mask of rows retired since the last
+    compaction.
+    """
+
     version: int
     epoch: int
     max_rid: int  # the highest revision row key that existed when this was read
     rids: np.ndarray  # int64, shape (n,)
     matrix: np.ndarray  # float32, shape (n, dims)
+    alive: np.ndarray | None = None
+    rid_buffer: np.ndarray | None = None
+    matrix_buffer: np.ndarray | None = None
 
     @property
     def nbytes(self) -> int:
-        return int(self.rids.nbytes + self.matrix.nbytes)
+        rb = self.rid_buffer if self.rid_buffer is not None else self.rids
+        mb = self.matrix_buffer if self.matrix_buffer is not None else self.matrix
+        return int(rb.nbytes + mb.nbytes + (self.alive.nbytes if self.alive is not None else 0))
+
+    def scores(self, query: np.ndarray) -> np.ndarray:
+        scores = self.matrix @ query
+        if self.alive is not None:
+            scores = np.where(self.alive, scores, -np.inf).astype(np.float32)
+        return scores
 
 
 def top_k(scores: np.ndarray, rids: np.ndarray, k: int) -> list[tuple[int, float]]:
@@ -56,7 +75,11 @@ def top_k(scores: np.ndarray, rids: np.ndarray, k: int) -> list[tuple[int, float
         idx = np.arange(n)
     order = np.lexsort((rids[idx], -scores[idx]))
     idx = idx[order]
-    return [(int(r), float(s)) for r, s in zip(rids[idx], scores[idx], strict=True)]
+    return [
+        (int(r), float(s))
+        for r, s in zip(rids[idx], scores[idx], strict=True)
+        if s != -np.inf  # rows retired since the last compaction
+    ]
 
 
 class VectorCache:
@@ -168,11 +191,29 @@ class VectorCache:
             (space, namespace, dims * 4, entry.max_rid),
             dims,
         )
-        rids, matrix = entry.rids, entry.matrix
+        n, m = entry.rids.shape[0], new_rids.shape[0]
+        alive = entry.alive
         if retired.size:
-            keep = ~np.isin(rids, retired)
-            rids, matrix = rids[keep], matrix[keep]
-        if new_rids.size:
-            rids = np.concatenate([rids, new_rids])
-            matrix = np.concatenate([matrix, new_matrix])
-        return VectorMatrix(version, entry.epoch, max_rid, rids, matrix)
+            gone = np.isin(entry.rids, retired)
+            if gone.any():
+                alive = np.ones(n, dtype=bool) if alive is None else alive.copy()
+                alive[gone] = False
+        rid_buf = entry.rid_buffer if entry.rid_buffer is not None else entry.rids
+        mat_buf = entry.matrix_buffer if entry.matrix_buffer is not None else entry.matrix
+        if m:
+            if n + m > rid_buf.shape[0]:
+                capacity = int((n + m) * 1.25) + 64  # the cache stays within 1.25x + slack
+                grown_rids = np.empty(capacity, dtype=np.int64)
+                grown_rids[:n] = entry.rids
+                grown = np.empty((capacity, dims), dtype=np.float32)
+                grown[:n] = entry.matrix
+                rid_buf, mat_buf = grown_rids, grown
+            rid_buf[n : n + m] = new_rids  # rows no existing snapshot can see
+            mat_buf[n : n + m] = new_matrix
+            if alive is not None:
+                alive = np.concatenate([alive, np.ones(m, dtype=bool)])
+        rids, matrix = rid_buf[: n + m], mat_buf[: n + m]
+        if alive is not None and np.count_nonzero(~alive) * 4 > alive.shape[0]:
+            rids, matrix = rids[alive].copy(), matrix[alive].copy()  # compact
+            rid_buf, mat_buf, alive = rids, matrix, None
+        return VectorMatrix(version, entry.epoch, max_rid, rids, matrix, alive, rid_buf, mat_buf)

@@ -8,10 +8,12 @@ OR-joining (not FTS5's implicit AND) lets a question match memories that share o
 its words; BM25 ranks those that share more, and rarer, words first.
 
 In a store of at least :data:`PRUNE_MIN_ROWS` live memories, terms found in more than
-``max_df`` (default 0.5) of them are dropped from the query: FTS5's BM25 gives such terms an
-inverse document frequency of (nearly) zero, so they cannot change the ranking, but scoring
-their long posting lists is what makes an OR query slow at 100k memories. ``max_df = 1``
-disables this.
+``max_df`` (default 0.2) of them are dropped from the query. BM25 weighs such terms little (an
+inverse document frequency of at most ln 4 = 1.4, against 5–10 for the content words of a
+question; above one half FTS5 clamps it to almost zero), but scoring their long posting lists
+is what makes an OR query slow at 100k memories. Measured: LoCoMo recall@10 of the lexical
+channel 0.669 with ``max_df = 1`` (off), 0.668 with 0.2; at 100k synthetic memories, p95 of
+searches whose words are often frequent went from 82 ms (0.5) to 38 ms (0.2).
 """
 
 from __future__ import annotations
@@ -77,7 +79,7 @@ class LexicalSource:
     admits = True
     needs_query_vector = False
 
-    def __init__(self, *, stopwords: bool = True, max_df: float = 0.5) -> None:
+    def __init__(self, *, stopwords: bool = True, max_df: float = 0.2) -> None:
         self.stopwords = stopwords
         self.max_df = max_df
 
@@ -106,7 +108,7 @@ class LexicalSource:
             raise ConfigurationError(
                 f"[sources.lexical] stopwords must be true or false, got {stop!r}"
             )
-        max_df = options.get("max_df", 0.5)
+        max_df = options.get("max_df", 0.2)
         if isinstance(max_df, bool) or not isinstance(max_df, int | float) or not 0 < max_df <= 1:
             raise ConfigurationError(
                 f"[sources.lexical] max_df must be a number in (0, 1], got {max_df!r}"

@@ -91,17 +91,38 @@ def resolve_model(model: str) -> ModelFiles:
     return ModelFiles(path, name, _fingerprint(path), _dimensions(path))
 
 
+_FINGERPRINTS: dict[tuple[object, ...], str] = {}
+
+
 def _fingerprint(path: Path) -> str:
-    """sha256 over the relative names and bytes of the files that define the model."""
+    """sha256 over the relative names and bytes of the files that define the model.
+
+    Remembered per process for an unchanged directory (same names, sizes and mtimes), so that
+    building the component again does not re-read the weights.
+    """
+    files = sorted(
+        p
+        for p in path.rglob("*")
+        if p.is_file()
+        and p.name not in _FINGERPRINT_SKIP
+        and p.name.endswith(_FINGERPRINT_SUFFIXES)
+    )
+    stamp = (
+        path,
+        *((f.relative_to(path).as_posix(), f.stat().st_size, f.stat().st_mtime_ns) for f in files),
+    )
+    cached = _FINGERPRINTS.get(stamp)
+    if cached is not None:
+        return cached
     digest = hashlib.sha256()
-    for file in sorted(p for p in path.rglob("*") if p.is_file()):
-        if file.name in _FINGERPRINT_SKIP or not file.name.endswith(_FINGERPRINT_SUFFIXES):
-            continue
+    for file in files:
         digest.update(file.relative_to(path).as_posix().encode() + b"\x00")
         with file.open("rb") as fh:
             for block in iter(lambda: fh.read(1 << 20), b""):
                 digest.update(block)
-    return "sha256:" + digest.hexdigest()[:16]
+    revision = "sha256:" + digest.hexdigest()[:16]
+    _FINGERPRINTS[stamp] = revision
+    return revision
 
 
 def _read_json(path: Path) -> Any:

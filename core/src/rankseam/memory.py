@@ -18,7 +18,7 @@ import threading
 import time
 from collections.abc import Callable, Coroutine, Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import attrs
 import numpy as np
@@ -51,6 +51,9 @@ from rankseam.store.records import (
 )
 from rankseam.store.sqlite import PreparedRecord, SQLiteStore, new_memory_id, prepare
 from rankseam.types import Hit, MemoryRef, SearchResult, SearchTrace
+
+if TYPE_CHECKING:
+    from rankseam.store.snapshot import ExportReport, ImportReport, VerifyReport
 
 __all__ = [
     "MAX_QUERY_BYTES",
@@ -634,6 +637,28 @@ class Memory:
         out["vector_coverage"] = round(have / live, 6) if live else 1.0
         return out
 
+    # -- snapshots (docs/snapshots.md) -----------------------------------------------------
+
+    def export_snapshot(self, out: str | os.PathLike[str], *, gzip: bool = False) -> ExportReport:
+        """Write a portable snapshot of the whole store into the new folder ``out``."""
+        from rankseam.store.snapshot import export_snapshot
+
+        return export_snapshot(self, out, gzip=gzip)
+
+    @staticmethod
+    def verify_snapshot(path: str | os.PathLike[str]) -> VerifyReport:
+        """Check a snapshot's manifest, checksums and records without importing it."""
+        from rankseam.store.snapshot import verify_snapshot
+
+        return verify_snapshot(path)
+
+    def import_snapshot(self, path: str | os.PathLike[str], *, merge: bool = False) -> ImportReport:
+        """Hydrate this store from a snapshot in one transaction. The store must be empty
+        unless ``merge=True``; a merge never overwrites a revision the store holds."""
+        from rankseam.store.snapshot import import_snapshot
+
+        return import_snapshot(self, path, merge=merge)
+
     # -- search ----------------------------------------------------------------------------
 
     def _resolve_reranker(
@@ -755,7 +780,7 @@ class Memory:
             latency_ms=(time.perf_counter() - plan.started) * 1000.0,
             channels=tuple(name for name, _s in self._sources),
         )
-        return SearchResult(hits, trace)  # type: ignore[arg-type]
+        return SearchResult(hits, trace)
 
     def search(
         self,

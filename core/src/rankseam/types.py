@@ -355,11 +355,15 @@ class SearchTrace:
         }
 
 
+def _hit_tuple(value: Iterable[Hit]) -> tuple[Hit, ...]:
+    return tuple(value)
+
+
 @attrs.frozen
 class SearchResult:
     """Final hits plus the trace. Iterating a result iterates its hits."""
 
-    hits: tuple[Hit, ...] = attrs.field(converter=tuple)
+    hits: tuple[Hit, ...] = attrs.field(converter=_hit_tuple)
     trace: SearchTrace
 
     @property

@@ -1006,9 +1006,7 @@ def _merge_one(conn: sqlite3.Connection, writer: _Writer, mem: _Memory, n: _Merg
             n.kept_newer += 1
         return False
     if not head_deleted:  # retire the target's live head: the snapshot's is newer
-        text = conn.execute("SELECT text FROM revisions WHERE rid = ?", (head_rid,)).fetchone()[0]
-        conn.execute("UPDATE revisions SET live = 0 WHERE rid = ?", (head_rid,))
-        conn.execute("INSERT INTO fts(fts, rowid, text) VALUES ('delete', ?, ?)", (head_rid, text))
+        SQLiteStore._retire(conn, head_rid)
     writer.append(mem, mem.revisions[head_rev:])
     n.updated += 1
     return True
@@ -1059,10 +1057,11 @@ def import_snapshot(
         writer.flush()
         reader.finish()
         for ns in sorted(touched):
+            # A new version (retired rows drop out of other processes' caches) and a new
+            # vector epoch (vectors were written for revisions that may be cached elsewhere).
+            SQLiteStore._bump(conn, ns)
             conn.execute(
-                "INSERT INTO namespaces(name, version) VALUES (?, 1) "
-                "ON CONFLICT(name) DO UPDATE SET version = version + 1",
-                (ns,),
+                "UPDATE namespaces SET vector_epoch = vector_epoch + 1 WHERE name = ?", (ns,)
             )
     if not merge:
         counts.added = reader.memories

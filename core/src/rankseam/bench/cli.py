@@ -56,11 +56,22 @@ def bench() -> None:
     help="One more policy spec (repeatable), e.g. --policy mmr:lambda=0.3.",
 )
 @click.option(
+    "--embedder",
+    "embedder",
+    default=None,
+    metavar="NAME[,NAME...]",
+    help="Embedder(s) whose stores are searched [default: the configured one, 'hashed']. "
+    "Several run side by side, each with its own stores; columns are then NAME/policy.",
+)
+@click.option(
     "--option",
     "option",
     multiple=True,
-    metavar="NAME.KEY=VALUE",
-    help="Default option for every column of reranker NAME, e.g. --option mmr.lambda=0.7.",
+    metavar="[TABLE.]NAME.KEY=VALUE",
+    help="NAME.KEY=VALUE: default option for every column of reranker NAME, e.g. "
+    "--option mmr.lambda=0.7. TABLE.NAME.KEY=VALUE: an option of any component for the whole "
+    "run, TABLE as in rankseam.toml (rerankers, decision_backends, generation_backends, "
+    "embedders, sources), e.g. --option decision_backends.similarity.no_threshold=0.4.",
 )
 @click.option(
     "--limit",
@@ -104,6 +115,7 @@ def quality(
     dataset: str,
     rerank: str,
     policy: tuple[str, ...],
+    embedder: str | None,
     option: tuple[str, ...],
     limit: int | None,
     pool: int,
@@ -116,7 +128,7 @@ def quality(
     import attrs
 
     from rankseam.bench.datasets import load_dataset
-    from rankseam.bench.policies import option_defaults, parse_policies
+    from rankseam.bench.policies import component_options, parse_policies
     from rankseam.bench.quality import run_quality
     from rankseam.bench.reports import (
         check_plotting,
@@ -127,7 +139,9 @@ def quality(
 
     if plot:
         check_plotting()
-    policies = parse_policies(rerank, policy, option_defaults(option))
+    tables = component_options(option)
+    policies = parse_policies(rerank, policy, tables.pop("rerankers", {}))
+    embedders = _names(embedder, "--embedder")
     data = load_dataset(dataset)
     if max_queries is not None:
         data = attrs.evolve(
@@ -141,16 +155,36 @@ def quality(
     pool = max(pool, limit)
     click.echo(
         f"{data.name}: {data.record_count} memories in {len(data.collections)} store(s), "
-        f"{data.query_count} queries; policies: {', '.join(p.label for p in policies)}",
+        f"{data.query_count} queries; policies: {', '.join(p.label for p in policies)}"
+        + (f"; embedders: {', '.join(embedders)}" if embedders else ""),
         err=True,
     )
-    body = run_quality(data, policies, limit=limit, pool=pool, progress=progress)
+    body = run_quality(
+        data,
+        policies,
+        limit=limit,
+        pool=pool,
+        progress=progress,
+        embedders=embedders,
+        config=tables,
+    )
     if max_queries is not None:
         body["configuration"]["max_queries"] = max_queries
     report = finish_report(body, command=_command())
     paths = write_report(report, out or _default_out("quality"), plot=plot)
     click.echo(quality_markdown(report))
     click.echo(f"wrote {', '.join(str(p) for p in paths.values())}", err=True)
+
+
+def _names(value: str | None, flag: str) -> list[str]:
+    if value is None:
+        return []
+    names = [v.strip() for v in value.split(",") if v.strip()]
+    if not names:
+        raise ConfigurationError(
+            f"{flag} needs at least one name, e.g. {flag} hashed,sentence-transformers"
+        )
+    return names
 
 
 def _sizes(value: str | None) -> list[int] | None:
@@ -194,9 +228,10 @@ def _sizes(value: str | None) -> list[int] | None:
     "--option",
     "option",
     multiple=True,
-    metavar="NAME.KEY=VALUE",
+    metavar="[TABLE.]NAME.KEY=VALUE",
     help="Option for reranker NAME in the rerank-stage timing, e.g. --option "
-    "decision.backend=heuristic --option listwise.backend=local.",
+    "decision.backend=heuristic --option listwise.backend=local; TABLE.NAME.KEY=VALUE sets "
+    "another component's option, e.g. --option decision_backends.similarity.no_threshold=0.4.",
 )
 @click.option(
     "--out",
@@ -229,7 +264,7 @@ def latency(
 ) -> None:
     """Rerank-stage and whole-search p50/p95, ingest throughput, disabled-path ratio."""
     from rankseam.bench.latency import DEFAULT_SIZES, QUICK_SIZES, run_latency
-    from rankseam.bench.policies import option_defaults
+    from rankseam.bench.policies import component_options
     from rankseam.bench.reports import (
         check_plotting,
         finish_report,
@@ -239,6 +274,7 @@ def latency(
 
     if plot:
         check_plotting()
+    tables = component_options(option)
     chosen = _sizes(sizes)
     if chosen is None:
         chosen = list(QUICK_SIZES if quick else DEFAULT_SIZES)
@@ -248,7 +284,8 @@ def latency(
         queries=queries or (30 if quick else 200),
         progress=progress,
         echo=lambda msg: click.echo(msg, err=True),
-        options=option_defaults(option),
+        options=tables.pop("rerankers", {}),
+        config=tables,
     )
     body["configuration"]["quick"] = quick
     report = finish_report(body, command=_command())

@@ -61,13 +61,16 @@ def _peak_rss_mib() -> float:
 
 
 def _build_rerankers(
-    names: Sequence[str], options: Mapping[str, Mapping[str, Any]] | None = None
+    names: Sequence[str],
+    options: Mapping[str, Mapping[str, Any]] | None = None,
+    config: Mapping[str, Any] | None = None,
 ) -> tuple[dict[str, Any], dict[str, str]]:
-    """Build each reranker with its ``options`` (default: none); list the ones that cannot be
-    built (typically: a backend must be chosen) with the reason."""
+    """Build each reranker with its ``options`` (default: none) in a context configured with
+    ``config`` (other components' options, ``rankseam.toml`` layout); list the ones that cannot
+    be built (typically: a backend must be chosen) with the reason."""
     from rankseam.compose import ComponentContext, Config
 
-    context = ComponentContext(Config())
+    context = ComponentContext(Config.from_mapping(config or {}, source="bench --option"))
     options = options or {}
     built: dict[str, Any] = {}
     skipped: dict[str, str] = {}
@@ -348,14 +351,16 @@ def run_latency(
     progress: bool = False,
     echo: Callable[[str], None] | None = None,
     options: Mapping[str, Mapping[str, Any]] | None = None,
+    config: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The whole latency benchmark; returns the report body. ``options`` maps a reranker name
-    to the options it is built with for the rerank-stage timing."""
+    to the options it is built with for the rerank-stage timing; ``config`` holds other
+    components' options (``{"decision_backends": {NAME: {...}}}``) for that timing."""
     from rankseam.plugins import get_registry
 
     say = echo or (lambda _msg: None)
     names = get_registry().names("reranker")
-    built, skipped = _build_rerankers(names, options)
+    built, skipped = _build_rerankers(names, options, config)
     stage_rerankers: dict[str, Any | None] = {"none": None, **built}
     say(f"rerank stage: {', '.join(stage_rerankers)} at {list(CANDIDATE_COUNTS)} candidates")
     stage = time_rerank_stage(stage_rerankers, limit=limit, repeats=repeats, progress=progress)
@@ -394,6 +399,7 @@ def run_latency(
             "queries": queries,
             "search_policies": ["none", "identity"],
             "reranker_options": {k: dict(v) for k, v in (options or {}).items()},
+            "components": {k: dict(v) for k, v in (config or {}).items()},
         },
         "rerank_stage": stage,
         "skipped_rerankers": skipped,

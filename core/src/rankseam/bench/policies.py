@@ -15,6 +15,14 @@ with different options, so a λ sweep is one run::
 ``--option NAME.KEY=VALUE`` sets a default option for every column of reranker NAME; options
 written in a spec win. A column's label is its spec in canonical form (``mmr:lambda=0.5``);
 labels key the report (``policies.<label>``).
+
+``--option TABLE.NAME.KEY=VALUE`` sets an option of any component through its configuration
+table (the ``rankseam.toml`` layout): ``rerankers``, ``decision_backends``,
+``generation_backends``, ``embedders`` or ``sources``, e.g.
+``--option decision_backends.similarity.no_threshold=0.4`` is
+``[decision_backends.similarity] no_threshold = 0.4``. ``rerankers.mmr.lambda=0.7`` is the same
+as ``mmr.lambda=0.7``. Options of the other tables hold for the whole run (every store and
+column); a sweep over a backend option is one run per value.
 """
 
 from __future__ import annotations
@@ -26,11 +34,24 @@ from typing import Any
 
 import attrs
 
+from rankseam.compose import TABLE_FOR_KIND
 from rankseam.errors import ConfigurationError
 
-__all__ = ["PolicySpec", "parse_option", "parse_policies", "parse_policy", "parse_value"]
+__all__ = [
+    "COMPONENT_TABLES",
+    "PolicySpec",
+    "component_options",
+    "option_defaults",
+    "parse_option",
+    "parse_policies",
+    "parse_policy",
+    "parse_value",
+]
 
 NONE = "none"
+RERANKERS = "rerankers"
+#: Configuration tables ``--option TABLE.NAME.KEY=VALUE`` may address (see rankseam.compose).
+COMPONENT_TABLES = tuple(TABLE_FOR_KIND.values())
 
 
 def _freeze(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
@@ -122,20 +143,34 @@ def parse_policies(
     return out
 
 
-def parse_option(raw: str) -> tuple[str, str, Any]:
-    """``NAME.KEY=VALUE`` -> (name, key, value)."""
+def parse_option(raw: str) -> tuple[str, str, str, Any]:
+    """``NAME.KEY=VALUE`` (a reranker option) or ``TABLE.NAME.KEY=VALUE`` (any component's
+    configuration table) -> (table, name, key, value)."""
     target, eq, value = raw.partition("=")
-    name, dot, key = target.strip().partition(".")
-    if not eq or not dot or not name or not key:
+    parts = [p.strip() for p in target.split(".")]
+    if parts and parts[0] in COMPONENT_TABLES:
+        table, parts = parts[0], parts[1:]
+    else:
+        table = RERANKERS
+    if not eq or len(parts) != 2 or not all(parts):
         raise ConfigurationError(
-            f"--option {raw!r} is not NAME.KEY=VALUE; write e.g. --option mmr.lambda=0.7"
+            f"--option {raw!r} is neither NAME.KEY=VALUE (a reranker option) nor "
+            f"TABLE.NAME.KEY=VALUE with TABLE one of {', '.join(COMPONENT_TABLES)}; write e.g. "
+            "--option mmr.lambda=0.7 or --option decision_backends.similarity.no_threshold=0.4"
         )
-    return name, key.replace("-", "_"), parse_value(value.strip())
+    name, key = parts
+    return table, name, key.replace("-", "_"), parse_value(value.strip())
+
+
+def component_options(raw: Iterable[str]) -> dict[str, dict[str, dict[str, Any]]]:
+    """Every ``--option``, as configuration tables: ``{table: {name: {key: value}}}``."""
+    out: dict[str, dict[str, dict[str, Any]]] = {}
+    for item in raw:
+        table, name, key, value = parse_option(item)
+        out.setdefault(table, {}).setdefault(name, {})[key] = value
+    return out
 
 
 def option_defaults(raw: Iterable[str]) -> dict[str, dict[str, Any]]:
-    out: dict[str, dict[str, Any]] = {}
-    for item in raw:
-        name, key, value = parse_option(item)
-        out.setdefault(name, {})[key] = value
-    return out
+    """The reranker options among ``--option`` values: ``{reranker: {key: value}}``."""
+    return component_options(raw).get(RERANKERS, {})

@@ -13,6 +13,12 @@ Per query and policy (``limit`` hits requested, coarse pool ``pool``):
 
 Headline figures average the queries of categories 1–4 (LoCoMo); category 5 has its own line;
 BEIR queries have no category and all count.
+
+Several embedders (``embedders=("hashed", "sentence-transformers")``) run side by side in one
+call: each embedder builds its own stores (``open_memory(path, embedder=NAME)``) and every policy
+runs on each; columns are then labelled ``NAME/policy`` (one embedder: just ``policy``).
+``config`` holds component options in the ``rankseam.toml`` layout (e.g.
+``{"decision_backends": {"similarity": {"no_threshold": 0.4}}}``) for every store of the run.
 """
 
 from __future__ import annotations
@@ -25,12 +31,14 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import attrs
+
 from rankseam.bench.datasets import HEADLINE_CATEGORIES, Collection, Dataset, Query
 from rankseam.bench.metrics import dup_slot_at_k, mean, mrr, ndcg_at_k, percentile, recall_at_k
 from rankseam.bench.policies import PolicySpec
 from rankseam.errors import ConfigurationError
 
-__all__ = ["POLICY_KEYS", "check_policies", "run_quality", "score_query"]
+__all__ = ["POLICY_KEYS", "Column", "check_policies", "columns_for", "run_quality", "score_query"]
 
 log = logging.getLogger("rankseam.bench")
 
@@ -47,12 +55,45 @@ POLICY_KEYS = (
 _DETAIL_KEYS = ("input_tokens_per_query", "output_tokens_per_query", "recall@100")
 
 
-def check_policies(policies: Sequence[PolicySpec]) -> dict[str, dict[str, Any]]:
-    """Build every reranker once, before any store is built, so that a missing plugin or a bad
-    option fails in a second, not after ingest. Returns ``label -> {policy_id, descriptor}``."""
-    from rankseam.compose import ComponentContext, Config
+@attrs.frozen
+class Column:
+    """One column of the report: a policy run on the stores of one embedder."""
 
-    context = ComponentContext(Config())
+    label: str
+    spec: PolicySpec
+    embedder: str | None
+
+
+def columns_for(policies: Sequence[PolicySpec], embedders: Sequence[str] = ()) -> list[Column]:
+    """The columns of a run, embedder by embedder. With more than one embedder a column is
+    labelled ``EMBEDDER/policy``; otherwise by its policy label alone."""
+    if len(set(embedders)) != len(embedders):
+        raise ConfigurationError(f"--embedder lists an embedder twice: {list(embedders)}")
+    if len(embedders) <= 1:
+        name = embedders[0] if embedders else None
+        return [Column(p.label, p, name) for p in policies]
+    return [Column(f"{e}/{p.label}", p, e) for e in embedders for p in policies]
+
+
+def check_policies(
+    policies: Sequence[PolicySpec],
+    config: Mapping[str, Any] | None = None,
+    embedders: Sequence[str] = (),
+) -> dict[str, dict[str, Any]]:
+    """Build every embedder and reranker once, before any store is built, so that a missing
+    plugin or a bad option fails in a second, not after ingest. Returns
+    ``label -> {policy_id, descriptor}``."""
+    from rankseam.compose import TABLE_FOR_KIND, ComponentContext, Config
+
+    cfg = Config.from_mapping(config or {}, source="bench --option")
+    context = ComponentContext(cfg)
+    for name in embedders:
+        context.build("embedder", name)
+    kinds = {table: kind for kind, table in TABLE_FOR_KIND.items()}
+    for table, named in cfg.components.items():
+        if table != "rerankers":  # rerankers are built below, once per column
+            for name in named:
+                context.build(kinds[table], name)  # a typo in --option fails here
     out: dict[str, dict[str, Any]] = {}
     for spec in policies:
         if spec.reranker is None:
@@ -121,45 +162,73 @@ def run_quality(
     pool: int = 30,
     workdir: str | Path | None = None,
     progress: bool = False,
-    open_memory: Callable[[str], Any] | None = None,
+    open_memory: Callable[..., Any] | None = None,
+    embedders: Sequence[str] = (),
+    config: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Run every policy over ``dataset``; return the report body (see :mod:`reports`)."""
+    """Run every policy over ``dataset`` (on the stores of each of ``embedders``; none given:
+    the configured default embedder); return the report body (see :mod:`reports`)."""
     if not policies:
         raise ConfigurationError("no policy to benchmark; pass e.g. --rerank none,identity")
     if open_memory is None:
         import rankseam
 
         open_memory = rankseam.open_memory
-    described = check_policies(policies)
-    rows: dict[str, list[tuple[Query, dict[str, float]]]] = {p.label: [] for p in policies}
-    status_counts: dict[str, dict[str, int]] = {p.label: {} for p in policies}
+    embedders = list(embedders)
+    columns = columns_for(policies, embedders)
+    described = check_policies(policies, config, embedders)
+    rows: dict[str, list[tuple[Query, dict[str, float]]]] = {c.label: [] for c in columns}
+    status_counts: dict[str, dict[str, int]] = {c.label: {} for c in columns}
     started = time.perf_counter()
-    ingest_s = 0.0
-    assembly: dict[str, Any] = {}
-    bar = _progress(dataset.query_count * len(policies), progress)
+    ingest_by: dict[str, float] = {}
+    assembly: dict[str, dict[str, Any]] = {}
+    bar = _progress(dataset.query_count * len(columns), progress)
     with tempfile.TemporaryDirectory(prefix="rankseam-bench-", dir=workdir) as tmp:
-        for index, collection in enumerate(dataset.collections):
-            memory = open_memory(str(Path(tmp) / f"store-{index}.sqlite3"))
-            try:
-                if not assembly:
-                    assembly = _assembly(memory)
-                t0 = time.perf_counter()
-                _resolve(memory.ingest(r.to_ingest() for r in collection.records))
-                ingest_s += time.perf_counter() - t0
-                _search_collection(
-                    memory, collection, policies, limit, pool, rows, status_counts, bar
-                )
-            finally:
-                close = getattr(memory, "close", None)
-                if callable(close):
-                    close()
+        for e_index, embedder in enumerate(embedders or [None]):
+            key = embedder or "default"
+            these = [c for c in columns if c.embedder == embedder]
+            kwargs: dict[str, Any] = {}
+            if embedder is not None:
+                kwargs["embedder"] = embedder
+            if config:
+                kwargs["config"] = dict(config)
+            ingest_by[key] = 0.0
+            for index, collection in enumerate(dataset.collections):
+                path = Path(tmp) / f"store-{e_index}-{index}.sqlite3"
+                memory = open_memory(str(path), **kwargs)
+                try:
+                    if key not in assembly:
+                        assembly[key] = _assembly(memory)
+                    t0 = time.perf_counter()
+                    _resolve(memory.ingest(r.to_ingest() for r in collection.records))
+                    ingest_by[key] += time.perf_counter() - t0
+                    _search_collection(
+                        memory, collection, these, limit, pool, rows, status_counts, bar
+                    )
+                finally:
+                    close = getattr(memory, "close", None)
+                    if callable(close):
+                        close()
     if bar is not None:
         bar.close()
     elapsed = time.perf_counter() - started
     body = _summarise(
-        dataset, policies, described, rows, status_counts, limit, pool, elapsed, ingest_s
+        dataset,
+        columns,
+        described,
+        rows,
+        status_counts,
+        limit,
+        pool,
+        elapsed,
+        sum(ingest_by.values()),
     )
-    body["configuration"]["search"] = assembly
+    body["configuration"]["search"] = next(iter(assembly.values()), {})
+    body["configuration"]["embedders"] = embedders or None
+    body["configuration"]["components"] = {k: dict(v) for k, v in (config or {}).items()}
+    if len(embedders) > 1:
+        body["configuration"]["search_by_embedder"] = assembly
+        body["timing"]["ingest_s_by_embedder"] = {k: round(v, 3) for k, v in ingest_by.items()}
     return body
 
 
@@ -191,7 +260,7 @@ def _progress(total: int, enabled: bool) -> Any:
 def _search_collection(
     memory: Any,
     collection: Collection,
-    policies: Sequence[PolicySpec],
+    columns: Sequence[Column],
     limit: int,
     pool: int,
     rows: dict[str, list[tuple[Query, dict[str, float]]]],
@@ -207,7 +276,8 @@ def _search_collection(
         return str(found if found is not None else memory_id)
 
     for query in collection.queries:
-        for spec in policies:
+        for column in columns:
+            spec = column.spec
             t0 = time.perf_counter()
             result = _resolve(
                 memory.search(
@@ -229,9 +299,9 @@ def _search_collection(
                 output_tokens_per_query=float(tout),
                 search_ms=search_ms,
             )
-            rows[spec.label].append((query, row))
+            rows[column.label].append((query, row))
             status = result.trace.status.value
-            counts = status_counts[spec.label]
+            counts = status_counts[column.label]
             counts[status] = counts.get(status, 0) + 1
             if bar is not None:
                 bar.update(1)
@@ -239,7 +309,7 @@ def _search_collection(
 
 def _summarise(
     dataset: Dataset,
-    policies: Sequence[PolicySpec],
+    columns: Sequence[Column],
     described: Mapping[str, Mapping[str, Any]],
     rows: Mapping[str, Sequence[tuple[Query, dict[str, float]]]],
     status_counts: Mapping[str, Mapping[str, int]],
@@ -253,8 +323,8 @@ def _summarise(
     category_5: dict[str, Any] = {}
     by_category: dict[str, Any] = {}
     details: dict[str, Any] = {}
-    for spec in policies:
-        label = spec.label
+    for column in columns:
+        spec, label = column.spec, column.label
         all_rows = rows[label]
         if has_categories:
             head = [r for q, r in all_rows if q.category in HEADLINE_CATEGORIES]
@@ -271,7 +341,9 @@ def _summarise(
         agg = _aggregate(head)
         times = [r["search_ms"] for _, r in all_rows]
         details[label] = {
-            **described[label],
+            **described[spec.label],
+            "embedder": column.embedder,
+            "policy": spec.label,
             "reranker": spec.reranker,
             "options": dict(spec.options),
             "queries": len(head),
@@ -290,7 +362,7 @@ def _summarise(
             "dataset": dataset.name,
             "limit": limit,
             "pool": pool,
-            "policies": [p.to_dict() for p in policies],
+            "policies": list({c.spec.label: c.spec.to_dict() for c in columns}.values()),
             "headline_categories": list(HEADLINE_CATEGORIES) if has_categories else None,
         },
         "policies": headline,

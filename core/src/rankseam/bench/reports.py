@@ -111,6 +111,12 @@ def quality_markdown(report: Mapping[str, Any]) -> str:
     policies: Mapping[str, Mapping[str, float]] = report["policies"]
     details = report.get("details", {})
     parts = []
+    embedders = config.get("embedders") or []
+    if len(embedders) > 1:
+        parts.append(
+            f"Embedders side by side: {', '.join(embedders)}; each builds its own stores, and "
+            "columns are labelled `EMBEDDER/policy`."
+        )
     if data.get("name") == "locomo" or "category_5" in report:
         parts.append(
             f"LoCoMo ({data.get('conversations')} conversations, "
@@ -163,10 +169,13 @@ def quality_markdown(report: Mapping[str, Any]) -> str:
     timing = report.get("timing", {})
     env = report.get("environment", {})
     if timing and env:
+        by = timing.get("ingest_s_by_embedder") or {}
+        ingest = ", ".join(f"{k} {v:.0f} s" for k, v in by.items()) or (
+            f"{timing.get('ingest_s', 0):.0f} s"
+        )
         parts.append(
             f"Run time {timing.get('elapsed_s', 0):.0f} s "
-            f"(ingest {timing.get('ingest_s', 0):.0f} s) on {env['cpu_count']} CPUs, "
-            f"Python {env['python']}."
+            f"(ingest {ingest}) on {env['cpu_count']} CPUs, Python {env['python']}."
         )
     return "\n\n".join(parts) + "\n"
 

@@ -131,7 +131,7 @@ def test_component_options_reach_the_reranker(db):
         cli, ["search", "x", "--db", db, "--rerank", "identity", "--identity-colour", "blue"]
     )
     assert out.exit_code == 2
-    assert "identity reranker takes no options" in out.output
+    assert "reranker 'identity' takes no options" in out.output
 
 
 def test_config_errors_exit_2_with_message(db, tmp_path):

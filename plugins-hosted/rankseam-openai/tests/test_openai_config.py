@@ -92,7 +92,7 @@ def test_model_is_required() -> None:
 @pytest.mark.parametrize(
     ("options", "match"),
     [
-        ({"modle": "x"}, "unknown option"),
+        ({"modle": "x"}, r"has no option\(s\) \['modle'\]"),
         ({"timeout_s": 0}, "timeout_s"),
         ({"timeout_s": "fast"}, "timeout_s"),
         ({"deadline_s": -1}, "deadline_s"),

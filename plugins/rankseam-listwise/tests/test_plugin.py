@@ -49,7 +49,7 @@ def test_assembled_by_name_with_the_local_backend() -> None:
         ({}, "needs a generation backend"),
         ({"backend": ""}, "needs a generation backend"),
         ({"backend": "nope"}, "no generation backend named 'nope'"),
-        ({"backend": "local", "windw": 3}, r"unknown listwise option\(s\) \['windw'\]"),
+        ({"backend": "local", "windw": 3}, r"reranker 'listwise' has no option\(s\) \['windw'\]"),
         ({"backend": "local", "window": 1}, "'window' must be an integer >= 2"),
         ({"backend": "local", "window": True}, "'window' must be an integer >= 2"),
         ({"backend": "local", "window": "20"}, "'window' must be an integer >= 2"),

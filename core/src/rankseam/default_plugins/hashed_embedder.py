@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from rankseam import hookimpl
+from rankseam.compose import check_options
 from rankseam.embedding import EmbedderDescriptor
 from rankseam.errors import ConfigurationError
 from rankseam.registry import EmbedderRegister
@@ -98,11 +99,7 @@ class HashedEmbedder:
 
     @classmethod
     def from_options(cls, options: Mapping[str, Any]) -> HashedEmbedder:
-        unknown = sorted(set(options) - set(_OPTIONS))
-        if unknown:
-            raise ConfigurationError(
-                f"the hashed embedder does not know option(s) {unknown}; it takes {list(_OPTIONS)}"
-            )
+        check_options("embedder 'hashed'", options, _OPTIONS)
         dims = options.get("dimensions", 256)
         if isinstance(dims, bool) or not isinstance(dims, int) or not 16 <= dims <= 65536:
             raise ConfigurationError(

@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from rankseam import hookimpl
+from rankseam.compose import check_options
 from rankseam.decision import DecisionOutcome, DecisionRequest, DecisionResult
 from rankseam.errors import ConfigurationError
 from rankseam.registry import DecisionBackendRegister
@@ -132,13 +133,9 @@ def _fraction(options: Mapping[str, Any], key: str, default: float) -> float:
 
 
 def _factory(options: Mapping[str, Any], context: object) -> HeuristicDecisionBackend:
-    known = {"yes_threshold", "no_threshold", "min_terms"}
-    unknown = sorted(set(options) - known)
-    if unknown:
-        raise ConfigurationError(
-            f"decision backend 'heuristic' has no option(s) {unknown}; "
-            f"known options are {sorted(known)}"
-        )
+    check_options(
+        "decision backend 'heuristic'", options, ["yes_threshold", "no_threshold", "min_terms"]
+    )
     yes = _fraction(options, "yes_threshold", 0.5)
     no = _fraction(options, "no_threshold", 0.0)
     if not no < yes:

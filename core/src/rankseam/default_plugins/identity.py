@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rankseam import hookimpl
-from rankseam.errors import ConfigurationError
+from rankseam.compose import check_options
 from rankseam.registry import RerankerRegister
 from rankseam.types import Candidate, RerankDecision
 
@@ -17,15 +17,14 @@ class IdentityReranker:
     deterministic = True
     needs_embeddings = False
 
-    async def rerank(self, query: str, candidates: Sequence[Candidate], limit: int, /) -> RerankDecision:
+    async def rerank(
+        self, query: str, candidates: Sequence[Candidate], limit: int, /
+    ) -> RerankDecision:
         return RerankDecision(tuple(range(1, min(limit, len(candidates)) + 1)))
 
 
 def _factory(options: Mapping[str, Any], context: object) -> IdentityReranker:
-    if options:
-        raise ConfigurationError(
-            f"the identity reranker takes no options, got {sorted(options)}; remove them"
-        )
+    check_options("reranker 'identity'", options, ())
     return IdentityReranker()
 
 

@@ -22,6 +22,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from rankseam.compose import check_options
 from rankseam.errors import ConfigurationError
 from rankseam.retrieval.base import ScoredKey, SourceRequest
 
@@ -97,12 +98,7 @@ class LexicalSource:
 
     @classmethod
     def from_options(cls, options: Mapping[str, Any]) -> LexicalSource:
-        unknown = sorted(set(options) - {"stopwords", "max_df"})
-        if unknown:
-            raise ConfigurationError(
-                f"the lexical source does not know option(s) {unknown}; it takes 'stopwords' "
-                "(true/false) and 'max_df' (a fraction in (0, 1])"
-            )
+        check_options("candidate source 'lexical'", options, ["stopwords", "max_df"])
         stop = options.get("stopwords", True)
         if not isinstance(stop, bool):
             raise ConfigurationError(

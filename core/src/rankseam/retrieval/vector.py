@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from rankseam.compose import check_options
 from rankseam.errors import ConfigurationError
 from rankseam.retrieval.base import ScoredKey, SourceRequest
 
@@ -36,11 +37,7 @@ class VectorSource:
 
     @classmethod
     def from_options(cls, options: Mapping[str, Any]) -> VectorSource:
-        unknown = sorted(set(options) - {"min_score"})
-        if unknown:
-            raise ConfigurationError(
-                f"the vector source does not know option(s) {unknown}; it takes 'min_score'"
-            )
+        check_options("candidate source 'vector'", options, ["min_score"])
         value = options.get("min_score")
         if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
             raise ConfigurationError(f"[sources.vector] min_score must be a number, got {value!r}")

@@ -17,7 +17,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import attrs
 
-from rankseam.compose import resolve_env_refs
+from rankseam.compose import check_options, resolve_env_refs
 from rankseam.errors import ConfigurationError
 
 __all__ = [
@@ -202,12 +202,7 @@ def settings_from_options(
     """Validate a component's options. ``what`` names the component in messages
     (e.g. ``"decision backend 'openai'"``), ``table`` its configuration table."""
     env = os.environ if environ is None else environ
-    unknown = sorted(set(options) - set(_OPTIONS))
-    if unknown:
-        raise ConfigurationError(
-            f"{what}: unknown option(s) {unknown}; known options are {sorted(_OPTIONS)} "
-            f"(set them in [{table}])"
-        )
+    check_options(f"{what} (table [{table}])", options, _OPTIONS)
 
     base_url = options.get("base_url") or env.get(ENV_BASE_URL) or DEFAULT_BASE_URL
     base_url = _string(what, "base_url", resolve_env_refs(base_url, what=f"{what} base_url"))

@@ -47,6 +47,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from rankseam.compose import check_options
 from rankseam.decision import (
     RERANK_DECISION_KIND,
     RERANK_ROLE,
@@ -381,11 +382,7 @@ def from_options(options: Mapping[str, Any], context: Any) -> DecisionReranker:
     Options: ``backend`` (required: a decision backend name), ``keep`` (default
     ``"yes,abstain"``), ``window`` (default 1), ``deadline_s`` (default 30).
     """
-    unknown = sorted(set(options) - set(_OPTIONS))
-    if unknown:
-        raise ConfigurationError(
-            f"reranker 'decision' has no option(s) {unknown}; known options are {sorted(_OPTIONS)}"
-        )
+    check_options("reranker 'decision'", options, _OPTIONS)
     name = options.get("backend")
     if name is not None and not isinstance(name, str):
         raise ConfigurationError(

@@ -16,6 +16,7 @@ from typing import Any
 
 import attrs
 
+from rankseam.compose import check_options
 from rankseam.errors import ConfigurationError, InvalidOutputError, RerankError
 from rankseam.generation import GenerationBackend, GenerationResult, validate_output
 from rankseam.seam import DEFAULT_MAX_CHARS, normalize_ranks
@@ -71,11 +72,7 @@ class ListwiseOptions:
 
     @classmethod
     def from_mapping(cls, options: Mapping[str, Any]) -> ListwiseOptions:
-        unknown = sorted(set(options) - set(_OPTIONS))
-        if unknown:
-            raise ConfigurationError(
-                f"unknown listwise option(s) {unknown}; known options are {list(_OPTIONS)}"
-            )
+        check_options("reranker 'listwise'", options, _OPTIONS)
         backend = options.get("backend")
         if not isinstance(backend, str) or not backend.strip():
             raise ConfigurationError(

@@ -31,6 +31,7 @@ from typing import Any, ClassVar
 import attrs
 import numpy as np
 
+from rankseam.compose import check_options
 from rankseam.errors import ConfigurationError, ValidationError
 from rankseam.seam import MAX_POOL
 from rankseam.types import Candidate, CandidateRecord, RerankDecision, Usage
@@ -88,12 +89,7 @@ class MMROptions:
 
     @classmethod
     def from_mapping(cls, options: Mapping[str, Any]) -> MMROptions:
-        unknown = sorted(set(options) - set(_KNOWN_OPTIONS))
-        if unknown:
-            raise ConfigurationError(
-                f"unknown mmr option(s) {unknown}; known options are {list(_KNOWN_OPTIONS)} "
-                "(e.g. [rerankers.mmr] lambda = 0.7, relevance = 'coarse')"
-            )
+        check_options("reranker 'mmr'", options, _KNOWN_OPTIONS)
         lam = options.get("lambda", DEFAULT_LAMBDA)
         _lambda(None, None, lam)
         return cls(lam=float(lam), relevance=options.get("relevance", "coarse"))

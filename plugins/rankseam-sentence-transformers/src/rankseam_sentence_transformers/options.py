@@ -7,6 +7,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from rankseam.compose import check_options
 from rankseam.errors import ConfigurationError
 from rankseam_sentence_transformers.model import DEFAULT_MODEL
 
@@ -18,11 +19,7 @@ _DEVICE = re.compile(r"^(cpu|mps|cuda(:\d+)?)$")
 
 
 def check_known(where: str, options: Mapping[str, Any], known: tuple[str, ...]) -> None:
-    unknown = sorted(set(options) - set(known))
-    if unknown:
-        raise ConfigurationError(
-            f"{where} has no option(s) {unknown}; known options are {sorted(known)}"
-        )
+    check_options(where, options, known)
 
 
 def model_options(where: str, options: Mapping[str, Any]) -> tuple[str, int, str]:

@@ -117,6 +117,7 @@ def lint(session: nox.Session) -> None:
     """ruff (lint + format check) and mypy on the host."""
     session.install("ruff", "mypy", "-e", f"{DISTS['rankseam']}[testing]")
     session.run("ruff", "check", ".")
+    session.run("ruff", "format", "--check", ".")
     session.run("mypy", str(DISTS["rankseam"] / "src" / "rankseam"))
 
 

@@ -83,9 +83,12 @@ def test_environment_overrides() -> None:
     assert config.db == "/tmp/a.sqlite3" and config.namespace == "ns"
     assert config.search.reranker == "identity" and config.search.pool == 12
     assert config.search.on_error == "coarse"
-    assert Config.from_mapping({"search": {"reranker": "identity"}}).with_env(
-        {"RANKSEAM_RERANK": "none"}
-    ).search.reranker is None
+    assert (
+        Config.from_mapping({"search": {"reranker": "identity"}})
+        .with_env({"RANKSEAM_RERANK": "none"})
+        .search.reranker
+        is None
+    )
     with pytest.raises(ConfigurationError, match="RANKSEAM_POOL must be an integer"):
         Config().with_env({"RANKSEAM_POOL": "many"})
 

@@ -161,7 +161,9 @@ def test_a_misspelt_hook_is_refused(install: Install) -> None:
 
 def test_unknown_component_is_a_configuration_error_saying_how_to_fix() -> None:
     reset_plugins()
-    with pytest.raises(ConfigurationError, match=r"no reranker named 'nope'.*available: .*identity"):
+    with pytest.raises(
+        ConfigurationError, match=r"no reranker named 'nope'.*available: .*identity"
+    ):
         ComponentContext(Config()).reranker("nope")
 
 

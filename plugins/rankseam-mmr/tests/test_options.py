@@ -69,7 +69,9 @@ def test_lambda_rejected_with_fix_it_message(value: object) -> None:
 
 
 def test_unknown_option_rejected() -> None:
-    with pytest.raises(ConfigurationError, match=r"reranker 'mmr' has no option.*'lamda'.*known options"):
+    with pytest.raises(
+        ConfigurationError, match=r"reranker 'mmr' has no option.*'lamda'.*known options"
+    ):
         _context(lamda=0.5).build("reranker", "mmr")
 
 

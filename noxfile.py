@@ -114,11 +114,12 @@ def integration(session: nox.Session) -> None:
 
 @nox.session(python="3.11")
 def lint(session: nox.Session) -> None:
-    """ruff (lint + format check) and mypy on the host."""
-    session.install("ruff", "mypy", "-e", f"{DISTS['rankseam']}[testing]")
+    """ruff (lint + format check) and mypy on the host and every plugin."""
+    session.install("ruff", "mypy", "httpx", "tenacity", "-e", f"{DISTS['rankseam']}[testing]")
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
-    session.run("mypy", str(DISTS["rankseam"] / "src" / "rankseam"))
+    sources = [str(path / "src") for name, path in DISTS.items() if name != "rankseam"]
+    session.run("mypy", str(DISTS["rankseam"] / "src" / "rankseam"), *sources)
 
 
 @nox.session(python="3.11")

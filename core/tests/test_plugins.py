@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import importlib
 import json
 import subprocess
 import sys
-import textwrap
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 
 import pytest
 from click.testing import CliRunner
@@ -17,6 +14,9 @@ from rankseam.cli import cli
 from rankseam.compose import ComponentContext, Config
 from rankseam.errors import ConfigurationError, PluginError
 from rankseam.plugins import get_plugins, get_registry, load_plugins, reset_plugins
+
+#: The ``install`` fixture (conftest.py) takes ``(entry_point_name, module_source)``.
+Install = Callable[..., None]
 
 GOOD = """
 import rankseam
@@ -31,35 +31,6 @@ class Reverse:
 def register_rerankers(register):
     register("{name}", lambda options, context: Reverse(), summary="reverse")
 """
-
-Install = Callable[..., None]
-
-
-@pytest.fixture
-def install(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Install]:
-    """Make a real distribution (module + dist-info with entry points) importable."""
-    for var in ("RANKSEAM_LOAD_PLUGINS", "RANKSEAM_DISABLE_PLUGINS", "RANKSEAM_STRICT_PLUGINS"):
-        monkeypatch.delenv(var, raising=False)
-    site = tmp_path / "site"
-    site.mkdir()
-    monkeypatch.syspath_prepend(str(site))
-    modules: list[str] = []
-
-    def _install(ep_name: str, source: str, *, module: str | None = None) -> None:
-        module = module or f"rs_test_{ep_name}"
-        modules.append(module)
-        (site / f"{module}.py").write_text(textwrap.dedent(source))
-        dist = site / f"{module}-0.3.1.dist-info"
-        dist.mkdir()
-        (dist / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {module}\nVersion: 0.3.1\n")
-        (dist / "entry_points.txt").write_text(f"[rankseam]\n{ep_name} = {module}\n")
-        importlib.invalidate_caches()
-
-    reset_plugins()
-    yield _install
-    reset_plugins()
-    for module in modules:
-        sys.modules.pop(module, None)
 
 
 def by_name(all: bool = False) -> dict[str, dict]:

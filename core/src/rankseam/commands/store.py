@@ -384,24 +384,36 @@ def demo(db: str | None, limit: int) -> None:
                 f"({report.added} new) in {report.seconds:.2f} s\n"
             )
             have = memory.context.available("reranker")
-            rerankers: list[str | None] = [None, "identity"]
-            if "mmr" in have:
-                rerankers.append("mmr")
+            # (label, reranker name, options): each shown only when its plugin is installed.
+            policies: list[tuple[str, str | None, dict[str, Any]]] = [
+                ("no reranker (coarse order)", None, {}),
+                ("mmr, lambda 0.5 (diversity)", "mmr", {"lambda": 0.5}),
+                ("mmr, lambda 0.3 (more diversity)", "mmr", {"lambda": 0.3}),
+                ("decision, heuristic backend", "decision", {"backend": "heuristic"}),
+            ]
+            shown = [p for p in policies if p[1] is None or p[1] in have]
+            if len(shown) == 1:
+                shown.append(("identity (keeps the coarse order)", "identity", {}))
             for query in DEMO_QUERIES:
                 click.echo(f"=== {query}")
-                for name in rerankers:
-                    result = memory.search(query, limit, reranker=name)
-                    label = "no reranker (coarse order)" if name is None else f"reranker {name}"
-                    status = result.status.value
-                    click.echo(f"  -- {label} [{status}]")
+                for label, name, options in shown:
+                    result = memory.search(query, limit, reranker=name, reranker_options=options)
+                    rerank = result.trace.rerank
+                    cost = f", {rerank.usage.calls} backend calls" if rerank else ""
+                    click.echo(f"  -- {label} [{result.status.value}{cost}]")
                     _print_hits(result, indent="  ")
                 click.echo("")
-            if "mmr" not in have:
+            missing = sorted({str(p[1]) for p in policies[1:]} - set(have))
+            if missing:
                 click.echo(
-                    "(the mmr reranker is not installed: pip install -e plugins/rankseam-mmr "
-                    "to see near-duplicates pushed down)\n"
+                    f"(not installed: {', '.join(missing)}; `make demo` installs the local "
+                    "plugins, or pip install -e plugins/rankseam-<name>)\n"
                 )
-            traced = "mmr" if "mmr" in have else "identity"
-            result = memory.search(DEMO_QUERIES[0], limit, reranker=traced, pool=10)
+            traced, options = ("decision", {"backend": "heuristic"})
+            if traced not in have:
+                traced, options = ("identity", {})
+            result = memory.search(
+                DEMO_QUERIES[0], limit, reranker=traced, reranker_options=options, pool=10
+            )
             click.echo(f"trace of {DEMO_QUERIES[0]!r} with reranker {traced}:")
             click.echo(json.dumps(result.trace.to_dict(), indent=2, ensure_ascii=False))

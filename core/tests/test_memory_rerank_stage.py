@@ -74,3 +74,12 @@ def test_no_reranker_means_coarse_order_and_no_call(
         assert len(module.CALLS) == 2
         memory.search("spare key blue", limit=3, reranker=None)
         assert len(module.CALLS) == 2
+
+
+def test_a_limit_above_the_pool_size_widens_the_pool(tmp_path: Path) -> None:
+    with rankseam.open_memory(tmp_path / "wide.sqlite3", pool=5) as memory:
+        memory.ingest({"text": f"note {i} about the garden and the spare key"} for i in range(40))
+        assert len(memory.search("garden key", limit=3).hits) == 3
+        wide = memory.search("garden key", limit=25)
+        assert len(wide.hits) == 25 and wide.trace.pool_size == 25
+        assert len(memory.search("garden key", limit=25, reranker="identity").hits) == 25

@@ -30,6 +30,7 @@ from rankseam.errors import ConfigurationError, ValidationError
 from rankseam.retrieval.base import CandidateSource, SourceRequest, over_fetch
 from rankseam.retrieval.fusion import ChannelList, fuse
 from rankseam.seam import (
+    MAX_POOL,
     Reranker,
     as_async_reranker,
     rerank_pool,
@@ -695,11 +696,15 @@ class Memory:
         on_error: str | None,
     ) -> _SearchPlan:
         started = time.perf_counter()
+        limit = validate_limit(limit)
+        pool = validate_pool_size(self._config.search.pool if pool is None else pool)
         return _SearchPlan(
             query=check_query(query),
             namespace=self._ns(namespace),
-            limit=validate_limit(limit),
-            pool=validate_pool_size(self._config.search.pool if pool is None else pool),
+            limit=limit,
+            # The pool holds at least `limit` hits (up to the 200 bound), so a search for 50
+            # hits is never cut to a pool of 30.
+            pool=max(pool, min(limit, MAX_POOL)),
             on_error=validate_on_error(
                 self._config.search.on_error if on_error is None else on_error
             ),

@@ -331,7 +331,7 @@ def test_config_file_and_env_overrides(tmp_path, monkeypatch):
         assert m.config.namespace == "notes"
         assert m.config.search.pool == 7
         m.add("hello notes")
-        result = m.search("hello")
+        result = m.search("hello", limit=5)
         assert result.trace.namespace == "notes"
         assert result.trace.pool_size == 7
         assert result.trace.rerank.policy_id == "rankseam.rerank.identity.v1"

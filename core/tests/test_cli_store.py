@@ -7,6 +7,7 @@ import json
 import pytest
 from click.testing import CliRunner
 
+from rankseam import open_memory
 from rankseam.cli import cli
 from rankseam.commands.store import parse_component_options
 
@@ -19,7 +20,10 @@ def clean_env(monkeypatch):
 
 @pytest.fixture
 def db(tmp_path):
-    return str(tmp_path / "cli.sqlite3")
+    """An existing, empty store (read commands refuse a missing one)."""
+    path = str(tmp_path / "cli.sqlite3")
+    open_memory(path).close()
+    return path
 
 
 def run(*args, input=None):
@@ -157,3 +161,12 @@ def test_demo_runs_with_and_without_reranker(tmp_path):
     assert "identity (keeps the coarse order)" in out.output or "mmr, lambda 0.5" in out.output
     assert '"coarse"' in out.output and '"policy_id"' in out.output  # one trace, reranked
     assert "allergy-peanut" in out.output
+
+
+def test_read_commands_refuse_a_missing_store_and_create_nothing(tmp_path):
+    missing = tmp_path / "nowhere" / "store.sqlite3"
+    for args in (["search", "hello"], ["stats"], ["reembed"], ["export", str(tmp_path / "out")]):
+        out = run(*args, "--db", str(missing))
+        assert out.exit_code == 2, (args, out.output)
+        assert "no rankseam store at" in out.output
+    assert not missing.parent.exists()

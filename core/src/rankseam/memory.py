@@ -284,18 +284,25 @@ def open_memory(
     *,
     config: Config | Mapping[str, Any] | None = None,
     config_file: str | os.PathLike[str] | None = None,
+    create: bool = True,
     **overrides: Any,
 ) -> Memory:
-    """Open (or create) a memory store and assemble its search.
+    """Open (or, with ``create=True``, create) a memory store and assemble its search.
 
     The database is ``path``, else the configuration's ``db``, else ``RANKSEAM_DB``, else the
     platform default (:func:`default_db_path`). ``config`` is a
     :class:`~rankseam.compose.Config` or a mapping of the ``rankseam.toml`` layout;
     ``config_file`` is a ``rankseam.toml``. Environment overrides (``RANKSEAM_*``, see
     :meth:`Config.with_env`) apply, then keyword ``overrides`` (``namespace``, ``embedder``,
-    ``pool``, ``reranker``, ``fusion``, ``sources``, ``on_error``, ...).
+    ``pool``, ``reranker``, ``fusion``, ``sources``, ``on_error``, ...). ``create=False``
+    refuses to create a missing database (read-only commands use it).
     """
     cfg, db = _resolve_config(path, config, config_file, overrides)
+    if not create and db != ":memory:" and not Path(db).exists():
+        raise ConfigurationError(
+            f"no rankseam store at {db}; check --db / RANKSEAM_DB, or create one first "
+            "(`rankseam add`, `rankseam ingest`, or open_memory(..., create=True))"
+        )
     context = ComponentContext(cfg)
     embedder = context.build("embedder", cfg.embedder)
     _check_embedder(embedder, cfg.embedder)

@@ -24,9 +24,9 @@ class _Refused(click.ClickException):
     exit_code = 2
 
 
-def _open(db: str | None, config_file: str | None) -> Memory:
+def _open(db: str | None, config_file: str | None, *, create: bool = True) -> Memory:
     try:
-        return open_memory(db, config_file=config_file)
+        return open_memory(db, config_file=config_file, create=create)
     except RankseamError as exc:
         raise _Refused(str(exc)) from None
 
@@ -65,7 +65,7 @@ def export(
     out: str, db: str | None, config_file: str | None, use_gzip: bool, as_json: bool
 ) -> None:
     """Write a portable snapshot of the store into the new folder OUT."""
-    with _open(db, config_file) as memory:
+    with _open(db, config_file, create=False) as memory:
         try:
             report = export_snapshot(memory, out, gzip=use_gzip)
         except RankseamError as exc:

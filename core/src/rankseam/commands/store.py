@@ -47,9 +47,11 @@ def _db_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     return fn
 
 
-def _open(db: str | None, config_file: str | None, **overrides: Any) -> Memory:
+def _open(
+    db: str | None, config_file: str | None, *, create: bool = True, **overrides: Any
+) -> Memory:
     try:
-        return open_memory(db, config_file=config_file, **overrides)
+        return open_memory(db, config_file=config_file, create=create, **overrides)
     except RankseamError as exc:
         raise _Failed(str(exc)) from None
 
@@ -288,7 +290,7 @@ def search(
     as_json: bool,
 ) -> None:
     """Search memories; optionally rerank (--rerank NAME --NAME-OPTION VALUE ...)."""
-    with _open(db, config_file) as memory:
+    with _open(db, config_file, create=False) as memory:
         chosen = memory.config.search.reranker if rerank is None else rerank
         if chosen in ("none", ""):
             chosen = None
@@ -324,7 +326,7 @@ def search(
 @_db_options
 def stats(db: str | None, config_file: str | None) -> None:
     """Print store statistics as JSON."""
-    with _open(db, config_file) as memory:
+    with _open(db, config_file, create=False) as memory:
         _echo_json(memory.stats())
 
 
@@ -333,7 +335,7 @@ def stats(db: str | None, config_file: str | None) -> None:
 @click.option("--embedder", default=None, help="Embedder name (default: the configured one).")
 def reembed(db: str | None, config_file: str | None, embedder: str | None) -> None:
     """Embed every live memory that lacks a vector in an embedder's space."""
-    with _open(db, config_file) as memory:
+    with _open(db, config_file, create=False) as memory:
         try:
             report = memory.reembed(embedder)
         except RankseamError as exc:

@@ -119,3 +119,11 @@ def test_a_role_without_a_backend_name_is_a_configuration_error() -> None:
 
     with pytest.raises(ConfigurationError, match="needs a decision backend"):
         ComponentContext(Config()).decision_backend(None, RERANK_ROLE)
+
+
+def test_value_checks_refuse_bools_and_non_finite_numbers() -> None:
+    from rankseam.checks import is_int, is_real
+
+    assert is_int(3) and not is_int(True) and not is_int(3.0) and not is_int("3")
+    assert is_real(0.5) and is_real(2) and not is_real(False)
+    assert not is_real(float("nan")) and not is_real(float("inf")) and not is_real("0.5")

@@ -44,6 +44,7 @@ from typing import Any
 
 import attrs
 
+from rankseam.checks import is_int
 from rankseam.decision import DecisionBackend, Role, wrap_for_role
 from rankseam.errors import ConfigurationError, ValidationError
 from rankseam.generation import GenerationBackend
@@ -109,7 +110,7 @@ def _fusion(_inst: object, _attr: object, value: str) -> None:
 
 
 def _positive_int(_inst: object, attr: attrs.Attribute[Any], value: object) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+    if not is_int(value) or value < 1:
         raise ConfigurationError(f"search.{attr.name} must be an integer >= 1, got {value!r}")
 
 

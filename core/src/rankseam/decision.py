@@ -18,12 +18,12 @@ from __future__ import annotations
 import asyncio
 import enum
 import logging
-import math
 from collections.abc import Iterable
 from typing import Any, Protocol, runtime_checkable
 
 import attrs
 
+from rankseam.checks import is_real
 from rankseam.errors import InvalidOutputError
 from rankseam.types import Usage
 
@@ -103,12 +103,7 @@ class DecisionRequest:
 def _confidence(_inst: object, _attribute: object, value: Any) -> None:
     if value is None:
         return
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, int | float)
-        or not math.isfinite(value)
-        or not 0.0 <= value <= 1.0
-    ):
+    if not is_real(value) or not 0.0 <= value <= 1.0:
         raise ValueError(f"DecisionResult.confidence must be None or in [0, 1], got {value!r}")
 
 
@@ -159,12 +154,7 @@ class FailurePolicy(enum.StrEnum):
 def _timeout(_inst: object, _attribute: object, value: Any) -> None:
     if value is None:
         return
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, int | float)
-        or not math.isfinite(value)
-        or value <= 0
-    ):
+    if not is_real(value) or value <= 0:
         raise ValueError(f"Role.timeout_s must be None or a finite number > 0, got {value!r}")
 
 

@@ -12,11 +12,13 @@ from typing import Protocol, runtime_checkable
 import attrs
 import numpy as np
 
+from rankseam.checks import is_int
+
 __all__ = ["Embedder", "EmbedderDescriptor"]
 
 
 def _positive(_inst: object, attr: attrs.Attribute[int], value: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+    if not is_int(value) or value < 1:
         raise ValueError(
             f"EmbedderDescriptor.{attr.name} must be a positive integer, got {value!r}"
         )

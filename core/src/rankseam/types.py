@@ -15,6 +15,8 @@ from typing import Any
 import attrs
 import numpy as np
 
+from rankseam.checks import is_int
+
 __all__ = [
     "Candidate",
     "CandidateRecord",
@@ -47,7 +49,7 @@ def _record_tuple(value: Iterable[CandidateRecord]) -> tuple[CandidateRecord, ..
 
 
 def _non_negative_int(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+    if not is_int(value) or value < 0:
         raise ValueError(f"{attribute.name} must be a non-negative integer, got {value!r}")
 
 

@@ -17,12 +17,12 @@ to call concurrently. It reports zero token usage (no model is called).
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Mapping
 from typing import Any
 
 from rankseam import hookimpl
+from rankseam.checks import is_real
 from rankseam.compose import check_options
 from rankseam.decision import DecisionOutcome, DecisionRequest, DecisionResult
 from rankseam.errors import ConfigurationError
@@ -119,12 +119,7 @@ class HeuristicDecisionBackend:
 
 def _fraction(options: Mapping[str, Any], key: str, default: float) -> float:
     value = options.get(key, default)
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, int | float)
-        or not math.isfinite(value)
-        or not 0.0 <= value <= 1.0
-    ):
+    if not is_real(value) or not 0.0 <= value <= 1.0:
         raise ConfigurationError(
             f"decision backend 'heuristic': {key} must be a number in [0, 1], got {value!r}; "
             f"e.g. [decision_backends.heuristic] {key} = {default}"

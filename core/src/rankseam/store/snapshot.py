@@ -29,7 +29,6 @@ import hashlib
 import io
 import json
 import logging
-import math
 import os
 import shutil
 import sqlite3
@@ -45,6 +44,7 @@ from typing import IO, Any
 import attrs
 import numpy as np
 
+from rankseam.checks import is_real
 from rankseam.embedding import EmbedderDescriptor
 from rankseam.errors import ValidationError
 from rankseam.store.records import (
@@ -841,7 +841,7 @@ def _spaces_by_key(snap: _Snapshot) -> dict[str, Mapping[str, Any]]:
 
 
 def _finite(value: Any, what: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+    if not is_real(value):
         raise ValueError(f"{what!r} must be a finite number, got {value!r}")
     return float(value)
 

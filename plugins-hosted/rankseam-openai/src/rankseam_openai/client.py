@@ -41,6 +41,7 @@ import certifi
 import httpx
 import tenacity
 
+from rankseam.checks import is_int
 from rankseam.errors import (
     BackendError,
     BackendTimeoutError,
@@ -500,7 +501,7 @@ def _usage_of(data: Any) -> Usage:
 
     def count(key: str) -> int | None:
         value = block.get(key)
-        ok = isinstance(value, int) and not isinstance(value, bool) and value >= 0
+        ok = is_int(value) and value >= 0
         return value if ok else None
 
     return Usage(1, count("prompt_tokens"), count("completion_tokens"))

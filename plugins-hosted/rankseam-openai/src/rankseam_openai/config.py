@@ -8,7 +8,6 @@ whose ``repr`` and ``str`` never show the value.
 from __future__ import annotations
 
 import ipaddress
-import math
 import os
 from collections.abc import Mapping
 from types import MappingProxyType
@@ -17,6 +16,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import attrs
 
+from rankseam.checks import is_int, is_real
 from rankseam.compose import check_options, resolve_env_refs
 from rankseam.errors import ConfigurationError
 
@@ -166,7 +166,7 @@ _OPTIONS = (
 def _number(
     what: str, name: str, value: Any, *, low: float, high: float, low_inclusive: bool = False
 ) -> float:
-    ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    ok = is_real(value)
     if ok:
         ok = (value >= low if low_inclusive else value > low) and value <= high
     if not ok:
@@ -178,7 +178,7 @@ def _number(
 
 
 def _integer(what: str, name: str, value: Any, *, low: int, high: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+    if not is_int(value) or not low <= value <= high:
         raise ConfigurationError(
             f"{what}: option {name!r} must be an integer in {low}..{high}, got {value!r}"
         )

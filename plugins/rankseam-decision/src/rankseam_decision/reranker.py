@@ -47,6 +47,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from rankseam.checks import is_int, is_real
 from rankseam.compose import check_options
 from rankseam.decision import (
     RERANK_DECISION_KIND,
@@ -354,7 +355,7 @@ def _parse_keep(value: object) -> frozenset[DecisionOutcome]:
 
 
 def _parse_window(value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_POOL:
+    if not is_int(value) or not 1 <= value <= MAX_POOL:
         raise ConfigurationError(
             f"reranker 'decision': window must be an integer in 1..{MAX_POOL} (calls in flight "
             f"at once; 1 = sequential), got {value!r}; e.g. --decision-window 4"
@@ -363,12 +364,7 @@ def _parse_window(value: object) -> int:
 
 
 def _parse_deadline(value: object) -> float:
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, int | float)
-        or not math.isfinite(value)
-        or value <= 0
-    ):
+    if not is_real(value) or value <= 0:
         raise ConfigurationError(
             "reranker 'decision': deadline_s must be a number of seconds > 0 (the whole "
             f"rerank's deadline; it fails closed), got {value!r}; e.g. --decision-deadline-s 10"

@@ -16,6 +16,7 @@ from typing import Any
 
 import attrs
 
+from rankseam.checks import is_int
 from rankseam.compose import check_options
 from rankseam.errors import ConfigurationError, InvalidOutputError, RerankError
 from rankseam.generation import GenerationBackend, GenerationResult, validate_output
@@ -52,7 +53,7 @@ class CallBudgetError(RerankError):
 
 
 def _int_option(name: str, value: object, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+    if not is_int(value) or value < minimum:
         raise ConfigurationError(
             f"listwise option {name!r} must be an integer >= {minimum}, got {value!r}; "
             f"e.g. [rerankers.listwise] {name} = {max(minimum, 1)}"

@@ -23,7 +23,6 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
-import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
@@ -31,6 +30,7 @@ from typing import Any, ClassVar
 import attrs
 import numpy as np
 
+from rankseam.checks import is_real
 from rankseam.compose import check_options
 from rankseam.errors import ConfigurationError, ValidationError
 from rankseam.seam import MAX_POOL
@@ -58,12 +58,7 @@ _KNOWN_OPTIONS = ("lambda", "relevance")
 
 
 def _lambda(_inst: object, _attr: object, value: object) -> None:
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, int | float)
-        or not math.isfinite(value)
-        or not 0.0 <= value <= 1.0
-    ):
+    if not is_real(value) or not 0.0 <= value <= 1.0:
         raise ConfigurationError(
             f"mmr option 'lambda' must be a number in [0, 1] (1 = pure relevance, 0 = pure "
             f"diversity), got {value!r}; e.g. [rerankers.mmr] lambda = {DEFAULT_LAMBDA} or "

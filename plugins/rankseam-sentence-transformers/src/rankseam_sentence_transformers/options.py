@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Mapping
 from typing import Any
 
+from rankseam.checks import is_real
 from rankseam.compose import check_options
 from rankseam.errors import ConfigurationError
 from rankseam_sentence_transformers.model import DEFAULT_MODEL
@@ -46,12 +46,7 @@ def model_options(where: str, options: Mapping[str, Any]) -> tuple[str, int, str
 def fraction(where: str, options: Mapping[str, Any], key: str, default: float) -> float:
     """A number in [-1, 1] (a cosine threshold)."""
     value = options.get(key, default)
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, int | float)
-        or not math.isfinite(value)
-        or not -1.0 <= value <= 1.0
-    ):
+    if not is_real(value) or not -1.0 <= value <= 1.0:
         raise ConfigurationError(
             f"{where}: {key} must be a cosine in [-1, 1], got {value!r}; e.g. {key} = {default}"
         )

@@ -40,6 +40,21 @@ def bench() -> None:
     """
 
 
+#: Options shared by every bench command.
+_progress_option = click.option(
+    "--progress/--no-progress",
+    default=True,
+    show_default=True,
+    help="Progress bars (shown on a terminal only).",
+)
+_plot_option = click.option(
+    "--plot/--no-plot",
+    default=True,
+    show_default=True,
+    help="Write report.png (needs matplotlib, the bench extra).",
+)
+
+
 @bench.command()
 @click.option(
     "--dataset",
@@ -99,18 +114,8 @@ def bench() -> None:
     default=None,
     help="Use only the first N queries of each collection (smoke runs).",
 )
-@click.option(
-    "--progress/--no-progress",
-    default=True,
-    show_default=True,
-    help="Progress bars (shown on a terminal only).",
-)
-@click.option(
-    "--plot/--no-plot",
-    default=True,
-    show_default=True,
-    help="Write report.png (needs matplotlib, the bench extra).",
-)
+@_progress_option
+@_plot_option
 def quality(
     dataset: str,
     rerank: str,
@@ -240,18 +245,8 @@ def _sizes(value: str | None) -> list[int] | None:
     default=None,
     help="Report folder [default: bench-out/latency-<time>].",
 )
-@click.option(
-    "--progress/--no-progress",
-    default=True,
-    show_default=True,
-    help="Progress bars (shown on a terminal only).",
-)
-@click.option(
-    "--plot/--no-plot",
-    default=True,
-    show_default=True,
-    help="Write report.png (needs matplotlib, the bench extra).",
-)
+@_progress_option
+@_plot_option
 def latency(
     quick: bool,
     sizes: str | None,

@@ -7,9 +7,11 @@ Greedy maximal marginal relevance::
 where ``S`` is the set already selected (the redundancy term is 0 while ``S`` is empty).
 ``λ = 1`` is pure relevance (the relevance order), ``λ = 0`` is pure diversity.
 
-Cost: one Gram matrix of the unit vectors (``n × n``), then ``k`` rounds that each update a
-running maximum with the one row of the item just picked: O(n·k) after the Gram matrix,
-instead of re-comparing every candidate with every selected item each round (O(n·k²)).
+Cost: ``k`` rounds that each update a running maximum with the similarity row of the item
+just picked: O(n·k) after the similarity rows, instead of re-comparing every candidate with
+every selected item each round (O(n·k²)). Only the ``k - 1`` rows of picked items are read:
+a small pool takes them from one Gram matrix (``n × n``, one matrix product), a larger one
+computes one matrix-vector product per pick (O(n·k·d)); see :data:`GRAM_ROWS_PER_PICK`.
 
 Ties: scores within :data:`TIE_TOLERANCE` of the round's best score count as tied, so that
 mathematically equal scores tie on every platform and BLAS; among tied scores the lowest
@@ -24,7 +26,15 @@ import math
 import attrs
 import numpy as np
 
-__all__ = ["TIE_TOLERANCE", "MMRSelection", "minmax", "select", "unit_rows"]
+__all__ = [
+    "GRAM_ROWS_PER_PICK",
+    "TIE_TOLERANCE",
+    "MMRSelection",
+    "minmax",
+    "select",
+    "select_raw",
+    "unit_rows",
+]
 
 #: Scores this close to the best one tie with it (platform-independent ties).
 TIE_TOLERANCE = 1e-9
@@ -77,18 +87,29 @@ def unit_rows(
     ``in_place=True`` reuses a float64 ``matrix`` the caller owns (no second n×d array).
     """
     m = np.asarray(matrix, dtype=np.float64) if in_place else np.array(matrix, dtype=np.float64)
-    usable = np.asarray(valid, dtype=bool).copy()
+    usable = np.array(valid, dtype=bool)
     if m.size == 0:
         usable[:] = False
         return np.zeros(m.shape, dtype=np.float64), usable
     with np.errstate(over="ignore", invalid="ignore"):
         norms = np.sqrt(np.einsum("ij,ij->i", m, m))
-    usable &= np.isfinite(norms) & (norms > 0.0)
+    usable &= np.isfinite(norms)
+    usable &= norms > 0.0
     if not usable.all():
         m[~usable] = 0.0
         norms[~usable] = 1.0
     m /= norms[:, None]
     return m, usable
+
+
+#: The whole Gram matrix (one matrix product) is cheaper than one matrix-vector product per
+#: pick while ``n <= GRAM_ROWS_PER_PICK * (k - 1)``: measured crossover near n = 75 for k = 10
+#: and 384 dimensions. Either way gives the same selections (to rounding, see TIE_TOLERANCE).
+GRAM_ROWS_PER_PICK = 8
+
+
+def _uses_gram(n: int, k: int) -> bool:
+    return n <= GRAM_ROWS_PER_PICK * (k - 1)
 
 
 def select(relevance: np.ndarray, unit: np.ndarray, lam: float, k: int) -> MMRSelection:
@@ -98,35 +119,106 @@ def select(relevance: np.ndarray, unit: np.ndarray, lam: float, k: int) -> MMRSe
     k = max(0, min(int(k), n))
     if k == 0:
         return MMRSelection((), (), (), ())
+    has_vectors = unit.ndim == 2 and unit.shape[1] > 0
+    gram = unit @ unit.T if has_vectors and _uses_gram(n, k) else None
+    return _greedy(rel, unit if has_vectors else None, lam, k, gram, None)
+
+
+def select_raw(
+    relevance: np.ndarray, vectors: np.ndarray, lam: float, k: int
+) -> MMRSelection | None:
+    """:func:`select` for raw rows of any length: the same selection, with the cosines
+    normalised through the similarity rows (``(v_i · v_j) / (‖v_i‖ ‖v_j‖)``) instead of
+    scaling the whole ``n × d`` matrix first.
+
+    ``None`` when some row's norm is zero or non-finite (a missing vector by the module's
+    rules): use :func:`unit_rows` and :func:`select` then.
+    """
+    rel = np.asarray(relevance, dtype=np.float64)
+    n = rel.shape[0]
+    k = max(0, min(int(k), n))
+    if k == 0:
+        return MMRSelection((), (), (), ())
+    with np.errstate(over="ignore", invalid="ignore"):
+        if _uses_gram(n, k):
+            gram = vectors @ vectors.T
+            squares = np.diagonal(gram).copy()  # the squared norms come with the Gram matrix
+        else:
+            gram = None
+            squares = np.einsum("ij,ij->i", vectors, vectors)
+    # NaN shows in the minimum, ±inf (or an overflow) in the sum
+    if not (squares.min() > 0.0 and math.isfinite(squares.sum())):
+        return None
+    scale = np.divide(1.0, np.sqrt(squares, out=squares), out=squares)
+    return _greedy(rel, vectors, lam, k, gram, scale)
+
+
+def _greedy(
+    rel: np.ndarray,
+    vectors: np.ndarray | None,
+    lam: float,
+    k: int,
+    gram: np.ndarray | None,
+    scale: np.ndarray | None,
+) -> MMRSelection:
+    """The greedy rounds. ``scale`` (one positive factor per row, or ``None`` for unit rows):
+    the cosine of rows ``i`` and ``j`` is ``(v_i · v_j) · scale[j] · scale[i]``. Similarity
+    rows come from ``gram`` (``vectors @ vectors.T``) when given, else one matrix-vector
+    product per pick; no vectors at all: similarity 0 everywhere."""
+    n = rel.shape[0]
     weight = 1.0 - lam
-    gram = unit @ unit.T if unit.ndim == 2 and unit.shape[1] else None
-    # the weight is folded into the Gram matrix once, so penalty = (1-λ)·max sim is tracked
-    # directly (max commutes with a non-negative factor); at λ = 1 the plain max sim is tracked
-    tracked = None if gram is None else (weight * gram if weight > 0.0 else gram)
+    if gram is not None:
+        # the weight is folded in once, so tracked = (1-λ)·max sim is the penalty itself
+        # (max commutes with a non-negative factor); at λ = 1 the plain max sim is tracked
+        if scale is not None:
+            gram *= (scale * weight if weight > 0.0 else scale)[:, None]
+            gram *= scale
+        elif weight > 0.0:
+            gram *= weight
     rel_term = lam * rel  # a picked item's entry becomes -inf, so it is never picked again
-    penalty = np.zeros(n, dtype=np.float64)
+    # tracked[i]: with the Gram matrix, the penalty (the max similarity at λ = 1); else the
+    # max similarity to the selected items, with ``scale`` before its own factor scale[i]
+    # (> 0, so the max commutes with it), applied with the weight: penalty = factor · tracked
+    tracked = np.zeros(n, dtype=np.float64)
+    factor: float | np.ndarray = weight if scale is None or gram is not None else weight * scale
+    penalty = np.empty(n, dtype=np.float64)
     score = rel_term.copy()
+    tol = TIE_TOLERANCE
+    own_scale = scale is not None and gram is None
     picked: list[int] = []
     reds: list[float] = []
     scores: list[float] = []
+    last = k - 1
     for step in range(k):
-        best = score[score.argmax()]
-        j = int((score >= best - TIE_TOLERANCE).argmax())  # earliest within the tolerance
+        # the earliest score within the tolerance of the round's best
+        j = int((score >= score.item(int(score.argmax())) - tol).argmax())
         picked.append(j)
-        scores.append(float(score[j]))
-        reds.append(float(penalty[j]))
+        scores.append(score.item(j))
+        reds.append(tracked.item(j) * scale.item(j) if own_scale else tracked.item(j))  # type: ignore[union-attr]
+        if step == last:
+            break
         rel_term[j] = -np.inf
-        if tracked is not None and step + 1 < k:
+        if gram is not None:
             if step == 0:
-                penalty = tracked[j].copy()
+                tracked = gram[j].copy()
             else:
-                np.maximum(penalty, tracked[j], out=penalty)
-        if tracked is not None and weight > 0.0 and step + 1 < k:
-            np.subtract(rel_term, penalty, out=score)
-        else:
-            score[j] = -np.inf
-    if weight > 0.0:
+                np.maximum(tracked, gram[j], out=tracked)
+            if weight > 0.0:
+                np.subtract(rel_term, tracked, out=score)
+                continue
+        elif vectors is not None:
+            row = vectors @ vectors[j]
+            if scale is not None:
+                row *= scale.item(j)
+            if step == 0:
+                tracked = row
+            else:
+                np.maximum(tracked, row, out=tracked)
+            if weight > 0.0:
+                np.multiply(tracked, factor, out=penalty)
+                np.subtract(rel_term, penalty, out=score)
+                continue
+        score[j] = -np.inf
+    if gram is not None and weight > 0.0:
         reds = [r / weight for r in reds]  # report the max similarity, not the penalty
-    return MMRSelection(
-        tuple(picked), tuple(float(rel[i]) for i in picked), tuple(reds), tuple(scores)
-    )
+    return MMRSelection(tuple(picked), tuple(rel[picked].tolist()), tuple(reds), tuple(scores))

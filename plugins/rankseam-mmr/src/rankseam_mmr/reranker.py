@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
@@ -35,7 +36,7 @@ from rankseam.compose import check_options
 from rankseam.errors import ConfigurationError, ValidationError
 from rankseam.seam import MAX_POOL
 from rankseam.types import Candidate, CandidateRecord, RerankDecision, Usage
-from rankseam_mmr.algorithm import minmax, select, unit_rows
+from rankseam_mmr.algorithm import minmax, select, select_raw, unit_rows
 
 __all__ = [
     "DEFAULT_LAMBDA",
@@ -119,9 +120,64 @@ def _space_key(c: Candidate) -> Space | None:
 def _in_tie_break_order(candidates: Sequence[Candidate]) -> Sequence[Candidate]:
     """Coarse position, then identity bytes (already so when the seam built the views)."""
     ranks = [c.rank for c in candidates]
+    if ranks == list(range(ranks[0], ranks[0] + len(ranks))):  # the seam's 1..n: cheap check
+        return candidates
     if all(a < b for a, b in itertools.pairwise(ranks)):
         return candidates
     return sorted(candidates, key=lambda c: (c.rank, c.ref.sort_key()))
+
+
+def _one_space_matrix(ordered: Sequence[Candidate]) -> np.ndarray | None:
+    """The float64 ``n × d`` matrix of the vectors when every candidate has one, all of one
+    (space, dimension) pair (the usual case: one batched fetch); else ``None``."""
+    vectors = [c.embedding for c in ordered]
+    try:
+        dims = set(map(len, vectors))  # type: ignore[arg-type]
+    except TypeError:  # a missing vector (None)
+        return None
+    space = ordered[0].embedding_space
+    if any(c.embedding_space != space for c in ordered):
+        return None
+    if len(dims) != 1:
+        return None
+    d = dims.pop()
+    if d == 0:
+        return None
+    flat = np.concatenate(vectors, dtype=np.float64)  # type: ignore[arg-type]
+    return flat.reshape(len(vectors), d)
+
+
+def _coarse_relevance(ordered: Sequence[Candidate]) -> np.ndarray:
+    """The coarse scores min-max normalised (:func:`minmax`, the same arithmetic)."""
+    scores = [c.score for c in ordered]
+    values = np.array(scores, dtype=np.float64)
+    if not math.isfinite(sum(scores)):  # NaN or ±inf somewhere (or an overflow)
+        return minmax(values)
+    lo, hi = min(scores), max(scores)
+    if hi - lo <= 0.0:
+        return np.ones(len(scores), dtype=np.float64)
+    values -= lo
+    values /= hi - lo
+    return values
+
+
+def _unit_vectors(ordered: Sequence[Candidate]) -> tuple[np.ndarray, np.ndarray, Space | None]:
+    """The general path: unit rows (zero rows for unusable vectors), which rows are usable,
+    and the reference (space, dimension) pair."""
+    n = len(ordered)
+    keys = [_space_key(c) for c in ordered]
+    ref = _reference_space(keys)
+    if ref is None:
+        return np.zeros((n, 0), dtype=np.float64), np.zeros(n, dtype=bool), None
+    valid = np.fromiter((key == ref for key in keys), dtype=bool, count=n)
+    if valid.all():
+        matrix = np.array([c.embedding for c in ordered], dtype=np.float64)
+    else:
+        matrix = np.zeros((n, ref[1]), dtype=np.float64)
+        matrix[valid] = [c.embedding for c, ok in zip(ordered, valid, strict=True) if ok]
+    # zero-norm and non-finite vectors count as missing too
+    unit, valid = unit_rows(matrix, valid, in_place=True)
+    return unit, valid, ref
 
 
 @attrs.frozen
@@ -191,50 +247,45 @@ class MMRReranker:
         if k == 0:
             return RerankDecision(())
         ordered = _in_tie_break_order(candidates)
-        keys = [_space_key(c) for c in ordered]
-        ref = _reference_space(keys)
-        if ref is None:
-            valid = np.zeros(n, dtype=bool)
-            unit = np.zeros((n, 0), dtype=np.float64)
-        else:
-            valid = np.fromiter((key == ref for key in keys), dtype=bool, count=n)
-            if valid.all():  # the usual case: one batched fetch, one space
-                matrix = np.array([c.embedding for c in ordered], dtype=np.float64)
-            else:
-                matrix = np.zeros((n, ref[1]), dtype=np.float64)
-                matrix[valid] = [c.embedding for c, ok in zip(ordered, valid, strict=True) if ok]
-            # zero-norm and non-finite vectors count as missing too
-            unit, valid = unit_rows(matrix, valid, in_place=True)
         rel_source = "coarse"
-        if query_vector is not None:
-            q_rows, q_ok = unit_rows(query_vector.reshape(1, -1), np.ones(1, dtype=bool))
-            q = q_rows[0]
-            if ref is not None and q.shape[0] == ref[1] and q_ok[0] and self._fits(ref[0]):
-                rel = minmax(unit @ q)
-                rel_source = "query_cosine"
-            else:
-                log.warning(
-                    "mmr: query vector incompatible with the candidate vectors; using coarse "
-                    "relevance",
-                    extra={"policy_id": POLICY_ID, "reason": "query_vector_incompatible"},
-                )
-        if rel_source == "coarse":
-            rel = minmax(np.array([c.score for c in ordered], dtype=np.float64))
-        picked = select(rel, unit, self.options.lam, k)
-        ranks = tuple(ordered[i].rank for i in picked.indices)
-        records = tuple(
-            CandidateRecord(
-                rank=ordered[i].rank,
-                outcome="selected",
-                usage=_NO_USAGE,
-                detail=(
-                    f"rel={r:.6f} redundancy={d:.6f} mmr={s:.6f} rel_source={rel_source}"
-                    + ("" if valid[i] else " vector=missing")
-                ),
-            )
-            for i, r, d, s in zip(
-                picked.indices, picked.relevance, picked.redundancy, picked.scores, strict=True
-            )
-        )
+        missing: frozenset[int] = frozenset()
+        matrix = _one_space_matrix(ordered) if query_vector is None else None
+        picked = None
+        if matrix is not None:
+            # the fast path (every vector present, of one space and dimension): cosines are
+            # normalised through the similarity rows; None if a vector is zero or non-finite
+            picked = select_raw(_coarse_relevance(ordered), matrix, self.options.lam, k)
+        if picked is None:  # the general path
+            unit, valid, ref = _unit_vectors(ordered)
+            missing = frozenset(np.flatnonzero(~valid).tolist())
+            rel = None
+            if query_vector is not None:
+                q_rows, q_ok = unit_rows(query_vector.reshape(1, -1), np.ones(1, dtype=bool))
+                q = q_rows[0]
+                if ref is not None and q.shape[0] == ref[1] and q_ok[0] and self._fits(ref[0]):
+                    rel = minmax(unit @ q)
+                    rel_source = "query_cosine"
+                else:
+                    log.warning(
+                        "mmr: query vector incompatible with the candidate vectors; using "
+                        "coarse relevance",
+                        extra={"policy_id": POLICY_ID, "reason": "query_vector_incompatible"},
+                    )
+            if rel is None:
+                rel = _coarse_relevance(ordered)
+            picked = select(rel, unit, self.options.lam, k)
+        source = f" rel_source={rel_source}"
+        ranks = []
+        records = []
+        for i, r, d, s in zip(
+            picked.indices, picked.relevance, picked.redundancy, picked.scores, strict=True
+        ):
+            rank = ordered[i].rank
+            ranks.append(rank)
+            detail = f"rel={r:.6f} redundancy={d:.6f} mmr={s:.6f}{source}"
+            if i in missing:
+                detail += " vector=missing"
+            # positional: rank, outcome, latency_ms, usage, detail
+            records.append(CandidateRecord(rank, "selected", 0.0, _NO_USAGE, detail))
         # attrs types converter=tuple fields as Iterable[_T_co] (core issue); the values are right
-        return RerankDecision(ranks, records=records)
+        return RerankDecision(tuple(ranks), records=tuple(records))

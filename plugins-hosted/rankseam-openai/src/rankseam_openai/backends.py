@@ -81,26 +81,32 @@ def _parse(completion: Completion, schema: Mapping[str, Any], what: str) -> Any:
         ) from None
 
 
-class OpenAIDecisionBackend:
-    """A :class:`~rankseam.decision.DecisionBackend` over an OpenAI-compatible chat API."""
+class _ChatBackend:
+    """What both backends share: settings, the chat client, descriptor and a secret-free repr."""
 
-    policy_id = DECISION_POLICY_ID
+    policy_id: str
+    kind: str  # "decision" | "generation"
     deterministic = False  # a model answers; even temperature 0 is not a promise
 
-    def __init__(
-        self, settings: OpenAISettings, *, what: str = "decision backend 'openai'"
-    ) -> None:
+    def __init__(self, settings: OpenAISettings, *, what: str | None = None) -> None:
         self.settings = settings
-        self.what = what
-        self.client = ChatClient(settings, what=what, policy_id=self.policy_id)
+        self.what = what or f"{self.kind} backend 'openai'"
+        self.client = ChatClient(settings, what=self.what, policy_id=self.policy_id)
 
     @property
     def descriptor(self) -> dict[str, Any]:
-        return {"name": "openai", "kind": "decision", **self.settings.descriptor()}
+        return {"name": "openai", "kind": self.kind, **self.settings.descriptor()}
 
     def __repr__(self) -> str:
-        s = self.settings
-        return f"OpenAIDecisionBackend(base_url={s.descriptor()['base_url']!r}, model={s.model!r})"
+        base_url = self.settings.descriptor()["base_url"]
+        return f"{type(self).__name__}(base_url={base_url!r}, model={self.settings.model!r})"
+
+
+class OpenAIDecisionBackend(_ChatBackend):
+    """A :class:`~rankseam.decision.DecisionBackend` over an OpenAI-compatible chat API."""
+
+    policy_id = DECISION_POLICY_ID
+    kind = "decision"
 
     def messages(self, request: DecisionRequest) -> list[dict[str, str]]:
         user = {
@@ -144,28 +150,11 @@ class OpenAIDecisionBackend:
         await self.client.aclose()
 
 
-class OpenAIGenerationBackend:
+class OpenAIGenerationBackend(_ChatBackend):
     """A :class:`~rankseam.generation.GenerationBackend` over an OpenAI-compatible chat API."""
 
     policy_id = GENERATION_POLICY_ID
-    deterministic = False
-
-    def __init__(
-        self, settings: OpenAISettings, *, what: str = "generation backend 'openai'"
-    ) -> None:
-        self.settings = settings
-        self.what = what
-        self.client = ChatClient(settings, what=what, policy_id=self.policy_id)
-
-    @property
-    def descriptor(self) -> dict[str, Any]:
-        return {"name": "openai", "kind": "generation", **self.settings.descriptor()}
-
-    def __repr__(self) -> str:
-        s = self.settings
-        return (
-            f"OpenAIGenerationBackend(base_url={s.descriptor()['base_url']!r}, model={s.model!r})"
-        )
+    kind = "generation"
 
     def messages(self, request: GenerationRequest) -> list[dict[str, str]]:
         schema = json.dumps(thaw(request.output_schema), ensure_ascii=False)

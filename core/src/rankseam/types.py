@@ -29,6 +29,7 @@ __all__ = [
     "SearchTrace",
     "TraceCandidate",
     "Usage",
+    "readonly_vector",
 ]
 
 
@@ -183,9 +184,18 @@ class Hit:
         return out
 
 
-def _readonly_vector(value: object) -> np.ndarray | None:
+def readonly_vector(value: object) -> np.ndarray | None:
+    """``value`` as a read-only one-dimensional float32 vector (``None`` stays ``None``); a
+    vector that already is one is shared, not copied."""
     if value is None:
         return None
+    if (
+        type(value) is np.ndarray
+        and not value.flags.writeable
+        and value.dtype == np.float32
+        and value.ndim == 1
+    ):
+        return value  # already a read-only float32 vector (the store's): shared, not copied
     arr = np.array(value, dtype=np.float32, copy=True)
     if arr.ndim != 1:
         raise ValueError(f"Candidate.embedding must be one-dimensional, got shape {arr.shape}")
@@ -212,7 +222,7 @@ class Candidate:
     channel_scores: Mapping[str, float] = attrs.field(
         factory=dict, converter=_frozen_mapping, eq=False
     )
-    embedding: np.ndarray | None = attrs.field(default=None, converter=_readonly_vector, eq=False)
+    embedding: np.ndarray | None = attrs.field(default=None, converter=readonly_vector, eq=False)
     embedding_space: str | None = None
 
 

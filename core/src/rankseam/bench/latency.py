@@ -54,6 +54,13 @@ def _stats(times_ms: Sequence[float]) -> dict[str, float]:
     }
 
 
+def _call_stats(times_ms: Sequence[float]) -> dict[str, float]:
+    return {
+        "call_p50_ms": round(percentile(times_ms, 50), 4),
+        "call_p95_ms": round(percentile(times_ms, 95), 4),
+    }
+
+
 def _peak_rss_mib() -> float:
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     # Linux reports KiB, macOS bytes.
@@ -95,12 +102,15 @@ def time_rerank_stage(
     warmup: int = 5,
     progress: bool = False,
 ) -> dict[str, dict[str, dict[str, float]]]:
-    """p50/p95 of ``rerank_pool`` for each reranker (``None`` = disabled) at each pool size.
+    """p50/p95 of ``rerank_pool`` for each reranker (``None`` = disabled) at each pool size,
+    and of the reranker's own call inside it (``call_*``: the trace's ``latency_ms``).
 
-    Runs all repetitions in one event loop; reranker order is rotated every repetition so that
-    drift on a busy machine spreads over all of them.
+    Candidate vectors are fetched as the store serves them (float32 decoded from its stored
+    bytes). Runs all repetitions in one event loop; reranker order is rotated every repetition
+    so that drift on a busy machine spreads over all of them.
     """
     from rankseam.seam import rerank_pool
+    from rankseam.store.vectors import decode_vectors, encode_vector
 
     query = synthetic.queries(1)[0]
     out: dict[str, dict[str, dict[str, float]]] = {name: {} for name in rerankers}
@@ -110,20 +120,21 @@ def time_rerank_stage(
         for n in counts:
             vectors = synthetic.unit_vectors(n, dims, seed=n)
             hits = synthetic.pool_hits(n)
-            by_ref = {h.ref: vectors[i] for i, h in enumerate(hits)}
+            stored = {h.ref: encode_vector(vectors[i]) for i, h in enumerate(hits)}
 
             def fetch(
-                refs: Sequence[Any], by_ref: Mapping[Any, np.ndarray] = by_ref
+                refs: Sequence[Any], stored: Mapping[Any, bytes] = stored
             ) -> list[np.ndarray | None]:
-                return [by_ref.get(r) for r in refs]
+                return decode_vectors([stored[r] for r in refs], dims)
 
             times: dict[str, list[float]] = {name: [] for name in rerankers}
+            calls: dict[str, list[float]] = {name: [] for name in rerankers}
             names = list(rerankers)
             for rep in range(repeats + warmup):
                 rotated = names[rep % len(names) :] + names[: rep % len(names)]
                 for name in rotated:
                     t0 = time.perf_counter()
-                    await rerank_pool(
+                    _, trace = await rerank_pool(
                         query,
                         hits,
                         limit,
@@ -133,10 +144,14 @@ def time_rerank_stage(
                     )
                     if rep >= warmup:
                         times[name].append((time.perf_counter() - t0) * 1000.0)
+                        if trace is not None:
+                            calls[name].append(trace.latency_ms)
                 if bar is not None:
                     bar.update(1)
             for name in names:
                 out[name][str(n)] = _stats(times[name])
+                if calls[name]:
+                    out[name][str(n)].update(_call_stats(calls[name]))
 
     asyncio.run(run())
     if bar is not None:

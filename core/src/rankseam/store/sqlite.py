@@ -33,7 +33,7 @@ from rankseam.embedding import EmbedderDescriptor
 from rankseam.errors import ConfigurationError, ValidationError
 from rankseam.store.records import MemoryNotFoundError, StoredMemory
 from rankseam.store.schema import SCHEMA_VERSION, ensure_schema
-from rankseam.store.vectors import VectorCache, decode_vector, encode_vector, top_k
+from rankseam.store.vectors import VectorCache, decode_vectors, encode_vector, top_k
 from rankseam.types import MemoryRef
 
 __all__ = ["BatchCounts", "PreparedRecord", "SQLiteStore", "StoreReader"]
@@ -610,12 +610,14 @@ class SQLiteStore:
 
     def fetch_vectors(
         self, refs: Sequence[MemoryRef], descriptor: EmbedderDescriptor
-    ) -> list[np.ndarray | None]:
-        """One batched read of the stored vectors of ``refs`` in ``descriptor``'s space."""
+    ) -> np.ndarray | list[np.ndarray | None]:
+        """One batched read of the stored vectors of ``refs`` in ``descriptor``'s space: the
+        read-only ``n × d`` float32 matrix when every ref has one, else one vector or ``None``
+        per ref (:func:`~rankseam.store.vectors.decode_vectors`)."""
         if not refs:
             return []
         conn = self._conn()
-        found: dict[tuple[str, str, int], np.ndarray | None] = {}
+        found: dict[tuple[str, str, int], bytes] = {}
         for i in range(0, len(refs), 250):
             chunk = refs[i : i + 250]
             cond = " OR ".join(
@@ -629,8 +631,9 @@ class SQLiteStore:
                 f"JOIN vectors v ON v.space = ? AND v.rid = r.rid WHERE {cond}",
                 args,
             ):
-                found[(ns, mid, rev)] = decode_vector(blob, descriptor.dimensions)
-        return [found.get((r.namespace, r.memory_id, r.revision)) for r in refs]
+                found[(ns, mid, rev)] = blob
+        blobs = [found.get((r.namespace, r.memory_id, r.revision)) for r in refs]
+        return decode_vectors(blobs, descriptor.dimensions)
 
     def namespaces(self) -> list[str]:
         rows = (

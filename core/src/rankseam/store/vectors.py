@@ -14,21 +14,54 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+from collections.abc import Sequence
 
 import attrs
 import numpy as np
 
-__all__ = ["VectorCache", "VectorMatrix", "decode_vector", "encode_vector", "top_k"]
+__all__ = [
+    "VectorCache",
+    "VectorMatrix",
+    "decode_vectors",
+    "encode_vector",
+    "top_k",
+]
+
+#: How vectors are stored: little-endian float32, whatever the machine.
+_STORED = np.dtype("<f4")
+#: Decoding is a zero-copy view where the machine's float32 is the stored format.
+_NATIVE = _STORED == np.dtype(np.float32)
 
 
 def encode_vector(vector: np.ndarray) -> bytes:
-    return np.ascontiguousarray(vector, dtype="<f4").tobytes()
+    return np.ascontiguousarray(vector, dtype=_STORED).tobytes()
 
 
-def decode_vector(blob: bytes, dims: int) -> np.ndarray | None:
-    if len(blob) != dims * 4:
-        return None
-    return np.frombuffer(blob, dtype="<f4").astype(np.float32)
+def decode_vectors(
+    blobs: Sequence[bytes | None], dims: int
+) -> np.ndarray | list[np.ndarray | None]:
+    """The float32 vectors stored in ``blobs``, decoded in one go (no copy where the machine's
+    float32 is the stored format), read-only.
+
+    When every blob holds ``dims`` values: the ``len(blobs) × dims`` matrix itself (row ``i``
+    is blob ``i``'s vector). Otherwise a list with ``None`` for each missing blob or one of
+    another size, and rows of one matrix for the others.
+    """
+    size = dims * 4
+    good = [i for i, blob in enumerate(blobs) if blob is not None and len(blob) == size]
+    if not good or dims == 0:
+        return [None] * len(blobs)
+    joined = b"".join(blobs[i] for i in good)  # type: ignore[misc]
+    matrix = np.frombuffer(joined, dtype=_STORED).reshape(len(good), dims)
+    if not _NATIVE:
+        matrix = matrix.astype(np.float32)
+        matrix.setflags(write=False)
+    if len(good) == len(blobs):
+        return matrix
+    out: list[np.ndarray | None] = [None] * len(blobs)
+    for row, i in enumerate(good):
+        out[i] = matrix[row]
+    return out
 
 
 @attrs.frozen(eq=False)
@@ -141,7 +174,7 @@ class VectorCache:
                 break
             m = min(len(rows), n - at)  # the snapshot is fixed; this is only a guard
             rids[at : at + m] = [row[0] for row in rows[:m]]
-            block = np.frombuffer(b"".join(row[1] for row in rows[:m]), dtype="<f4")
+            block = np.frombuffer(b"".join(row[1] for row in rows[:m]), dtype=_STORED)
             matrix[at : at + m] = block.reshape(m, dims)
             at += m
         return rids[:at], matrix[:at]

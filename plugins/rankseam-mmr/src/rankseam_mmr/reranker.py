@@ -23,7 +23,6 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
-import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
@@ -34,7 +33,7 @@ import numpy as np
 from rankseam.checks import is_real
 from rankseam.compose import check_options
 from rankseam.errors import ConfigurationError, ValidationError
-from rankseam.seam import MAX_POOL
+from rankseam.seam import MAX_POOL, CandidateViews
 from rankseam.types import Candidate, CandidateRecord, RerankDecision, Usage
 from rankseam_mmr.algorithm import minmax, select, select_raw, unit_rows
 
@@ -95,6 +94,8 @@ Space = tuple[str | None, int]
 
 #: Shared by every record: mmr makes no model call.
 _NO_USAGE = Usage.zero()
+#: A selected candidate's record detail (``%`` formatting: the cheapest for floats).
+_DETAIL = "rel=%.6f redundancy=%.6f mmr=%.6f rel_source=%s"
 
 
 def _reference_space(keys: Sequence[Space | None]) -> Space | None:
@@ -119,6 +120,8 @@ def _space_key(c: Candidate) -> Space | None:
 
 def _in_tie_break_order(candidates: Sequence[Candidate]) -> Sequence[Candidate]:
     """Coarse position, then identity bytes (already so when the seam built the views)."""
+    if isinstance(candidates, CandidateViews):  # ranks 1..n by construction
+        return candidates
     ranks = [c.rank for c in candidates]
     if ranks == list(range(ranks[0], ranks[0] + len(ranks))):  # the seam's 1..n: cheap check
         return candidates
@@ -130,6 +133,9 @@ def _in_tie_break_order(candidates: Sequence[Candidate]) -> Sequence[Candidate]:
 def _one_space_matrix(ordered: Sequence[Candidate]) -> np.ndarray | None:
     """The float64 ``n × d`` matrix of the vectors when every candidate has one, all of one
     (space, dimension) pair (the usual case: one batched fetch); else ``None``."""
+    if isinstance(ordered, CandidateViews):  # the seam's views: one space, read as arrays
+        stacked = ordered.embeddings()
+        return None if stacked is None else stacked.astype(np.float64)
     vectors = [c.embedding for c in ordered]
     try:
         dims = set(map(len, vectors))  # type: ignore[arg-type]
@@ -148,17 +154,10 @@ def _one_space_matrix(ordered: Sequence[Candidate]) -> np.ndarray | None:
 
 
 def _coarse_relevance(ordered: Sequence[Candidate]) -> np.ndarray:
-    """The coarse scores min-max normalised (:func:`minmax`, the same arithmetic)."""
-    scores = [c.score for c in ordered]
-    values = np.array(scores, dtype=np.float64)
-    if not math.isfinite(sum(scores)):  # NaN or ±inf somewhere (or an overflow)
-        return minmax(values)
-    lo, hi = min(scores), max(scores)
-    if hi - lo <= 0.0:
-        return np.ones(len(scores), dtype=np.float64)
-    values -= lo
-    values /= hi - lo
-    return values
+    """The coarse scores min-max normalised within the pool (:func:`minmax`)."""
+    if isinstance(ordered, CandidateViews):
+        return minmax(ordered.scores())
+    return minmax(np.fromiter((c.score for c in ordered), np.float64, len(ordered)))
 
 
 def _unit_vectors(ordered: Sequence[Candidate]) -> tuple[np.ndarray, np.ndarray, Space | None]:
@@ -249,7 +248,9 @@ class MMRReranker:
         ordered = _in_tie_break_order(candidates)
         rel_source = "coarse"
         missing: frozenset[int] = frozenset()
-        matrix = _one_space_matrix(ordered) if query_vector is None else None
+        matrix = None
+        if query_vector is None:
+            matrix = _one_space_matrix(ordered)
         picked = None
         if matrix is not None:
             # the fast path (every vector present, of one space and dimension): cosines are
@@ -274,15 +275,15 @@ class MMRReranker:
             if rel is None:
                 rel = _coarse_relevance(ordered)
             picked = select(rel, unit, self.options.lam, k)
-        source = f" rel_source={rel_source}"
         ranks = []
         records = []
+        in_place = isinstance(ordered, CandidateViews)  # rank = position + 1, no view built
         for i, r, d, s in zip(
             picked.indices, picked.relevance, picked.redundancy, picked.scores, strict=True
         ):
-            rank = ordered[i].rank
+            rank = i + 1 if in_place else ordered[i].rank
             ranks.append(rank)
-            detail = f"rel={r:.6f} redundancy={d:.6f} mmr={s:.6f}{source}"
+            detail = _DETAIL % (r, d, s, rel_source)
             if i in missing:
                 detail += " vector=missing"
             # positional: rank, outcome, latency_ms, usage, detail

@@ -290,7 +290,8 @@ def _stack(vectors: tuple[np.ndarray | None, ...] | np.ndarray | None) -> np.nda
         return None
     if len(dims) != 1 or 0 in dims:
         return None
-    matrix = np.concatenate(vectors).reshape(len(vectors), dims.pop())  # type: ignore[arg-type]
+    present: tuple[np.ndarray, ...] = vectors  # type: ignore[assignment]  # no None: len() worked
+    matrix: np.ndarray = np.concatenate(present).reshape(len(present), dims.pop())
     matrix.setflags(write=False)
     return matrix
 

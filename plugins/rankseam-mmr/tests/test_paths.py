@@ -16,7 +16,7 @@ from test_reference import reference_mmr
 
 from rankseam.seam import make_candidates
 from rankseam.testing.reranker import synthetic_pool
-from rankseam.types import Candidate, MemoryRef, RerankDecision
+from rankseam.types import Candidate, Hit, MemoryRef, RerankDecision
 from rankseam_mmr import MMROptions, MMRReranker
 from rankseam_mmr.algorithm import GRAM_ROWS_PER_PICK, minmax, select, select_raw, unit_rows
 
@@ -60,6 +60,26 @@ def test_one_space_selection_equals_reference(
     rnd.shuffle(shuffled)
     got = _rerank(MMRReranker(MMROptions(lam=lam)), shuffled, limit)
     assert list(got.selected_ranks) == expected
+
+
+@settings(max_examples=200, deadline=None)
+@given(one_space_pools())
+def test_candidate_views_select_like_the_reference_and_the_plain_path(
+    pool: tuple[list[Candidate], float, int],
+) -> None:
+    """The seam's views are read as arrays (scores(), embeddings()); same decision, records
+    included, as a plain tuple of the same candidates, and the reference's selection."""
+    candidates, lam, limit = pool
+    hits = [Hit(c.ref, c.text, c.score) for c in candidates]
+    views = make_candidates(
+        hits,
+        vectors=[c.embedding for c in candidates],
+        embedding_space=candidates[0].embedding_space,
+    )
+    reranker = MMRReranker(MMROptions(lam=lam))
+    via_views = asyncio.run(reranker.rerank("q", views, limit))
+    assert list(via_views.selected_ranks) == reference_mmr(candidates, lam, limit)
+    assert via_views == _rerank(reranker, list(views), limit)
 
 
 @pytest.mark.parametrize("lam", [0.3, 0.5, 0.7, 1.0])  # at λ = 0 the extra would be picked

@@ -124,7 +124,7 @@ def time_rerank_stage(
 
             def fetch(
                 refs: Sequence[Any], stored: Mapping[Any, bytes] = stored
-            ) -> list[np.ndarray | None]:
+            ) -> np.ndarray | list[np.ndarray | None]:
                 return decode_vectors([stored[r] for r in refs], dims)
 
             times: dict[str, list[float]] = {name: [] for name in rerankers}

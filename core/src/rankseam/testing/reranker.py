@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from rankseam.seam import as_async_reranker, make_candidates, rerank_pool
+from rankseam.seam import CandidateViews, as_async_reranker, make_candidates, rerank_pool
 from rankseam.testing.base import ContractBase
 from rankseam.types import Candidate, Hit, MemoryRef, RerankDecision, RerankStatus, Usage
 
@@ -82,7 +82,7 @@ class RerankerContract(ContractBase):
         raise NotImplementedError("implement make_reranker() to return the reranker under test")
 
     # helpers -------------------------------------------------------------------------------
-    def _candidates(self, n: int, seed: int = 0) -> tuple[Candidate, ...]:
+    def _candidates(self, n: int, seed: int = 0) -> CandidateViews:
         hits, vectors = synthetic_pool(n, seed=seed)
         use = "embeddings" in self.capabilities
         return make_candidates(hits, vectors=vectors if use else None, embedding_space="contract")
@@ -176,6 +176,21 @@ class RerankerContract(ContractBase):
         use = "embeddings" in self.capabilities
         candidates = make_candidates(hits, vectors=vectors if use else None)
         self._assert_valid(self._decide(reranker, candidates, 3), len(hits), 3)
+
+    def test_views_and_a_plain_sequence_agree(self) -> None:
+        """The seam hands a reranker :class:`~rankseam.seam.CandidateViews`; any other caller
+        may pass a plain sequence. A fast path for the views must select what the plain path
+        selects."""
+        reranker = self.make_reranker()
+        if not getattr(reranker, "deterministic", False):
+            import pytest
+
+            pytest.skip("the reranker does not declare deterministic = True")
+        views = self._candidates(30, seed=11)
+        via_views = _run(as_async_reranker(reranker).rerank(self.query, views, 7))
+        assert isinstance(via_views, RerankDecision), f"rerank returned {type(via_views)}"
+        via_tuple = self._decide(self.make_reranker(), tuple(views), 7)
+        assert via_views.selected_ranks == via_tuple.selected_ranks
 
     def test_deterministic_when_declared(self) -> None:
         reranker = self.make_reranker()

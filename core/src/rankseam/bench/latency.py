@@ -17,6 +17,7 @@ times on a small shared machine are noisy:
 from __future__ import annotations
 
 import asyncio
+import gc
 import multiprocessing
 import resource
 import sys
@@ -107,7 +108,9 @@ def time_rerank_stage(
 
     Candidate vectors are fetched as the store serves them (float32 decoded from its stored
     bytes). Runs all repetitions in one event loop; reranker order is rotated every repetition
-    so that drift on a busy machine spreads over all of them.
+    so that drift on a busy machine spreads over all of them. Each timed call starts after an
+    untimed collection of the young generations (``gc.collect(1)``): a reranker's time includes
+    the collector work its own allocations cause, not the garbage of the reranker timed before.
     """
     from rankseam.seam import rerank_pool
     from rankseam.store.vectors import decode_vectors, encode_vector
@@ -133,6 +136,7 @@ def time_rerank_stage(
             for rep in range(repeats + warmup):
                 rotated = names[rep % len(names) :] + names[: rep % len(names)]
                 for name in rotated:
+                    gc.collect(1)
                     t0 = time.perf_counter()
                     _, trace = await rerank_pool(
                         query,

@@ -189,8 +189,9 @@ def latency_markdown(report: Mapping[str, Any]) -> str:
             "Rerank stage alone (`rerank_pool`: fetching the pool's stored vectors, building "
             "the candidate views, the reranker's call, validating its ranks and the trace; "
             f"synthetic candidates with {report['configuration'].get('dimensions')}-dim "
-            f"vectors, limit {report['configuration'].get('limit')}). `call` = the reranker's "
-            "own `rerank` call inside the stage (the trace's `latency_ms`); "
+            f"vectors, limit {report['configuration'].get('limit')}; rerankers interleaved, "
+            "each timed call after an untimed `gc.collect(1)`). `call` = the reranker's own "
+            "`rerank` call inside the stage (the trace's `latency_ms`); "
             "ratio = stage p50 / stage p50 of `identity`:"
         )
         rows = []

@@ -248,9 +248,7 @@ class MMRReranker:
         ordered = _in_tie_break_order(candidates)
         rel_source = "coarse"
         missing: frozenset[int] = frozenset()
-        matrix = None
-        if query_vector is None:
-            matrix = _one_space_matrix(ordered)
+        matrix = _one_space_matrix(ordered) if query_vector is None else None
         picked = None
         if matrix is not None:
             # the fast path (every vector present, of one space and dimension): cosines are

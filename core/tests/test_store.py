@@ -252,3 +252,51 @@ def test_stats_report(mem):
     assert stats["vector_coverage"] == 1.0
     assert stats["embedder"]["name"] == "hashed"
     assert Path(stats["path"]).exists()
+
+
+def _fetch_work(memory, refs) -> int:
+    """SQLite virtual-machine steps (in hundreds) one ``fetch_vectors`` call takes. Counting
+    the engine's work, not time, keeps this a behaviour test on a noisy machine; the store's
+    connection is the only place to count it."""
+    conn = memory.store._conn()
+    steps = [0]
+
+    def tick() -> int:
+        steps[0] += 1
+        return 0
+
+    conn.set_progress_handler(tick, 100)
+    try:
+        found = memory.store.fetch_vectors(refs, memory.embedder.descriptor)
+    finally:
+        conn.set_progress_handler(None, 100)
+    assert len(found) == len(refs) and all(v is not None for v in found)
+    return steps[0]
+
+
+def test_fetching_a_pools_vectors_costs_the_same_in_a_small_and_a_large_store(tmp_path):
+    """The rerank stage's one batched fetch looks each identity up by index: its work depends
+    on the pool, not on how many memories the store holds (it once scanned the whole space)."""
+    small = rankseam.open_memory(tmp_path / "small.sqlite3")
+    large = rankseam.open_memory(tmp_path / "large.sqlite3")
+    try:
+        records = [{"id": f"m{i}", "text": f"note {i} about topic {i % 17}"} for i in range(4000)]
+        small.ingest(records[:100])
+        large.ingest(records)
+        refs = [MemoryRef("default", f"m{i}", 1) for i in range(0, 60, 2)]
+        work_small = _fetch_work(small, refs)
+        work_large = _fetch_work(large, refs)
+        assert work_large <= 2 * work_small + 10, (work_small, work_large)
+        # the vectors themselves: one read-only float32 matrix, in the order asked for
+        matrix = large.store.fetch_vectors(refs, large.embedder.descriptor)
+        assert matrix.shape == (30, large.embedder.descriptor.dimensions)
+        assert not matrix.flags.writeable
+        again = large.store.fetch_vectors(refs[::-1], large.embedder.descriptor)
+        assert (again[::-1] == matrix).all()
+        missing = large.store.fetch_vectors(
+            [refs[0], MemoryRef("default", "nope", 1)], large.embedder.descriptor
+        )
+        assert missing[1] is None and (missing[0] == matrix[0]).all()
+    finally:
+        small.close()
+        large.close()

@@ -38,6 +38,9 @@ from rankseam.types import MemoryRef
 
 __all__ = ["BatchCounts", "PreparedRecord", "SQLiteStore", "StoreReader"]
 
+#: Identities per vector-fetch statement (3 parameters each, well under SQLite's limit).
+_FETCH_CHUNK = 250
+
 log = logging.getLogger("rankseam.store")
 
 _ROW_COLUMNS = (
@@ -613,22 +616,29 @@ class SQLiteStore:
     ) -> np.ndarray | list[np.ndarray | None]:
         """One batched read of the stored vectors of ``refs`` in ``descriptor``'s space: the
         read-only ``n × d`` float32 matrix when every ref has one, else one vector or ``None``
-        per ref (:func:`~rankseam.store.vectors.decode_vectors`)."""
+        per ref (:func:`~rankseam.store.vectors.decode_vectors`).
+
+        Each identity is looked up through the revisions' unique index and its vector through
+        the vectors' primary key: the cost grows with ``len(refs)``, not with the store.
+        """
         if not refs:
             return []
         conn = self._conn()
         found: dict[tuple[str, str, int], bytes] = {}
-        for i in range(0, len(refs), 250):
-            chunk = refs[i : i + 250]
-            cond = " OR ".join(
-                "(r.namespace = ? AND r.memory_id = ? AND r.revision = ?)" for _ in chunk
-            )
-            args: list[Any] = [descriptor.key]
+        for i in range(0, len(refs), _FETCH_CHUNK):
+            chunk = refs[i : i + _FETCH_CHUNK]
+            wanted = ", ".join("(?, ?, ?)" for _ in chunk)
+            args: list[Any] = []
             for ref in chunk:
                 args.extend((ref.namespace, ref.memory_id, ref.revision))
+            args.append(descriptor.key)
+            # CROSS JOIN keeps this join order: the wanted identities drive both lookups
             for ns, mid, rev, blob in conn.execute(
-                "SELECT r.namespace, r.memory_id, r.revision, v.vector FROM revisions r "
-                f"JOIN vectors v ON v.space = ? AND v.rid = r.rid WHERE {cond}",
+                f"WITH wanted(namespace, memory_id, revision) AS (VALUES {wanted}) "
+                "SELECT w.namespace, w.memory_id, w.revision, v.vector FROM wanted w "
+                "CROSS JOIN revisions r ON r.namespace = w.namespace "
+                "AND r.memory_id = w.memory_id AND r.revision = w.revision "
+                "CROSS JOIN vectors v ON v.space = ? AND v.rid = r.rid",
                 args,
             ):
                 found[(ns, mid, rev)] = blob

@@ -77,6 +77,10 @@ def test_rerank_stage_times_disabled_path_and_identity():
     assert out["identity"]["20"]["runs"] == 5
     assert out["identity"]["20"]["ratio_to_identity"] == 1.0
     assert out["none"]["20"]["p50_ms"] <= out["none"]["20"]["p95_ms"]
+    # the reranker's own call (the trace's latency) is part of its stage; none makes no call
+    call = out["identity"]["20"]
+    assert 0 < call["call_p50_ms"] <= call["p50_ms"] and call["call_p50_ms"] <= call["call_p95_ms"]
+    assert "call_p50_ms" not in out["none"]["20"]
 
 
 def test_latency_command_without_store_sizes(tmp_path):
@@ -103,6 +107,39 @@ def test_latency_command_without_store_sizes(tmp_path):
     assert "stage@20 identity/none" in data["disabled_path"]
     assert (tmp_path / "lat" / "report.png").exists() == PLOT
     assert "Rerank stage alone" in (tmp_path / "lat" / "report.md").read_text()
+
+
+def test_latency_whole_search_policies_and_their_calls(tmp_path):
+    args = ["bench", "latency", "--sizes", "120", "--repeats", "2", "--queries", "4"]
+    args += ["--no-progress", "--no-plot", "--out", str(tmp_path / "lat")]
+    result = CliRunner().invoke(cli, [*args, "--search-rerank", "none,identity"])
+    assert result.exit_code == 0, result.output
+    data = json.loads((tmp_path / "lat" / "report.json").read_text())
+    row = data["whole_search"]["120"]
+    assert data["configuration"]["search_policies"] == ["none", "identity"]
+    assert row["none"]["runs"] == row["identity"]["runs"] == 4
+    assert "call_p50_ms" not in row["none"]
+    assert 0 < row["identity"]["call_p50_ms"] <= row["identity"]["p50_ms"]
+    assert "call p50 ms" in (tmp_path / "lat" / "report.md").read_text()
+
+
+@pytest.mark.parametrize(
+    ("policies", "message"),
+    [
+        ("none,nope", "no reranker named 'nope' is installed"),
+        ("none,decision", "needs a decision backend"),
+    ],
+)
+def test_latency_refuses_a_whole_search_policy_it_cannot_build(tmp_path, policies, message):
+    from rankseam.plugins import get_registry
+
+    if "decision" in policies and "decision" not in get_registry().names("reranker"):
+        pytest.skip("the decision plugin (rankseam-decision) is not installed")
+    args = ["bench", "latency", "--sizes", "120", "--search-rerank", policies]
+    result = CliRunner().invoke(cli, [*args, "--no-plot", "--out", str(tmp_path / "lat")])
+    assert result.exit_code != 0
+    assert message in str(result.exception) and "choose from" in str(result.exception)
+    assert not (tmp_path / "lat").exists()
 
 
 def test_reference_mmr_agrees_with_langchain():

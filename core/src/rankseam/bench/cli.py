@@ -239,6 +239,15 @@ def _sizes(value: str | None) -> list[int] | None:
     "another component's option, e.g. --option decision_backends.similarity.no_threshold=0.4.",
 )
 @click.option(
+    "--search-rerank",
+    "search_rerank",
+    default="none,identity",
+    show_default=True,
+    metavar="NAME,NAME,...",
+    help="Policies timed in whole searches, interleaved query by query: 'none' (no "
+    "reranker) and reranker names, built with the --option values, e.g. none,identity,mmr.",
+)
+@click.option(
     "--out",
     "out",
     type=click.Path(file_okay=False, path_type=Path),
@@ -253,6 +262,7 @@ def latency(
     repeats: int | None,
     queries: int | None,
     option: tuple[str, ...],
+    search_rerank: str,
     out: Path | None,
     progress: bool,
     plot: bool,
@@ -281,6 +291,7 @@ def latency(
         echo=lambda msg: click.echo(msg, err=True),
         options=tables.pop("rerankers", {}),
         config=tables,
+        search_policies=_names(search_rerank, "--search-rerank"),
     )
     body["configuration"]["quick"] = quick
     report = finish_report(body, command=_command())

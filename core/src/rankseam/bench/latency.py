@@ -45,6 +45,9 @@ DEFAULT_SIZES = (1_000, 10_000, 100_000)
 QUICK_SIZES = (300, 1_000)
 DIMENSIONS = 384
 CANDIDATE_COUNTS = (20, 50)
+#: Whole-search policies by default: no reranker, and the identity reranker (the disabled
+#: path's overhead).
+SEARCH_POLICIES = ("none", "identity")
 
 
 def _stats(times_ms: Sequence[float]) -> dict[str, float]:
@@ -293,12 +296,19 @@ def _ingest_child(path: str, size: int, progress: bool) -> dict[str, Any]:
 
 
 def _search_child(
-    path: str, policies: Sequence[str], count: int, limit: int, pool: int, progress: bool
+    path: str,
+    policies: Sequence[str],
+    count: int,
+    limit: int,
+    pool: int,
+    progress: bool,
+    config: Mapping[str, Any],
 ) -> dict[str, Any]:
     import rankseam
 
-    memory = rankseam.open_memory(path)
+    memory = rankseam.open_memory(path, config=config)
     times: dict[str, list[float]] = {p: [] for p in policies}
+    calls: dict[str, list[float]] = {p: [] for p in policies}
     qs = synthetic.queries(count + 3)
     bar = _bar(len(qs), "search", progress)
     try:
@@ -307,9 +317,12 @@ def _search_child(
             for name in rotated:
                 reranker = None if name == "none" else name
                 t0 = time.perf_counter()
-                memory.search(q, limit=limit, reranker=reranker, pool=pool)
+                result = memory.search(q, limit=limit, reranker=reranker, pool=pool)
                 if i >= 3:  # the first queries warm caches
                     times[name].append((time.perf_counter() - t0) * 1000.0)
+                    stage = result.trace.rerank if result.trace is not None else None
+                    if stage is not None:
+                        calls[name].append(stage.latency_ms)
             if bar is not None:
                 bar.update(1)
     finally:
@@ -319,6 +332,9 @@ def _search_child(
         if callable(close):
             close()
     out: dict[str, Any] = {p: _stats(t) for p, t in times.items()}
+    for p, c in calls.items():
+        if c:
+            out[p].update(_call_stats(c))
     out["peak_rss_mib_search"] = _peak_rss_mib()
     return out
 
@@ -332,20 +348,33 @@ def _in_child(fn: Callable[..., dict[str, Any]], *args: Any) -> dict[str, Any]:
 def time_whole_search(
     sizes: Sequence[int],
     *,
-    policies: Sequence[str] = ("none", "identity"),
+    policies: Sequence[str] = SEARCH_POLICIES,
     queries: int = 100,
     limit: int = 10,
     pool: int = 30,
     workdir: str | Path | None = None,
     progress: bool = False,
+    config: Mapping[str, Any] | None = None,
 ) -> dict[str, dict[str, Any]]:
+    """p50/p95 of ``Memory.search`` per policy (``none`` = no reranker, else a reranker name,
+    built from ``config`` in the ``rankseam.toml`` layout) at each store size, interleaved
+    query by query; for a reranker also its call inside the search (``call_*``)."""
     out: dict[str, dict[str, Any]] = {}
     with tempfile.TemporaryDirectory(prefix="rankseam-latency-", dir=workdir) as tmp:
         for size in sizes:
             path = str(Path(tmp) / f"store-{size}.sqlite3")
             row = _in_child(_ingest_child, path, size, progress)
             row.update(
-                _in_child(_search_child, path, list(policies), queries, limit, pool, progress)
+                _in_child(
+                    _search_child,
+                    path,
+                    list(policies),
+                    queries,
+                    limit,
+                    pool,
+                    progress,
+                    dict(config or {}),
+                )
             )
             base = row.get("none")
             for name in policies:
@@ -371,15 +400,23 @@ def run_latency(
     echo: Callable[[str], None] | None = None,
     options: Mapping[str, Mapping[str, Any]] | None = None,
     config: Mapping[str, Any] | None = None,
+    search_policies: Sequence[str] = SEARCH_POLICIES,
 ) -> dict[str, Any]:
     """The whole latency benchmark; returns the report body. ``options`` maps a reranker name
-    to the options it is built with for the rerank-stage timing; ``config`` holds other
-    components' options (``{"decision_backends": {NAME: {...}}}``) for that timing."""
+    to the options it is built with; ``config`` holds other components' options
+    (``{"decision_backends": {NAME: {...}}}``). ``search_policies``: ``none`` and reranker
+    names timed in whole searches."""
     from rankseam.plugins import get_registry
 
     say = echo or (lambda _msg: None)
     names = get_registry().names("reranker")
     built, skipped = _build_rerankers(names, options, config)
+    for policy in search_policies:
+        if policy != "none" and policy not in built:
+            why = skipped.get(policy) or f"no reranker named {policy!r} is installed"
+            raise ConfigurationError(
+                f"whole-search policy {policy!r}: {why}; choose from {['none', *sorted(built)]}"
+            )
     stage_rerankers: dict[str, Any | None] = {"none": None, **built}
     say(f"rerank stage: {', '.join(stage_rerankers)} at {list(CANDIDATE_COUNTS)} candidates")
     stage = time_rerank_stage(stage_rerankers, limit=limit, repeats=repeats, progress=progress)
@@ -393,9 +430,18 @@ def run_latency(
         reference = reference_mmr(mmr, lam=lam, k=limit, repeats=max(10, repeats // 4))
     search: dict[str, Any] = {}
     if sizes:
-        say(f"whole search at {list(sizes)} memories (ingest, then none vs identity)")
+        say(f"whole search at {list(sizes)} memories (ingest, then {' vs '.join(search_policies)})")
+        rerankers = {k: dict(v) for k, v in (options or {}).items()}
+        search_config = {**(config or {}), "rerankers": rerankers}
         search = time_whole_search(
-            sizes, queries=queries, limit=limit, pool=pool, workdir=workdir, progress=progress
+            sizes,
+            policies=search_policies,
+            queries=queries,
+            limit=limit,
+            pool=pool,
+            workdir=workdir,
+            progress=progress,
+            config=search_config,
         )
     disabled: dict[str, Any] = {}
     for n, m in stage.get("none", {}).items():
@@ -416,7 +462,7 @@ def run_latency(
             "pool": pool,
             "repeats": repeats,
             "queries": queries,
-            "search_policies": ["none", "identity"],
+            "search_policies": list(search_policies),
             "reranker_options": {k: dict(v) for k, v in (options or {}).items()},
             "components": {k: dict(v) for k, v in (config or {}).items()},
         },

@@ -118,6 +118,8 @@ def test_loads_and_embeds_with_every_off_host_connection_refused() -> None:
         emb = ComponentContext(Config()).build("embedder", "sentence-transformers")
         v = emb.embed(["offline embedding works", "a second sentence"])
         print("SHAPE", v.shape, "ATTEMPTS", attempts)
+        from transformers.utils import logging
+        print("BARS", logging.is_progress_bar_enabled())
         """
     )
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
@@ -126,3 +128,6 @@ def test_loads_and_embeds_with_every_off_host_connection_refused() -> None:
     )
     assert done.returncode == 0, done.stderr[-3000:]
     assert "SHAPE (2, 384) ATTEMPTS []" in done.stdout, done.stdout + done.stderr[-2000:]
+    # loading prints no progress bar, and leaves the user's progress-bar setting as it was
+    assert "Loading weights" not in done.stderr, done.stderr[-2000:]
+    assert "BARS True" in done.stdout

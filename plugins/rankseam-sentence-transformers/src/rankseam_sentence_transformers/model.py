@@ -12,11 +12,12 @@ model are serialised with a lock (fast tokenizers are not safe to share across t
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -156,6 +157,21 @@ def _dimensions(path: Path) -> int:
     return dims
 
 
+@contextlib.contextmanager
+def _quiet_loading() -> Iterator[None]:
+    """No "Loading weights" progress bar from transformers on the user's terminal (the model
+    loads once, from local files); the user's own setting comes back afterwards."""
+    from transformers.utils import logging as hf_logging
+
+    was_enabled = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            hf_logging.enable_progress_bar()
+
+
 class LoadedModel:
     """One loaded SentenceTransformer; ``encode`` is thread-safe (serialised)."""
 
@@ -165,9 +181,10 @@ class LoadedModel:
         self.files = files
         self.device = device
         self._lock = threading.Lock()
-        self._model = SentenceTransformer(
-            str(files.path), device=device, local_files_only=True, trust_remote_code=False
-        )
+        with _quiet_loading():
+            self._model = SentenceTransformer(
+                str(files.path), device=device, local_files_only=True, trust_remote_code=False
+            )
         dimension_of = (
             getattr(self._model, "get_embedding_dimension", None)
             or self._model.get_sentence_embedding_dimension

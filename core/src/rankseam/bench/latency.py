@@ -411,6 +411,7 @@ def run_latency(
     say = echo or (lambda _msg: None)
     names = get_registry().names("reranker")
     built, skipped = _build_rerankers(names, options, config)
+    search_policies = list(dict.fromkeys(search_policies))  # each once, in the order given
     for policy in search_policies:
         if policy != "none" and policy not in built:
             why = skipped.get(policy) or f"no reranker named {policy!r} is installed"

@@ -180,6 +180,15 @@ def quality_markdown(report: Mapping[str, Any]) -> str:
     return "\n\n".join(parts) + "\n"
 
 
+_CALL_HEADERS = ("call p50 ms", "call p95 ms", "ratio")
+
+
+def _timing_row(first: Any, second: Any, m: Mapping[str, Any], ratio_key: str) -> list[Any]:
+    """p50/p95, the reranker's own call (— where none ran) and the ratio, for one table row."""
+    calls = [m.get("call_p50_ms", "—"), m.get("call_p95_ms", "—")]
+    return [first, second, m["p50_ms"], m["p95_ms"], *calls, m.get(ratio_key)]
+
+
 def latency_markdown(report: Mapping[str, Any]) -> str:
     """Rerank-stage table, whole-search table, ingest throughput and the reference comparison."""
     parts = []
@@ -194,22 +203,12 @@ def latency_markdown(report: Mapping[str, Any]) -> str:
             "`rerank` call inside the stage (the trace's `latency_ms`); "
             "ratio = stage p50 / stage p50 of `identity`:"
         )
-        rows = []
-        for name, per_n in stage.items():
-            for n, m in per_n.items():
-                rows.append(
-                    [
-                        name,
-                        n,
-                        m["p50_ms"],
-                        m["p95_ms"],
-                        m.get("call_p50_ms", "—"),
-                        m.get("call_p95_ms", "—"),
-                        m.get("ratio_to_identity"),
-                    ]
-                )
-        headers = ["reranker", "candidates", "stage p50 ms", "stage p95 ms"]
-        headers += ["call p50 ms", "call p95 ms", "ratio"]
+        rows = [
+            _timing_row(name, n, m, "ratio_to_identity")
+            for name, per_n in stage.items()
+            for n, m in per_n.items()
+        ]
+        headers = ["reranker", "candidates", "stage p50 ms", "stage p95 ms", *_CALL_HEADERS]
         parts.append(_table(headers, rows))
     skipped = report.get("skipped_rerankers", {})
     if skipped:
@@ -222,24 +221,13 @@ def latency_markdown(report: Mapping[str, Any]) -> str:
             "Whole search (`Memory.search`), by store size; `call` = the reranker's own call "
             "inside the search (the trace's `latency_ms`); ratio = p50 / p50 of `none`:"
         )
-        rows = []
-        for size, per_policy in search.items():
-            for name, m in per_policy.items():
-                if not isinstance(m, Mapping) or "p50_ms" not in m:
-                    continue
-                rows.append(
-                    [
-                        size,
-                        name,
-                        m["p50_ms"],
-                        m["p95_ms"],
-                        m.get("call_p50_ms", "—"),
-                        m.get("call_p95_ms", "—"),
-                        m.get("ratio_to_none"),
-                    ]
-                )
-        headers = ["memories", "policy", "p50 ms", "p95 ms", "call p50 ms", "call p95 ms"]
-        parts.append(_table([*headers, "ratio"], rows))
+        rows = [
+            _timing_row(size, name, m, "ratio_to_none")
+            for size, per_policy in search.items()
+            for name, m in per_policy.items()
+            if isinstance(m, Mapping) and "p50_ms" in m
+        ]
+        parts.append(_table(["memories", "policy", "p50 ms", "p95 ms", *_CALL_HEADERS], rows))
         rows = [
             [
                 size,

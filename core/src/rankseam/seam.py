@@ -40,6 +40,7 @@ from rankseam.types import (
     RerankTrace,
     TraceCandidate,
     Usage,
+    readonly_float32,
     readonly_vector,
 )
 
@@ -318,18 +319,10 @@ def make_candidates(
                 "answer one vector (or None) per identity, in order"
             )
         if isinstance(vectors, np.ndarray) and vectors.ndim == 2:
-            readonly = _readonly_matrix(vectors)
+            readonly = readonly_float32(vectors)
         else:
             readonly = tuple(map(readonly_vector, vectors))
     return CandidateViews(hits, max_chars, readonly, embedding_space)
-
-
-def _readonly_matrix(matrix: np.ndarray) -> np.ndarray:
-    if matrix.dtype == np.float32 and not matrix.flags.writeable:
-        return matrix  # the store's: shared, not copied
-    out = np.array(matrix, dtype=np.float32, copy=True)
-    out.setflags(write=False)
-    return out
 
 
 def trace_candidates(pool: Sequence[Hit], *, text: bool = True) -> tuple[TraceCandidate, ...]:

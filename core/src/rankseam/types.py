@@ -29,6 +29,7 @@ __all__ = [
     "SearchTrace",
     "TraceCandidate",
     "Usage",
+    "readonly_float32",
     "readonly_vector",
 ]
 
@@ -184,22 +185,24 @@ class Hit:
         return out
 
 
+def readonly_float32(value: object) -> np.ndarray:
+    """``value`` as a read-only float32 array; one that already is (the store's vectors) is
+    shared, not copied."""
+    if type(value) is np.ndarray and not value.flags.writeable and value.dtype == np.float32:
+        return value
+    arr = np.array(value, dtype=np.float32, copy=True)
+    arr.setflags(write=False)
+    return arr
+
+
 def readonly_vector(value: object) -> np.ndarray | None:
     """``value`` as a read-only one-dimensional float32 vector (``None`` stays ``None``); a
     vector that already is one is shared, not copied."""
     if value is None:
         return None
-    if (
-        type(value) is np.ndarray
-        and not value.flags.writeable
-        and value.dtype == np.float32
-        and value.ndim == 1
-    ):
-        return value  # already a read-only float32 vector (the store's): shared, not copied
-    arr = np.array(value, dtype=np.float32, copy=True)
+    arr = readonly_float32(value)
     if arr.ndim != 1:
         raise ValueError(f"Candidate.embedding must be one-dimensional, got shape {arr.shape}")
-    arr.setflags(write=False)
     return arr
 
 

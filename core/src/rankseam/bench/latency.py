@@ -320,9 +320,8 @@ def _search_child(
                 result = memory.search(q, limit=limit, reranker=reranker, pool=pool)
                 if i >= 3:  # the first queries warm caches
                     times[name].append((time.perf_counter() - t0) * 1000.0)
-                    stage = result.trace.rerank if result.trace is not None else None
-                    if stage is not None:
-                        calls[name].append(stage.latency_ms)
+                    if result.trace.rerank is not None:
+                        calls[name].append(result.trace.rerank.latency_ms)
             if bar is not None:
                 bar.update(1)
     finally:
@@ -409,8 +408,9 @@ def run_latency(
     from rankseam.plugins import get_registry
 
     say = echo or (lambda _msg: None)
+    reranker_options = {k: dict(v) for k, v in (options or {}).items()}
     names = get_registry().names("reranker")
-    built, skipped = _build_rerankers(names, options, config)
+    built, skipped = _build_rerankers(names, reranker_options, config)
     search_policies = list(dict.fromkeys(search_policies))  # each once, in the order given
     for policy in search_policies:
         if policy != "none" and policy not in built:
@@ -425,15 +425,14 @@ def run_latency(
     if "mmr" in names:
         from rankseam.compose import ComponentContext, Config
 
-        lam = float((options or {}).get("mmr", {}).get("lambda", 0.7))
+        lam = float(reranker_options.get("mmr", {}).get("lambda", 0.7))
         say("reference MMR: mmr vs langchain-core")
         mmr = ComponentContext(Config()).reranker("mmr", {"lambda": lam, "relevance": "coarse"})
         reference = reference_mmr(mmr, lam=lam, k=limit, repeats=max(10, repeats // 4))
     search: dict[str, Any] = {}
     if sizes:
         say(f"whole search at {list(sizes)} memories (ingest, then {' vs '.join(search_policies)})")
-        rerankers = {k: dict(v) for k, v in (options or {}).items()}
-        search_config = {**(config or {}), "rerankers": rerankers}
+        search_config = {**(config or {}), "rerankers": reranker_options}
         search = time_whole_search(
             sizes,
             policies=search_policies,
@@ -464,7 +463,7 @@ def run_latency(
             "repeats": repeats,
             "queries": queries,
             "search_policies": list(search_policies),
-            "reranker_options": {k: dict(v) for k, v in (options or {}).items()},
+            "reranker_options": reranker_options,
             "components": {k: dict(v) for k, v in (config or {}).items()},
         },
         "rerank_stage": stage,

@@ -16,7 +16,7 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Callable, Coroutine, Iterable, Iterator, Mapping
+from collections.abc import Callable, Coroutine, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -32,6 +32,7 @@ from rankseam.retrieval.fusion import ChannelList, fuse
 from rankseam.seam import (
     MAX_POOL,
     Reranker,
+    Vectors,
     as_async_reranker,
     rerank_pool,
     trace_candidates,
@@ -719,8 +720,9 @@ class Memory:
             started=started,
         )
 
-    def _coarse(self, plan: _SearchPlan) -> builtins.list[Hit]:
-        """The coarse pool, read in ONE short read transaction (released before reranking)."""
+    def _coarse(self, plan: _SearchPlan) -> tuple[builtins.list[Hit], builtins.list[int]]:
+        """The coarse pool, read in ONE short read transaction (released before reranking),
+        and the revision row of each hit (how the rerank stage fetches their vectors)."""
         space = self._space
         qvec = None
         if any(src.needs_query_vector for _n, src in self._sources):
@@ -768,10 +770,17 @@ class Memory:
                     content_hash=row.content_hash,
                 )
             )
-        return pool
+        return pool, [f.key for f in fused]
 
-    async def _finish(self, plan: _SearchPlan, pool: builtins.list[Hit]) -> SearchResult:
+    async def _finish(
+        self, plan: _SearchPlan, pool: builtins.list[Hit], rids: builtins.list[int]
+    ) -> SearchResult:
         space = self._space
+
+        def fetch_vectors(refs: Sequence[MemoryRef]) -> Vectors:
+            rid_of = dict(zip((h.ref for h in pool), rids, strict=True))
+            return self._store.vectors_of([rid_of[r] for r in refs], space)
+
         hits, rerank_trace = await rerank_pool(
             plan.query,
             pool,
@@ -779,7 +788,7 @@ class Memory:
             plan.reranker,
             on_error=plan.on_error,  # type: ignore[arg-type]
             max_chars=self._config.search.max_chars,
-            fetch_vectors=lambda refs: self._store.fetch_vectors(refs, space),
+            fetch_vectors=fetch_vectors,
             embedding_space=space.key,
         )
         trace = SearchTrace(
@@ -810,10 +819,10 @@ class Memory:
         (1..200). ``on_error``: ``"raise"`` (fail closed) or ``"coarse"`` (visible
         ``degraded`` status)."""
         plan = self._plan(query, limit, namespace, reranker, reranker_options, pool, on_error)
-        pool_hits = self._coarse(plan)
+        pool_hits, rids = self._coarse(plan)
         if plan.reranker is None:
-            return _complete_now(self._finish(plan, pool_hits))
-        return self._runner.run(self._finish(plan, pool_hits))
+            return _complete_now(self._finish(plan, pool_hits, rids))
+        return self._runner.run(self._finish(plan, pool_hits, rids))
 
     async def asearch(
         self,
@@ -828,8 +837,8 @@ class Memory:
     ) -> SearchResult:
         """:meth:`search` for async code (the store is read in a worker thread)."""
         plan = self._plan(query, limit, namespace, reranker, reranker_options, pool, on_error)
-        pool_hits = await asyncio.to_thread(self._coarse, plan)
-        return await self._finish(plan, pool_hits)
+        pool_hits, rids = await asyncio.to_thread(self._coarse, plan)
+        return await self._finish(plan, pool_hits, rids)
 
 
 def _progress(

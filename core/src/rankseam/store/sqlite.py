@@ -618,31 +618,46 @@ class SQLiteStore:
         read-only ``n × d`` float32 matrix when every ref has one, else one vector or ``None``
         per ref (:func:`~rankseam.store.vectors.decode_vectors`).
 
-        Each identity is looked up through the revisions' unique index and its vector through
-        the vectors' primary key: the cost grows with ``len(refs)``, not with the store.
+        Each identity is looked up through the revisions' unique index, then its vector by
+        :meth:`vectors_of`: the cost grows with ``len(refs)``, not with the store.
         """
         if not refs:
             return []
         conn = self._conn()
-        found: dict[tuple[str, str, int], bytes] = {}
+        rid_of: dict[tuple[str, str, int], int] = {}
         for i in range(0, len(refs), _FETCH_CHUNK):
             chunk = refs[i : i + _FETCH_CHUNK]
             wanted = ", ".join("(?, ?, ?)" for _ in chunk)
             args: list[Any] = []
             for ref in chunk:
                 args.extend((ref.namespace, ref.memory_id, ref.revision))
-            args.append(descriptor.key)
-            # CROSS JOIN keeps this join order: the wanted identities drive both lookups
-            for ns, mid, rev, blob in conn.execute(
+            # CROSS JOIN keeps this join order: the wanted identities drive the index lookups
+            for ns, mid, rev, rid in conn.execute(
                 f"WITH wanted(namespace, memory_id, revision) AS (VALUES {wanted}) "
-                "SELECT w.namespace, w.memory_id, w.revision, v.vector FROM wanted w "
+                "SELECT w.namespace, w.memory_id, w.revision, r.rid FROM wanted w "
                 "CROSS JOIN revisions r ON r.namespace = w.namespace "
-                "AND r.memory_id = w.memory_id AND r.revision = w.revision "
-                "CROSS JOIN vectors v ON v.space = ? AND v.rid = r.rid",
+                "AND r.memory_id = w.memory_id AND r.revision = w.revision",
                 args,
             ):
-                found[(ns, mid, rev)] = blob
-        blobs = [found.get((r.namespace, r.memory_id, r.revision)) for r in refs]
+                rid_of[(ns, mid, rev)] = int(rid)
+        rids = [rid_of.get((r.namespace, r.memory_id, r.revision)) for r in refs]
+        return self.vectors_of(rids, descriptor)
+
+    def vectors_of(
+        self, rids: Sequence[int | None], descriptor: EmbedderDescriptor
+    ) -> np.ndarray | list[np.ndarray | None]:
+        """:meth:`fetch_vectors` for revision rows already known by their key (``None``: no
+        such row): one read through the vectors' primary key, decoded together."""
+        conn = self._conn()
+        found: dict[int, bytes] = {}
+        for chunk in _chunks([rid for rid in rids if rid is not None]):
+            marks = ",".join("?" * len(chunk))
+            for rid, blob in conn.execute(
+                f"SELECT rid, vector FROM vectors WHERE space = ? AND rid IN ({marks})",
+                (descriptor.key, *chunk),
+            ):
+                found[int(rid)] = blob
+        blobs = [None if rid is None else found.get(rid) for rid in rids]
         return decode_vectors(blobs, descriptor.dimensions)
 
     def namespaces(self) -> list[str]:

@@ -16,6 +16,7 @@ import os
 import sys
 import threading
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from collections.abc import Callable, Coroutine, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -384,6 +385,7 @@ class Memory:
         self._gate = gate
         self._gate_lock = threading.Lock()
         self._runner = _LoopRunner()
+        self._write_executor: ThreadPoolExecutor | None = None
 
     # -- properties ------------------------------------------------------------------------
 
@@ -415,6 +417,9 @@ class Memory:
 
     def close(self) -> None:
         self._runner.close()
+        if self._write_executor is not None:
+            self._write_executor.shutdown(wait=True)
+            self._write_executor = None
         self._store.close()
 
     def __repr__(self) -> str:
@@ -537,40 +542,63 @@ class Memory:
         totals = [0, 0, 0, 0]
         batch: list[PreparedRecord] = []
         index = 0
+        # The write of one batch (SQLite works without the GIL) overlaps the validation and
+        # embedding of the next; batches are still written one at a time, in order.
+        writing: list[tuple[Future[Any], int]] = []
+
+        def settle() -> None:
+            while writing:
+                future, size = writing.pop()
+                counts = future.result()
+                totals[0] += counts.added
+                totals[1] += counts.updated
+                totals[2] += counts.unchanged
+                totals[3] += 1
+                tick(size)
 
         def flush() -> None:
             if not batch:
                 return
             vectors = self._embed([r.text for r in batch])
-            recs = [attrs.evolve(r, vector=v) for r, v in zip(batch, vectors, strict=True)]
-            counts = self._store.write_batch(recs, space=self._space.key)
-            totals[0] += counts.added
-            totals[1] += counts.updated
-            totals[2] += counts.unchanged
-            totals[3] += 1
-            tick(len(batch))
+            records_ = list(batch)
             batch.clear()
+            settle()
+            future = self._writer().submit(
+                self._store.write_batch, records_, space=self._space.key, vectors=vectors
+            )
+            writing.append((future, len(records_)))
 
         try:
-            for index, raw in enumerate(records, start=1):
-                try:
-                    batch.append(self._ingest_record(raw, namespace))
-                except ValidationError as exc:
-                    committed = totals[0] + totals[1] + totals[2]
-                    raise IngestError(
-                        f"record {index}: {exc}; nothing of its batch was written "
-                        f"({committed} earlier record(s) were committed)",
-                        index=index,
-                        committed=committed,
-                    ) from None
-                if len(batch) >= batch_size:
-                    flush()
-            flush()
+            try:
+                for index, raw in enumerate(records, start=1):
+                    try:
+                        batch.append(self._ingest_record(raw, namespace))
+                    except ValidationError as exc:
+                        settle()
+                        committed = totals[0] + totals[1] + totals[2]
+                        raise IngestError(
+                            f"record {index}: {exc}; nothing of its batch was written "
+                            f"({committed} earlier record(s) were committed)",
+                            index=index,
+                            committed=committed,
+                        ) from None
+                    if len(batch) >= batch_size:
+                        flush()
+                flush()
+            finally:
+                settle()
         finally:
             done_bar()
         return IngestReport(
             totals[0], totals[1], totals[2], totals[3], time.perf_counter() - started
         )
+
+    def _writer(self) -> ThreadPoolExecutor:
+        """The one thread that writes ingest batches (created on first use)."""
+        with self._gate_lock:
+            if self._write_executor is None:
+                self._write_executor = ThreadPoolExecutor(1, thread_name_prefix="rankseam-ingest")
+            return self._write_executor
 
     def _ingest_record(self, raw: object, namespace: str | None) -> PreparedRecord:
         if not isinstance(raw, Mapping):

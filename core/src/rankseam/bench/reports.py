@@ -234,12 +234,28 @@ def latency_markdown(report: Mapping[str, Any]) -> str:
                 m.get("ingest_per_s"),
                 m.get("peak_rss_mib_ingest"),
                 m.get("peak_rss_mib_search"),
+                m.get("open_ms", "—"),
+                m.get("first_search_ms", "—"),
+                m.get("none_to_floor", "—"),
             ]
             for size, m in search.items()
         ]
         parts.append(
+            "`floor` = a numpy cosine over all vectors plus the same FTS5 query, fused by RRF "
+            "(the least a search can cost); none / floor = p50 ratio. Open and first search: "
+            "`open_memory` and the first `search` of a fresh process."
+        )
+        parts.append(
             _table(
-                ["memories", "ingest memories/s", "peak RSS MiB (ingest)", "peak RSS MiB (search)"],
+                [
+                    "memories",
+                    "ingest memories/s",
+                    "peak RSS MiB (ingest)",
+                    "peak RSS MiB (search)",
+                    "open ms",
+                    "first search ms",
+                    "none / floor",
+                ],
                 rows,
             )
         )

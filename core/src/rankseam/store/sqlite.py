@@ -32,7 +32,7 @@ import numpy as np
 from rankseam.embedding import EmbedderDescriptor
 from rankseam.errors import ConfigurationError, ValidationError
 from rankseam.store.records import MemoryNotFoundError, StoredMemory
-from rankseam.store.schema import SCHEMA_VERSION, ensure_schema
+from rankseam.store.schema import PAGE_SIZE, SCHEMA_VERSION, ensure_schema
 from rankseam.store.vectors import VectorCache, decode_vectors, encode_vector, top_k
 from rankseam.types import MemoryRef
 
@@ -293,6 +293,7 @@ class SQLiteStore:
         conn = sqlite3.connect(
             self.path, timeout=self._timeout_s, isolation_level=None, check_same_thread=False
         )
+        conn.execute(f"PRAGMA page_size={PAGE_SIZE}")  # a new file only; before WAL
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=NORMAL")
         conn.execute(f"PRAGMA busy_timeout={int(self._timeout_s * 1000)}")
@@ -469,20 +470,82 @@ class SQLiteStore:
             self._bump(conn, namespace)
         return MemoryRef(namespace, memory_id, revision)
 
-    def write_batch(self, records: Sequence[PreparedRecord], *, space: str | None) -> BatchCounts:
+    _HEAD_CHUNK = 400  # identities per head lookup (2 parameters each)
+
+    def _heads(
+        self, conn: sqlite3.Connection, records: Sequence[PreparedRecord]
+    ) -> dict[tuple[str, str], tuple[Any, ...]]:
+        """The head of every memory of ``records`` that exists: ``(namespace, memory_id) ->
+        (head_rid, head_revision, deleted, content_hash, importance, metadata)``, read with one
+        statement per :attr:`_HEAD_CHUNK` identities through the memories' primary key."""
+        keys = list(dict.fromkeys((r.namespace, r.memory_id) for r in records))
+        out: dict[tuple[str, str], tuple[Any, ...]] = {}
+        for i in range(0, len(keys), self._HEAD_CHUNK):
+            chunk = keys[i : i + self._HEAD_CHUNK]
+            wanted = ", ".join("(?, ?)" for _ in chunk)
+            args = [value for key in chunk for value in key]
+            for ns, mid, *head in conn.execute(
+                f"WITH wanted(namespace, memory_id) AS (VALUES {wanted}) "
+                "SELECT m.namespace, m.memory_id, m.head_rid, m.head_revision, m.deleted, "
+                "r.content_hash, r.importance, r.metadata FROM wanted w CROSS JOIN memories m "
+                "ON m.namespace = w.namespace AND m.memory_id = w.memory_id "
+                "JOIN revisions r ON r.rid = m.head_rid",
+                args,
+            ):
+                out[(ns, mid)] = tuple(head)
+        return out
+
+    def write_batch(
+        self,
+        records: Sequence[PreparedRecord],
+        *,
+        space: str | None,
+        vectors: np.ndarray | None = None,
+    ) -> BatchCounts:
         """Write records in ONE transaction (all or nothing). A new id is added; a known id
-        gets a new revision when its text, importance or metadata changed, else nothing."""
+        gets a new revision when its text, importance or metadata changed, else nothing.
+        ``vectors``: one row per record (else each record's own ``vector``).
+
+        The heads of the batch's memories are read together, new rows get consecutive keys
+        after the highest one (the write lock is held), and revisions, FTS rows, vectors and
+        heads are inserted with one ``executemany`` each.
+        """
         added = updated = unchanged = 0
         refs: list[MemoryRef] = []
+        revision_rows: list[tuple[Any, ...]] = []
+        fts_rows: list[tuple[int, str]] = []
+        vector_rows: list[tuple[str, int, bytes]] = []
+        head_rows: list[tuple[str, str, int, int]] = []
+        pending: set[int] = set()
+
+        def flush(conn: sqlite3.Connection) -> None:
+            conn.executemany(
+                "INSERT INTO revisions(rid, namespace, memory_id, revision, text, importance, "
+                "metadata, created_at, content_hash, live) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 1)",
+                revision_rows,
+            )
+            conn.executemany("INSERT INTO fts(rowid, text) VALUES (?, ?)", fts_rows)
+            conn.executemany(
+                "INSERT INTO vectors(space, rid, vector) VALUES (?, ?, ?)", vector_rows
+            )
+            conn.executemany(
+                "INSERT INTO memories(namespace, memory_id, head_rid, head_revision, deleted, "
+                "deleted_at) VALUES (?, ?, ?, ?, 0, NULL) ON CONFLICT(namespace, memory_id) "
+                "DO UPDATE SET head_rid = excluded.head_rid, head_revision = "
+                "excluded.head_revision, deleted = 0, deleted_at = NULL",
+                head_rows,
+            )
+            for rows in (revision_rows, fts_rows, vector_rows, head_rows):
+                rows.clear()
+            pending.clear()
+
         with self._write() as conn:
             touched: set[str] = set()
-            for rec in records:
-                head = conn.execute(
-                    "SELECT m.head_rid, m.head_revision, m.deleted, r.content_hash, r.importance, "
-                    "r.metadata FROM memories m JOIN revisions r ON r.rid = m.head_rid "
-                    "WHERE m.namespace = ? AND m.memory_id = ?",
-                    (rec.namespace, rec.memory_id),
-                ).fetchone()
+            heads = self._heads(conn, records)
+            next_rid = int(conn.execute("SELECT coalesce(max(rid), 0) FROM revisions").fetchone()[0])
+            for i, rec in enumerate(records):
+                key = (rec.namespace, rec.memory_id)
+                head = heads.get(key)
                 importance = rec.importance
                 metadata = rec.metadata
                 if head is None:
@@ -502,19 +565,37 @@ class SQLiteStore:
                         refs.append(MemoryRef(rec.namespace, rec.memory_id, rev))
                         continue
                     if not deleted:
+                        if rid in pending:  # written earlier in this batch
+                            flush(conn)
                         self._retire(conn, rid)
                     revision = rev + 1
                     updated += 1
-                self._insert(
-                    conn,
-                    rec,
-                    revision,
-                    0.5 if importance is None else importance,
-                    metadata or "{}",
-                    space,
+                importance = 0.5 if importance is None else importance
+                metadata = metadata or "{}"
+                next_rid += 1
+                revision_rows.append(
+                    (
+                        next_rid,
+                        rec.namespace,
+                        rec.memory_id,
+                        revision,
+                        rec.text,
+                        importance,
+                        metadata,
+                        rec.created_at,
+                        rec.content_hash,
+                    )
                 )
+                fts_rows.append((next_rid, rec.text))
+                vector = rec.vector if vectors is None else vectors[i]
+                if vector is not None and space is not None:
+                    vector_rows.append((space, next_rid, encode_vector(vector)))
+                head_rows.append((rec.namespace, rec.memory_id, next_rid, revision))
+                heads[key] = (next_rid, revision, 0, rec.content_hash, importance, metadata)
+                pending.add(next_rid)
                 refs.append(MemoryRef(rec.namespace, rec.memory_id, revision))
                 touched.add(rec.namespace)
+            flush(conn)
             for ns in sorted(touched):
                 self._bump(conn, ns)
         return BatchCounts(added, updated, unchanged, tuple(refs))

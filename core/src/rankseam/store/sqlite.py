@@ -31,6 +31,8 @@ import numpy as np
 
 from rankseam.embedding import EmbedderDescriptor
 from rankseam.errors import ConfigurationError, ValidationError
+from rankseam.store import ann as ann_module
+from rankseam.store.ann import AnnIndexes, AnnManifest
 from rankseam.store.records import MemoryNotFoundError, StoredMemory
 from rankseam.store.schema import PAGE_SIZE, SCHEMA_VERSION, ensure_schema
 from rankseam.store.vectors import VectorCache, decode_vectors, encode_vector, top_k
@@ -150,16 +152,21 @@ class StoreReader:
         )
 
     def vector(
-        self, namespace: str, descriptor: EmbedderDescriptor, query: np.ndarray, k: int
+        self,
+        namespace: str,
+        descriptor: EmbedderDescriptor,
+        query: np.ndarray,
+        k: int,
+        *,
+        exact: bool = False,
     ) -> list[tuple[int, float]]:
         """Cosine (dot product of L2-normalised vectors) over the namespace's live vectors of
-        ``descriptor``'s space only."""
+        ``descriptor``'s space only: the best ``k`` ``(rid, score)``, ties by rid.
+
+        A namespace × space with an ANN index (:mod:`rankseam.store.ann`) is searched through
+        it plus an exact pass over the revisions written since it was built; every score is
+        computed from the stored vector either way. ``exact=True`` compares every vector."""
         version, epoch = self._versions(namespace)
-        entry = self._store.vector_cache.get(
-            self._conn, namespace, descriptor.key, descriptor.dimensions, version, epoch
-        )
-        if entry.matrix.shape[0] == 0:
-            return []
         q = np.asarray(query, dtype=np.float32).reshape(-1)
         if q.shape[0] != descriptor.dimensions:
             raise ValidationError(
@@ -169,11 +176,77 @@ class StoreReader:
         if descriptor.normalization != "l2":
             norm = float(np.linalg.norm(q))
             q = q / norm if norm > 0 else q
-        scores = entry.scores(q)
+        ann = None if exact else self._store.ann
+        base = None if ann is None else ann.base(namespace, descriptor.key)
+        if base is not None and (
+            base.manifest.epoch != epoch
+            or base.manifest.dims != descriptor.dimensions
+            or base.manifest.version > version
+        ):
+            base = None  # vectors were rewritten since (reembed), or a newer snapshot's index
+        entry = self._store.vector_cache.get(
+            self._conn,
+            namespace,
+            descriptor.key,
+            descriptor.dimensions,
+            version,
+            epoch,
+            min_rid=0 if base is None else base.manifest.max_rid,
+        )
+        rids, scores = entry.rids, self._scores(entry.matrix, q, descriptor)
+        if entry.alive is not None:
+            scores = np.where(entry.alive, scores, -np.inf).astype(np.float32)
+        retired = 0
+        if base is not None and ann is not None:
+            gone = self._retired(namespace, base.manifest.version, base.manifest.max_rid)
+            retired = int(gone.size)
+            keys = ann.search(base, q, k, min(retired, ann_module.MAX_RETIRED))
+            if gone.size:
+                keys = keys[~np.isin(keys, gone)]
+            # exact scores from the stored vectors (a key without one in this snapshot drops)
+            found = self._store.vectors_of(keys.tolist(), descriptor)
+            if isinstance(found, np.ndarray):
+                matrix, kept = found, keys
+            else:
+                have = [i for i, v in enumerate(found) if v is not None]
+                kept = keys[have]
+                matrix = np.stack([found[i] for i in have]) if have else np.zeros((0, 0))
+            if kept.size:
+                rids = np.concatenate([rids, kept])
+                scores = np.concatenate([scores, self._scores(matrix, q, descriptor)])
+        if ann is not None and ann.needs_maintenance(
+            base, entry.rids.shape[0], 0 if base is None else entry.rids.shape[0], retired
+        ):
+            self._store.schedule_ann(namespace, descriptor)
+        return top_k(scores, rids, k)
+
+    @staticmethod
+    def _scores(matrix: np.ndarray, q: np.ndarray, descriptor: EmbedderDescriptor) -> np.ndarray:
+        if matrix.shape[0] == 0:
+            return np.zeros(0, dtype=np.float32)
+        scores = matrix @ q
         if descriptor.normalization != "l2":
-            norms = np.linalg.norm(entry.matrix, axis=1)
+            norms = np.linalg.norm(matrix, axis=1)
             scores = np.divide(scores, norms, out=np.zeros_like(scores), where=norms > 0)
-        return top_k(scores, entry.rids, k)
+        return scores
+
+    def _retired(self, namespace: str, since: int, max_rid: int) -> np.ndarray:
+        """Revisions up to ``max_rid`` retired after version ``since`` (in this snapshot)."""
+        key = ("retired", namespace, since, max_rid, self.namespace_version(namespace))
+        return self._store._memo_array(
+            key,
+            lambda: np.fromiter(
+                (
+                    r
+                    for (r,) in self._conn.execute(
+                        "SELECT rid FROM revisions WHERE namespace = ? AND retired_version > ? "
+                        "AND rid <= ?",
+                        (namespace, since, max_rid),
+                    )
+                ),
+                dtype=np.int64,
+            ),
+        )
 
     def importance(self, rids: Sequence[int]) -> dict[int, float]:
         out: dict[int, float] = {}
@@ -238,8 +311,16 @@ class SQLiteStore:
     """The embedded store in one SQLite file. Thread-safe; one connection per thread."""
 
     def __init__(
-        self, path: str | os.PathLike[str], *, tokenizer: str = "porter", timeout_s: float = 30.0
+        self,
+        path: str | os.PathLike[str],
+        *,
+        tokenizer: str = "porter",
+        timeout_s: float = 30.0,
+        ann: bool | int = True,
     ) -> None:
+        """``ann``: search namespaces × spaces of at least
+        :data:`~rankseam.store.ann.MIN_VECTORS` vectors through an ANN index (True), of at
+        least that many (an integer), or never (False)."""
         self._tempdir: str | None = None
         if str(path) == ":memory:":
             # Per-thread connections cannot share an in-memory database: use a private temp
@@ -253,6 +334,12 @@ class SQLiteStore:
         self._conns_lock = threading.Lock()
         self._closed = False
         self.vector_cache = VectorCache()
+        self.ann: AnnIndexes | None = None
+        if ann is not False:
+            self.ann = AnnIndexes(
+                self.path, min_vectors=ann_module.MIN_VECTORS if ann is True else int(ann)
+            )
+        self._arrays: dict[tuple[Any, ...], np.ndarray] = {}
         self._memo: dict[tuple[Any, ...], int] = {}
         self._memo_lock = threading.Lock()
         try:
@@ -282,6 +369,46 @@ class SQLiteStore:
                 self._memo[key] = value
         return value
 
+    def _memo_array(self, key: tuple[Any, ...], compute: Callable[[], np.ndarray]) -> np.ndarray:
+        value = self._arrays.get(key)
+        if value is None:
+            value = compute()
+            with self._memo_lock:
+                if len(self._arrays) > 64:
+                    self._arrays.clear()
+                self._arrays[key] = value
+        return value
+
+    # -- the ANN index ---------------------------------------------------------------------
+
+    def maintain_ann(
+        self, namespace: str, descriptor: EmbedderDescriptor, *, force: bool = False
+    ) -> AnnManifest | None:
+        """Bring the ANN index of ``namespace`` × ``descriptor``'s space up to date now, on a
+        private connection (:meth:`rankseam.store.ann.AnnIndexes.maintain`)."""
+        if self.ann is None:
+            raise ConfigurationError(
+                f"the store {self.path!r} was opened without an ANN index (ann=False)"
+            )
+        conn = sqlite3.connect(self.path, timeout=self._timeout_s, isolation_level=None)
+        try:
+            conn.execute(f"PRAGMA busy_timeout={int(self._timeout_s * 1000)}")
+            return self.ann.maintain(
+                conn,
+                namespace,
+                descriptor.key,
+                descriptor.dimensions,
+                descriptor.normalization == "l2",
+                force=force,
+            )
+        finally:
+            conn.close()
+
+    def schedule_ann(self, namespace: str, descriptor: EmbedderDescriptor) -> None:
+        """:meth:`maintain_ann` in a background thread (one at a time per index)."""
+        if self.ann is not None:
+            self.ann.schedule(namespace, descriptor.key, lambda: self.maintain_ann(namespace, descriptor))
+
     # -- connections -----------------------------------------------------------------------
 
     def _conn(self) -> sqlite3.Connection:
@@ -303,6 +430,8 @@ class SQLiteStore:
         return conn
 
     def close(self) -> None:
+        if self.ann is not None:
+            self.ann.close()  # waits for background maintenance
         self._closed = True
         with self._conns_lock:
             conns, self._conns = self._conns, []

@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from rankseam.compose import ComponentContext, Config, resolve_env_refs
+from rankseam.compose import ComponentContext, Config
 from rankseam.errors import ConfigurationError
+from rankseam.plugin import resolve_env_refs
 
 
 def test_defaults() -> None:

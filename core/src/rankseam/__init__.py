@@ -7,8 +7,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-import pluggy
-
 from rankseam.errors import (
     BackendError,
     BackendTimeoutError,
@@ -20,6 +18,7 @@ from rankseam.errors import (
     RerankError,
     ValidationError,
 )
+from rankseam.hookspecs import hookimpl
 from rankseam.types import (
     Candidate,
     CandidateRecord,
@@ -38,8 +37,6 @@ if TYPE_CHECKING:
 
 __version__ = "0.1.0"
 
-#: Marker for hook implementations: ``@rankseam.hookimpl``.
-hookimpl = pluggy.HookimplMarker("rankseam")
 
 __all__ = [
     "BackendError",

@@ -37,7 +37,7 @@ from __future__ import annotations
 import inspect
 import os
 import tomllib
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -63,8 +63,6 @@ __all__ = [
     "ComponentContext",
     "Config",
     "SearchConfig",
-    "check_options",
-    "resolve_env_refs",
 ]
 
 #: The configuration table that holds each component kind's options.
@@ -246,31 +244,6 @@ class Config:
         tables = {k: dict(v) for k, v in self.components.items()}
         tables.setdefault(table, {})[name] = _freeze(merged)
         return attrs.evolve(self, components={k: _freeze(v) for k, v in tables.items()})
-
-
-def check_options(where: str, options: Mapping[str, Any], known: Iterable[str]) -> None:
-    """Refuse option names a component does not know (the one place this is worded).
-
-    ``where`` names the component as users write it, e.g. ``"reranker 'mmr'"``.
-    """
-    allowed = sorted(known)
-    unknown = sorted(set(options) - set(allowed))
-    if unknown:
-        raise ConfigurationError(
-            f"{where} has no option(s) {unknown}; known options are {allowed}"
-            if allowed
-            else f"{where} takes no options, got {unknown}; remove them"
-        )
-
-
-def resolve_env_refs(value: Any, *, what: str) -> Any:
-    """Resolve ``{"$env": "NAME"}`` to the environment variable's value (None if unset)."""
-    if isinstance(value, Mapping) and set(value) == {"$env"}:
-        name = value["$env"]
-        if not isinstance(name, str) or not name:
-            raise ConfigurationError(f"{what}: {{'$env': NAME}} needs a variable name")
-        return os.environ.get(name)
-    return value
 
 
 class ComponentContext:

@@ -31,11 +31,10 @@ from rankseam.types import (
     SearchTrace,
     Usage,
 )
+from rankseam.version import __version__
 
 if TYPE_CHECKING:
     from rankseam.memory import Memory, open_memory
-
-__version__ = "0.1.0"
 
 
 __all__ = [

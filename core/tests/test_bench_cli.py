@@ -86,3 +86,13 @@ def test_plot_without_matplotlib_says_how_to_fix(tmp_path):
     result = CliRunner().invoke(cli, ["bench", "quality", "--dataset", f"locomo:{data}"])
     assert result.exit_code != 0
     assert "pip install 'rankseam[bench]'" in str(result.exception)
+
+
+def test_quality_on_a_beir_train_split(tmp_path):
+    folder = _tiny_beir(tmp_path / "tiny")
+    (folder / "qrels" / "train.tsv").write_text("query-id\tcorpus-id\tscore\nq2\td2\t1\n")
+    out = tmp_path / "out"
+    _run("--dataset", f"beir:{folder}", "--split", "train", "--rerank", "none", "--out", str(out))
+    report = json.loads((out / "report.json").read_text())
+    assert report["dataset"]["split"] == "train" and report["dataset"]["queries"] == 1
+    assert report["details"]["none"]["queries"] == 1

@@ -140,3 +140,53 @@ def test_beir_loader(tmp_path):
     assert by_id["q1"].category is None
     assert data.stats["dropped_qrels_unknown_document"] == 1
     assert data.stats["skipped_queries_no_relevant"] == 2  # q3 (grade 0), q4 (unknown doc)
+
+
+def _two_splits(root: Path) -> Path:
+    """The tiny BEIR folder plus a train split: q3 judged relevant to d2, q1 to d1."""
+    _tiny_beir(root)
+    (root / "qrels" / "train.tsv").write_text("query-id\tcorpus-id\tscore\nq3\td2\t1\nq1\td1\t1\n")
+    return root
+
+
+def test_beir_split_chooses_qrels_and_queries(tmp_path):
+    folder = _two_splits(tmp_path / "tiny")
+    test = load_dataset(f"beir:{folder}")
+    train = load_dataset(f"beir:{folder}@train")
+    assert test.stats["split"] == "test" and train.stats["split"] == "train"
+    assert train.name == "beir:tiny@train" and test.name == "beir:tiny"
+    (coll,) = train.collections
+    assert {q.id: dict(q.relevance) for q in coll.queries} == {"q1": {"d1": 1.0}, "q3": {"d2": 1.0}}
+    # the corpus is the same whatever the split
+    assert [r.id for r in coll.records] == [r.id for r in test.collections[0].records]
+    # --split says the same as @train; giving it twice consistently is fine
+    assert load_dataset(f"beir:{folder}", split="train").collections == train.collections
+    assert load_dataset(f"beir:{folder}@train", split="train").name == "beir:tiny@train"
+
+
+def test_beir_split_errors_say_how_to_fix(tmp_path):
+    folder = tmp_path / "only-train"
+    _two_splits(folder)
+    (folder / "qrels" / "test.tsv").unlink()
+    with pytest.raises(ConfigurationError, match=r"split\(s\) train: pass beir:.*@train"):
+        load_dataset(f"beir:{folder}")
+    with pytest.raises(ConfigurationError, match="names split 'train' but --split says 'dev'"):
+        load_dataset(f"beir:{folder}@train", split="dev")
+    with pytest.raises(ConfigurationError, match="applies to BEIR folders only"):
+        load_dataset("locomo", split="train")
+    with pytest.raises(ConfigurationError, match="not a split name"):
+        load_dataset(f"beir:{folder}", split="../x")
+
+
+def test_beir_folder_whose_name_holds_an_at_sign(tmp_path):
+    folder = _tiny_beir(tmp_path / "corpus@v2")
+    assert load_dataset(f"beir:{folder}").stats["split"] == "test"
+
+
+def test_real_scifact_train_split():
+    folder = _data_dir()
+    if folder is None or not (folder / "scifact-train" / "qrels" / "train.tsv").is_file():
+        pytest.skip("scifact-train not found: set RANKSEAM_DATA to ../shared/data to run this")
+    data = load_dataset(f"beir:{folder / 'scifact-train'}@train")
+    assert data.stats["documents"] == 5183
+    assert data.query_count == 809

@@ -11,14 +11,9 @@ from hypothesis import strategies as st
 import rankseam
 from rankseam.default_plugins.hashed_embedder import HashedEmbedder
 from rankseam.errors import ConfigurationError
-from rankseam.retrieval import (
-    ChannelList,
-    fuse,
-    match_expression,
-    over_fetch,
-    query_terms,
-)
-from rankseam.retrieval.fusion import competition_ranks
+from rankseam.retrieval.base import over_fetch
+from rankseam.retrieval.fusion import ChannelList, competition_ranks, fuse
+from rankseam.retrieval.lexical import match_expression, query_terms
 from rankseam.testing.embedder import EmbedderContract
 from rankseam.types import MemoryRef
 

@@ -60,7 +60,15 @@ _plot_option = click.option(
     "--dataset",
     default="locomo",
     show_default=True,
-    help="'locomo', 'locomo:PATH' (LoCoMo-schema JSON) or 'beir:PATH' (BEIR folder).",
+    help="'locomo', 'locomo:PATH' (LoCoMo-schema JSON), 'beir:PATH' (BEIR folder, split "
+    "'test') or 'beir:PATH@SPLIT' (qrels/SPLIT.tsv, e.g. beir:../shared/data/scifact-train@train).",
+)
+@click.option(
+    "--split",
+    default=None,
+    metavar="NAME",
+    help="BEIR split whose queries and qrels are used (qrels/NAME.tsv) [default: test]; the "
+    "same as beir:PATH@NAME.",
 )
 @click.option("--rerank", "rerank", default="none,identity", show_default=True, help=_POLICY_HELP)
 @click.option(
@@ -118,6 +126,7 @@ _plot_option = click.option(
 @_plot_option
 def quality(
     dataset: str,
+    split: str | None,
     rerank: str,
     policy: tuple[str, ...],
     embedder: str | None,
@@ -147,7 +156,7 @@ def quality(
     tables = component_options(option)
     policies = parse_policies(rerank, policy, tables.pop("rerankers", {}))
     embedders = _names(embedder, "--embedder")
-    data = load_dataset(dataset)
+    data = load_dataset(dataset, split=split)
     if max_queries is not None:
         data = attrs.evolve(
             data,

@@ -10,7 +10,10 @@ Dataset specs (the ``--dataset`` option):
   ``shared/data/locomo-dev.json`` found above the working directory or this package;
 - ``locomo:PATH`` — any JSON file of the LoCoMo schema;
 - ``beir:PATH`` — a BEIR folder holding ``corpus.jsonl``, ``queries.jsonl`` and
-  ``qrels/test.tsv``.
+  ``qrels/test.tsv``;
+- ``beir:PATH@SPLIT`` — the same folder with the queries and judgements of another split,
+  ``qrels/SPLIT.tsv`` (e.g. ``beir:../shared/data/scifact-train@train``, the development
+  split; ``rankseam bench quality --split train`` says the same).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import csv
 import hashlib
 import json
 import os
+import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from types import MappingProxyType
@@ -43,6 +47,8 @@ __all__ = [
 ]
 
 LOCOMO_FILE = "locomo-dev.json"
+#: What a BEIR split name may look like (``train``, ``dev``, ``test``, ``test-2``...).
+_SPLIT = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
 #: Categories averaged into the headline figures; category 5 (adversarial) is reported alone.
 HEADLINE_CATEGORIES = (1, 2, 3, 4)
 CATEGORY_NAMES = {
@@ -298,17 +304,32 @@ def _read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
 def load_beir(folder: str | os.PathLike[str], *, split: str = "test") -> Dataset:
     """Load a BEIR folder (``corpus.jsonl``, ``queries.jsonl``, ``qrels/<split>.tsv``).
 
+    Only the queries judged in ``qrels/<split>.tsv`` are asked, so a folder holding several
+    splits yields the queries of the one chosen.
+
     Every document is its own group; relevance is the qrels grade (grades <= 0 are ignored).
     Qrels naming an unknown document are dropped and counted; queries left with no relevant
     document are skipped.
     """
     root = Path(folder)
+    if not split or not _SPLIT.fullmatch(split):
+        raise ConfigurationError(
+            f"BEIR split {split!r} is not a split name; use letters, digits, '-' or '_', "
+            "e.g. beir:PATH@train"
+        )
     needed = [root / "corpus.jsonl", root / "queries.jsonl", root / "qrels" / f"{split}.tsv"]
     missing = [str(p) for p in needed if not p.is_file()]
     if missing:
+        splits = sorted(p.stem for p in (root / "qrels").glob("*.tsv"))
+        hint = (
+            f"; this folder has the split(s) {', '.join(splits)}: pass "
+            f"beir:{root}@{splits[0]} (or --split {splits[0]})"
+            if splits and needed[2].name not in {f"{s}.tsv" for s in splits}
+            else "; a BEIR folder holds corpus.jsonl, queries.jsonl and qrels/<split>.tsv"
+        )
         raise ConfigurationError(
-            f"{str(root)!r} is not a BEIR folder: missing {', '.join(missing)}; "
-            "a BEIR folder holds corpus.jsonl, queries.jsonl and qrels/test.tsv"
+            f"{str(root)!r} is not a BEIR folder for split {split!r}: missing "
+            f"{', '.join(missing)}{hint}"
         )
     records = []
     doc_ids: set[str] = set()
@@ -352,7 +373,7 @@ def load_beir(folder: str | os.PathLike[str], *, split: str = "test") -> Dataset
             continue
         queries.append(Query(qid, text, qrels[qid], None))
     return Dataset(
-        name=f"beir:{root.name}",
+        name=f"beir:{root.name}" if split == "test" else f"beir:{root.name}@{split}",
         kind="beir",
         source=str(root),
         collections=(Collection(root.name, tuple(records), tuple(queries)),),
@@ -366,14 +387,29 @@ def load_beir(folder: str | os.PathLike[str], *, split: str = "test") -> Dataset
     )
 
 
-def load_dataset(spec: str) -> Dataset:
-    """``locomo``, ``locomo:PATH`` or ``beir:PATH`` (see the module docstring)."""
+def load_dataset(spec: str, *, split: str | None = None) -> Dataset:
+    """``locomo``, ``locomo:PATH``, ``beir:PATH`` or ``beir:PATH@SPLIT`` (see the module
+    docstring). ``split`` chooses the BEIR split when the spec names none (default ``test``);
+    a spec that names one must agree with it."""
     name, _, path = spec.partition(":")
     if name == "locomo":
+        if split is not None:
+            raise ConfigurationError(
+                f"--split applies to BEIR folders only; LoCoMo ({spec!r}) has no splits"
+            )
         return load_locomo(path or None)
     if name == "beir" and path:
-        return load_beir(path)
+        folder, at, named = path.rpartition("@")
+        if not at or not _SPLIT.fullmatch(named) or not folder or Path(path).is_dir():
+            folder, named = path, ""  # no split named (or a folder whose name holds '@')
+        if named and split is not None and split != named:
+            raise ConfigurationError(
+                f"dataset {spec!r} names split {named!r} but --split says {split!r}; "
+                "give the split once"
+            )
+        return load_beir(folder, split=named or split or "test")
     raise ConfigurationError(
-        f"unknown dataset {spec!r}; use 'locomo', 'locomo:PATH' (a LoCoMo-schema JSON file) or "
-        "'beir:PATH' (a folder with corpus.jsonl, queries.jsonl, qrels/test.tsv)"
+        f"unknown dataset {spec!r}; use 'locomo', 'locomo:PATH' (a LoCoMo-schema JSON file), "
+        "'beir:PATH' (a folder with corpus.jsonl, queries.jsonl, qrels/test.tsv) or "
+        "'beir:PATH@SPLIT' (qrels/SPLIT.tsv, e.g. @train)"
     )

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rankseam.errors import ConfigurationError
-from rankseam.retrieval.base import ScoredKey, SourceRequest
+from rankseam.plugin import ScoredKey, SourceRequest
 
 __all__ = ["ImportanceSource"]
 

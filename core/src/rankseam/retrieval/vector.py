@@ -5,9 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from rankseam.compose import check_options
 from rankseam.errors import ConfigurationError
-from rankseam.retrieval.base import ScoredKey, SourceRequest
+from rankseam.plugin import ScoredKey, SourceRequest, check_options
 
 __all__ = ["VectorSource"]
 

@@ -33,11 +33,13 @@ from rankseam.ingest import AddResult, IngestError, IngestReport, ReembedReport,
 from rankseam.loop import LoopRunner, complete_now
 from rankseam.retrieval.base import CandidateSource
 from rankseam.search import MAX_QUERY_BYTES, SearchPipeline, SearchPlan
+from rankseam.store.ann import setting_from_env as ann_setting_from_env
 from rankseam.store.records import MemoryNotFoundError, StoredMemory, check_memory_id
 from rankseam.store.sqlite import SQLiteStore
 from rankseam.types import MemoryRef, SearchResult
 
 if TYPE_CHECKING:
+    from rankseam.store.ann import AnnManifest
     from rankseam.store.snapshot import ExportReport, ImportReport, VerifyReport
 
 __all__ = [
@@ -90,7 +92,7 @@ def open_memory(
             "(`rankseam add`, `rankseam ingest`, or open_memory(..., create=True))"
         )
     parts = assemble(cfg)
-    store = SQLiteStore(db)
+    store = SQLiteStore(db, ann=ann_setting_from_env())
     try:
         store.register_space(parts.embedder.descriptor)
     except BaseException:
@@ -236,6 +238,16 @@ class Memory:
         return self._writer.ingest(
             records, namespace=namespace, batch_size=batch_size, progress=progress
         )
+
+    def maintain_index(
+        self, namespace: str | None = None, *, force: bool = False
+    ) -> AnnManifest | None:
+        """Bring the namespace's ANN index (docs/store.md) up to date now: merge what was
+        written since it was built, or build it. Searches do this in the background when it
+        is due; call it after a large ingest so that the next search finds it ready. Returns
+        the index's manifest, or None when the namespace is below the size where an index is
+        used (``force=True`` builds one anyway)."""
+        return self._store.maintain_ann(self._ns(namespace), self._embedder.descriptor, force=force)
 
     def reembed(
         self, embedder: str | Embedder | None = None, *, batch_size: int = 500

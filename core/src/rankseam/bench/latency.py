@@ -360,7 +360,6 @@ class FloorSearch:
         self._conn.close()
 
 
-
 def _ingest_child(path: str, size: int, corpus: str, progress: bool) -> dict[str, Any]:
     import rankseam
 
@@ -369,6 +368,9 @@ def _ingest_child(path: str, size: int, corpus: str, progress: bool) -> dict[str
         t0 = time.perf_counter()
         memory.ingest(corpus_texts(corpus, size), batch_size=1000, progress=progress)
         elapsed = time.perf_counter() - t0
+        t1 = time.perf_counter()
+        manifest = memory.maintain_index()  # the ANN index, where the store is large enough
+        indexed = time.perf_counter() - t1
     finally:
         close = getattr(memory, "close", None)
         if callable(close):
@@ -376,6 +378,7 @@ def _ingest_child(path: str, size: int, corpus: str, progress: bool) -> dict[str
     return {
         "ingest_s": round(elapsed, 3),
         "ingest_per_s": round(size / elapsed, 1) if elapsed > 0 else None,
+        "index_build_s": round(indexed, 1) if manifest is not None else None,
         "peak_rss_mib_ingest": _peak_rss_mib(),
     }
 
@@ -392,7 +395,6 @@ def _search_child(
     floor: bool = False,
 ) -> dict[str, Any]:
     import rankseam
-
     from rankseam.retrieval.base import over_fetch
 
     qs = corpus_queries(corpus, count + 3)
@@ -444,15 +446,58 @@ def _search_child(
     return out
 
 
+def _ann_recall_child(path: str, corpus: str, count: int, pool: int) -> dict[str, Any]:
+    """Recall of the vector channel through the ANN index against exact search, on the
+    corpus's queries: recall@pool (the exact best ``pool`` found among the ANN's best
+    ``pool``) and recall@k over the channel's whole list (``k = over_fetch(pool)``), with the
+    channel's own p50 both ways."""
+    import rankseam
+    from rankseam.retrieval.base import over_fetch
+
+    memory = rankseam.open_memory(path)
+    try:
+        descriptor = memory.embedder.descriptor
+        namespace = memory.config.namespace
+        store = memory.store
+        if store.ann is None or store.ann.base(namespace, descriptor.key) is None:
+            return {}
+        k = over_fetch(pool)
+        at_pool: list[float] = []
+        at_k: list[float] = []
+        times: dict[str, list[float]] = {"ann": [], "exact": []}
+        for q in corpus_queries(corpus, count):
+            qvec = memory.embedder.embed([q])[0]
+            with store.read() as reader:
+                t0 = time.perf_counter()
+                approx = reader.vector(namespace, descriptor, qvec, k)
+                t1 = time.perf_counter()
+                exact = reader.vector(namespace, descriptor, qvec, k, exact=True)
+                t2 = time.perf_counter()
+            times["ann"].append((t1 - t0) * 1000)
+            times["exact"].append((t2 - t1) * 1000)
+            a, e = [r for r, _s in approx], [r for r, _s in exact]
+            at_pool.append(len(set(a[:pool]) & set(e[:pool])) / max(1, min(pool, len(e))))
+            at_k.append(len(set(a) & set(e)) / max(1, len(e)))
+        return {
+            "recall_at_pool": round(float(np.mean(at_pool)), 4),
+            "recall_at_k": round(float(np.mean(at_k)), 4),
+            "pool": pool,
+            "k": k,
+            "queries": count,
+            "ann_p50_ms": round(percentile(times["ann"][3:], 50), 3),
+            "exact_p50_ms": round(percentile(times["exact"][3:], 50), 3),
+        }
+    finally:
+        memory.close()
+
+
 def _in_child(fn: Callable[..., dict[str, Any]], *args: Any) -> dict[str, Any]:
     ctx = multiprocessing.get_context("spawn")
     with ctx.Pool(1) as pool:
         return pool.apply(fn, args)
 
 
-def _store_for(
-    folder: Path, corpus: str, size: int, progress: bool
-) -> tuple[str, dict[str, Any]]:
+def _store_for(folder: Path, corpus: str, size: int, progress: bool) -> tuple[str, dict[str, Any]]:
     """The store of ``size`` memories of ``corpus`` in ``folder``: ingested in a child process,
     or reused when an earlier run completed it (its ingest figures are kept next to it)."""
     path = folder / f"{corpus}-{size}.sqlite3"
@@ -511,6 +556,9 @@ def time_whole_search(
                     size <= floor_max_size,
                 )
             )
+            recall = _in_child(_ann_recall_child, path, corpus, queries, pool)
+            if recall:
+                row["ann_recall"] = recall
             floor = row.get("floor")
             if isinstance(floor, dict) and row.get("none") and floor["p50_ms"] > 0:
                 row["none_to_floor"] = round(row["none"]["p50_ms"] / floor["p50_ms"], 3)

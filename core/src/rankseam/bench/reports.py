@@ -259,6 +259,26 @@ def latency_markdown(report: Mapping[str, Any]) -> str:
                 rows,
             )
         )
+    recalls = {size: m["ann_recall"] for size, m in search.items() if m.get("ann_recall")}
+    if recalls:
+        parts.append(
+            "ANN index against exact search (vector channel alone, the corpus's queries): "
+            "recall@pool = share of the exact best `pool` among the ANN's best `pool`; "
+            "recall@k over the channel's whole list:"
+        )
+        rows = [
+            [
+                size,
+                r["recall_at_pool"],
+                r["recall_at_k"],
+                r["ann_p50_ms"],
+                r["exact_p50_ms"],
+            ]
+            for size, r in recalls.items()
+        ]
+        parts.append(
+            _table(["memories", "recall@pool", "recall@k", "ANN p50 ms", "exact p50 ms"], rows)
+        )
     disabled = report.get("disabled_path")
     if disabled:
         parts.append(

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import re
 import threading
-from itertools import chain
 from collections.abc import Mapping, Sequence
+from itertools import chain
 from typing import Any
 
 import numpy as np
@@ -177,10 +177,15 @@ class HashedEmbedder:
         low, high = char_ngrams
         self._chars = _HashedBag(self._hasher, lambda word: _char_wb_ngrams(word, low, high))
         # word unigrams (the default) hash each token alone; other ranges use the analyzer
-        self._words = _HashedBag(self._hasher, lambda token: [token]) if word_ngrams == (
-            1,
-            1,
-        ) else None
+        self._words = (
+            _HashedBag(self._hasher, lambda token: [token])
+            if word_ngrams
+            == (
+                1,
+                1,
+            )
+            else None
+        )
         self.descriptor = EmbedderDescriptor(
             name="hashed",
             dimensions=dimensions,

@@ -39,14 +39,16 @@ import sqlite3
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 import attrs
 import numpy as np
 
-__all__ = ["EXPANSION_SEARCH", "MIN_VECTORS", "AnnIndexes", "AnnManifest"]
+from rankseam.errors import ConfigurationError
+
+__all__ = ["EXPANSION_SEARCH", "MIN_VECTORS", "AnnIndexes", "AnnManifest", "setting_from_env"]
 
 log = logging.getLogger("rankseam.store.ann")
 
@@ -55,7 +57,7 @@ MIN_VECTORS = 20_000
 #: HNSW parameters (chosen by measurement on LoCoMo-derived stores; docs/store.md).
 CONNECTIVITY = 16
 EXPANSION_ADD = 128
-EXPANSION_SEARCH = 1024
+EXPANSION_SEARCH = 512
 #: Stored precision of the graph's vectors (candidates are re-scored exactly).
 DTYPE = "f16"
 #: A base is merged with its delta once the delta holds this share of it (or MERGE_MIN rows).
@@ -66,6 +68,26 @@ MERGE_MIN = 2_000
 MAX_RETIRED = 20_000
 FORMAT = 1
 _STRAY_AGE_S = 600.0
+
+
+def setting_from_env(environ: Mapping[str, str] | None = None) -> bool | int:
+    """``RANKSEAM_ANN``: unset or ``auto`` = an index from :data:`MIN_VECTORS` vectors on;
+    ``off`` = never (always exact); an integer N = an index from N vectors on."""
+    value = (os.environ if environ is None else environ).get("RANKSEAM_ANN", "auto").strip()
+    if value.lower() in ("", "auto"):
+        return True
+    if value.lower() == "off":
+        return False
+    try:
+        threshold = int(value)
+    except ValueError:
+        threshold = 0
+    if threshold < 1:
+        raise ConfigurationError(
+            f"RANKSEAM_ANN={value!r}: use 'auto', 'off' or a number of vectors >= 1 from which "
+            "a namespace is searched through its ANN index"
+        )
+    return threshold
 
 
 @attrs.frozen
@@ -160,7 +182,9 @@ class AnnIndexes:
                 raise ValueError("the manifest names another index")
             file = self.folder / manifest.file
             if file.stat().st_size != manifest.bytes:
-                raise ValueError(f"{file.name} has {file.stat().st_size} bytes, not {manifest.bytes}")
+                raise ValueError(
+                    f"{file.name} has {file.stat().st_size} bytes, not {manifest.bytes}"
+                )
             from usearch.index import Index
 
             index = Index.restore(str(file), view=True)
@@ -199,7 +223,7 @@ class AnnIndexes:
         limit = max(MERGE_MIN, int(base.manifest.count * MERGE_SHARE))
         return delta + retired > limit
 
-    def schedule(self, namespace: str, space: str, work: Callable[[], None]) -> None:
+    def schedule(self, namespace: str, space: str, work: Callable[[], object]) -> None:
         """Run ``work`` (a :meth:`maintain` call) in a background thread, once at a time per
         namespace × space."""
         key = (namespace, space)
@@ -259,6 +283,16 @@ class AnnIndexes:
             version, epoch = (int(row[0]), int(row[1])) if row else (0, 0)
             max_rid = int(conn.execute("SELECT coalesce(max(rid), 0) FROM revisions").fetchone()[0])
             usable = old is not None and old.manifest.epoch == epoch and old.manifest.dims == dims
+            if (
+                usable
+                and old is not None
+                and (old.manifest.version, old.manifest.max_rid)
+                == (
+                    version,
+                    max_rid,
+                )
+            ):
+                return old.manifest  # nothing was written since
             if usable:
                 assert old is not None
                 index = Index.restore(str(self.folder / old.manifest.file))  # a private copy

@@ -210,7 +210,7 @@ class StoreReader:
             else:
                 have = [i for i, v in enumerate(found) if v is not None]
                 kept = keys[have]
-                matrix = np.stack([found[i] for i in have]) if have else np.zeros((0, 0))
+                matrix = np.stack([v for v in found if v is not None]) if have else np.zeros((0, 0))
             if kept.size:
                 rids = np.concatenate([rids, kept])
                 scores = np.concatenate([scores, self._scores(matrix, q, descriptor)])
@@ -233,7 +233,7 @@ class StoreReader:
     def _retired(self, namespace: str, since: int, max_rid: int) -> np.ndarray:
         """Revisions up to ``max_rid`` retired after version ``since`` (in this snapshot)."""
         key = ("retired", namespace, since, max_rid, self.namespace_version(namespace))
-        return self._store._memo_array(
+        return self._store.cached_array(
             key,
             lambda: np.fromiter(
                 (
@@ -370,7 +370,7 @@ class SQLiteStore:
                 self._memo[key] = value
         return value
 
-    def _memo_array(self, key: tuple[Any, ...], compute: Callable[[], np.ndarray]) -> np.ndarray:
+    def cached_array(self, key: tuple[Any, ...], compute: Callable[[], np.ndarray]) -> np.ndarray:
         value = self._arrays.get(key)
         if value is None:
             value = compute()
@@ -408,7 +408,9 @@ class SQLiteStore:
     def schedule_ann(self, namespace: str, descriptor: EmbedderDescriptor) -> None:
         """:meth:`maintain_ann` in a background thread (one at a time per index)."""
         if self.ann is not None:
-            self.ann.schedule(namespace, descriptor.key, lambda: self.maintain_ann(namespace, descriptor))
+            self.ann.schedule(
+                namespace, descriptor.key, lambda: self.maintain_ann(namespace, descriptor)
+            )
 
     # -- connections -----------------------------------------------------------------------
 
@@ -672,7 +674,9 @@ class SQLiteStore:
         with self._write() as conn:
             touched: set[str] = set()
             heads = self._heads(conn, records)
-            next_rid = int(conn.execute("SELECT coalesce(max(rid), 0) FROM revisions").fetchone()[0])
+            next_rid = int(
+                conn.execute("SELECT coalesce(max(rid), 0) FROM revisions").fetchone()[0]
+            )
             for i, rec in enumerate(records):
                 key = (rec.namespace, rec.memory_id)
                 head = heads.get(key)

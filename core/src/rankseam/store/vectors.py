@@ -122,7 +122,7 @@ class VectorCache:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._entries: dict[tuple[str, str], VectorMatrix] = {}
+        self._entries: dict[tuple[str, str, int], VectorMatrix] = {}
 
     def get(
         self,

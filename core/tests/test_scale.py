@@ -354,3 +354,44 @@ def test_bench_latency_reports_the_floor_and_reuses_its_stores(tmp_path):
     assert second["ingest_per_s"] == first["ingest_per_s"]
     assert first["open_ms"] > 0 and first["first_search_ms"] > 0
     assert sorted(os.listdir(tmp_path / "stores"))[0].startswith("synthetic-150")
+
+
+# --------------------------------------------------------------------- the rerank hop
+
+
+class _Recorder:
+    policy_id = "test.recorder.v1"
+
+    def __init__(self, inline: bool, suspend: bool = False) -> None:
+        if inline:
+            self.needs_event_loop = False
+        self.suspend = suspend
+        self.threads: list[object] = []
+
+    async def rerank(self, query, candidates, limit, /):
+        import asyncio
+        import threading
+
+        self.threads.append(threading.current_thread())
+        if self.suspend:
+            await asyncio.sleep(0)
+        return rankseam.RerankDecision(tuple(range(1, min(limit, len(candidates)) + 1)))
+
+
+def test_a_loop_free_reranker_runs_inline_in_a_synchronous_search(tmp_path):
+    import threading
+
+    from rankseam.seam import runs_inline
+
+    with rankseam.open_memory(tmp_path / "hop.sqlite3") as memory:
+        memory.ingest(synthetic.texts(50))
+        inline, hopping = _Recorder(inline=True), _Recorder(inline=False)
+        first = memory.search("kalo mine", 5, reranker=inline)
+        second = memory.search("kalo mine", 5, reranker=hopping)
+        assert [h.ref for h in first] == [h.ref for h in second]
+        assert inline.threads == [threading.current_thread()]
+        assert hopping.threads[0] is not threading.current_thread()
+        # the built-in identity reranker declares it; a wrong declaration is a clear error
+        assert runs_inline(memory.context.reranker("identity"))
+        with pytest.raises(RuntimeError, match="needs_event_loop = False must not await"):
+            memory.search("kalo mine", 5, reranker=_Recorder(inline=True, suspend=True))

@@ -33,6 +33,7 @@ from rankseam.ingest import AddResult, IngestError, IngestReport, ReembedReport,
 from rankseam.loop import LoopRunner, complete_now
 from rankseam.retrieval.base import CandidateSource
 from rankseam.search import MAX_QUERY_BYTES, SearchPipeline, SearchPlan
+from rankseam.seam import runs_inline
 from rankseam.store.ann import setting_from_env as ann_setting_from_env
 from rankseam.store.records import MemoryNotFoundError, StoredMemory, check_memory_id
 from rankseam.store.sqlite import SQLiteStore
@@ -353,7 +354,8 @@ class Memory:
         ``degraded`` status)."""
         plan = self._plan(query, limit, namespace, reranker, reranker_options, pool, on_error)
         pool_hits, rids = self._search.coarse(plan)
-        if plan.reranker is None:
+        if plan.reranker is None or runs_inline(plan.reranker):
+            # no reranker, or one that never suspends: no hop to the loop thread
             return complete_now(self._search.finish(plan, pool_hits, rids))
         return self._runner.run(self._search.finish(plan, pool_hits, rids))
 

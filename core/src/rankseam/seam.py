@@ -52,6 +52,7 @@ from rankseam.types import (
 )
 
 __all__ = [
+    "runs_inline",
     "DEFAULT_MAX_CHARS",
     "DEFAULT_POOL",
     "MAX_POOL",
@@ -98,7 +99,9 @@ class Reranker(Protocol):
 
     Optional attributes the host reads when present: ``descriptor`` (a JSON-able mapping for the
     trace, no secrets), ``needs_embeddings`` (ask the host to attach stored vectors),
-    ``deterministic`` (the conformance kit then checks repeatability).
+    ``deterministic`` (the conformance kit then checks repeatability), ``needs_event_loop``
+    (``False`` declares that an async ``rerank`` never suspends: a synchronous search then runs
+    it inline instead of on the host's event-loop thread; see :func:`runs_inline`).
     """
 
     policy_id: str
@@ -119,6 +122,16 @@ class _SyncRerankerAdapter:
 
     async def rerank(self, query: str, candidates: Sequence[Candidate], limit: int, /) -> Any:
         return await asyncio.to_thread(self._inner.rerank, query, candidates, limit)
+
+
+def runs_inline(reranker: Any) -> bool:
+    """True when ``reranker`` declares ``needs_event_loop = False`` and its ``rerank`` is a
+    coroutine function: it never awaits anything that suspends (no I/O, no thread, no sleep),
+    so a synchronous search can run it to completion without an event loop."""
+    rerank = getattr(reranker, "rerank", None)
+    return getattr(reranker, "needs_event_loop", True) is False and inspect.iscoroutinefunction(
+        rerank
+    )
 
 
 def as_async_reranker(reranker: Any) -> Reranker:

@@ -32,8 +32,8 @@ from rankseam.errors import ConfigurationError
 from rankseam.ingest import AddResult, IngestError, IngestReport, ReembedReport, Writer
 from rankseam.loop import LoopRunner, complete_now
 from rankseam.retrieval.base import CandidateSource
-from rankseam.search import MAX_QUERY_BYTES, SearchPipeline, SearchPlan
 from rankseam.seam import runs_inline
+from rankseam.search import MAX_QUERY_BYTES, SearchPipeline, SearchPlan
 from rankseam.store.ann import setting_from_env as ann_setting_from_env
 from rankseam.store.records import MemoryNotFoundError, StoredMemory, check_memory_id
 from rankseam.store.sqlite import SQLiteStore

@@ -52,7 +52,6 @@ from rankseam.types import (
 )
 
 __all__ = [
-    "runs_inline",
     "DEFAULT_MAX_CHARS",
     "DEFAULT_POOL",
     "MAX_POOL",
@@ -65,6 +64,7 @@ __all__ = [
     "normalize_ranks",
     "normalize_scored_ranks",
     "rerank_pool",
+    "runs_inline",
     "trace_candidates",
     "validate_limit",
     "validate_pool_size",

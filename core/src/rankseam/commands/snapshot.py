@@ -15,7 +15,7 @@ import click
 
 from rankseam.errors import RankseamError
 from rankseam.memory import Memory, open_memory
-from rankseam.store.snapshot import export_snapshot, import_snapshot, verify_snapshot
+from rankseam.store.snapshot import verify_snapshot
 
 __all__ = ["export", "import_", "verify"]
 
@@ -67,7 +67,7 @@ def export(
     """Write a portable snapshot of the store into the new folder OUT."""
     with _open(db, config_file, create=False) as memory:
         try:
-            report = export_snapshot(memory, out, gzip=use_gzip)
+            report = memory.export_snapshot(out, gzip=use_gzip)
         except RankseamError as exc:
             raise _Refused(str(exc)) from None
     _echo(
@@ -121,7 +121,7 @@ def import_(
         raise _Refused(str(exc)) from None
     with _open(db, config_file) as memory:
         try:
-            report = import_snapshot(memory, snapshot, merge=merge)
+            report = memory.import_snapshot(snapshot, merge=merge)
         except RankseamError as exc:
             raise _Refused(str(exc)) from None
     lines = [

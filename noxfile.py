@@ -77,6 +77,8 @@ def tests(session: nox.Session, dist: str) -> None:
     if dist == "rankseam":
         session.install("uv")  # the example-plugin test builds a fresh venv with it
     else:
+        for other in _tool(path).get("test-with", []):
+            session.install("-e", str(DISTS[other]))  # from this checkout, never an index
         session.install("-e", f"{path}[test]" if _has_extra(path, "test") else str(path))
     session.run(
         "pytest",

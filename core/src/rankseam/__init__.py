@@ -31,12 +31,11 @@ from rankseam.types import (
     SearchTrace,
     Usage,
 )
+from rankseam.version import __version__
 
 if TYPE_CHECKING:
     from rankseam.documents import DocumentReranker, open_reranker
     from rankseam.memory import Memory, open_memory
-
-__version__ = "0.1.0"
 
 
 __all__ = [

@@ -37,14 +37,14 @@ from __future__ import annotations
 import inspect
 import os
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
 import attrs
 
-from rankseam.checks import is_int
+from rankseam.checks import is_int, is_real
 from rankseam.decision import DecisionBackend, Role, wrap_for_role
 from rankseam.errors import ConfigurationError, ValidationError
 from rankseam.generation import GenerationBackend
@@ -112,16 +112,97 @@ def _positive_int(_inst: object, attr: attrs.Attribute[Any], value: object) -> N
         raise ConfigurationError(f"search.{attr.name} must be an integer >= 1, got {value!r}")
 
 
+def _source_names(value: object) -> tuple[str, ...]:
+    if isinstance(value, str) or not isinstance(value, Iterable):
+        raise ConfigurationError(
+            f"search.sources must be a list of source names, e.g. ['lexical', 'vector'], "
+            f"got {value!r}"
+        )
+    names = tuple(value)
+    bad = [name for name in names if not isinstance(name, str) or not name]
+    if bad:
+        raise ConfigurationError(
+            f"search.sources must hold source names (non-empty strings), got {bad!r} in "
+            f"{list(names)!r}"
+        )
+    return names
+
+
+def _weights(value: object) -> Mapping[str, float]:
+    if not isinstance(value, Mapping):
+        raise ConfigurationError(
+            f"search.weights must be a table of channel name -> weight, e.g. "
+            f"{{lexical = 1.0, vector = 0.5}}, got {value!r}"
+        )
+    bad = {k: v for k, v in value.items() if not isinstance(k, str) or not is_real(v) or v < 0}
+    if bad:
+        raise ConfigurationError(f"search.weights maps channel names to numbers >= 0; fix {bad!r}")
+    return _freeze(value)
+
+
+def _optional_name(_inst: object, attr: attrs.Attribute[Any], value: object) -> None:
+    if value is not None and (not isinstance(value, str) or not value):
+        raise ConfigurationError(
+            f"search.{attr.name} must be a component name (a string) or none, got {value!r}"
+        )
+
+
+def _bool(where: str) -> Any:
+    def check(_inst: object, attr: attrs.Attribute[Any], value: object) -> None:
+        if not isinstance(value, bool):
+            raise ConfigurationError(f"{where}{attr.name} must be true or false, got {value!r}")
+
+    return check
+
+
+def _name(_inst: object, attr: attrs.Attribute[Any], value: object) -> None:
+    if not isinstance(value, str) or not value:
+        raise ConfigurationError(f"{attr.name} must be a non-empty string, got {value!r}")
+
+
+def _optional_str(_inst: object, attr: attrs.Attribute[Any], value: object) -> None:
+    if value is not None and not isinstance(value, str):
+        raise ConfigurationError(f"{attr.name} must be a string, got {value!r}")
+
+
+def _write_gate(value: object, source: str) -> tuple[bool, str | None]:
+    """``write_gate = true|false``, or a ``[write_gate]`` table of ``enabled`` and ``backend``."""
+    if isinstance(value, bool):
+        return value, None
+    if not isinstance(value, Mapping):
+        raise ConfigurationError(
+            f"{source}: write_gate must be true, false or a table "
+            f"(enabled = true, backend = 'NAME'), got {value!r}"
+        )
+    unknown = sorted(set(value) - {"enabled", "backend"})
+    if unknown:
+        raise ConfigurationError(
+            f"{source}: unknown [write_gate] key(s) {unknown}; known keys are "
+            "['backend', 'enabled']"
+        )
+    enabled = value.get("enabled", True)
+    if not isinstance(enabled, bool):
+        raise ConfigurationError(
+            f"{source}: write_gate.enabled must be true or false, got {enabled!r}"
+        )
+    backend = value.get("backend")
+    if backend is not None and (not isinstance(backend, str) or not backend):
+        raise ConfigurationError(
+            f"{source}: write_gate.backend must be a decision backend name, got {backend!r}"
+        )
+    return enabled, backend
+
+
 @attrs.frozen
 class SearchConfig:
     pool: int = attrs.field(default=DEFAULT_POOL, validator=_pool)
     fusion: str = attrs.field(default="rrf", validator=_fusion)
-    weights: Mapping[str, float] = attrs.field(factory=dict, converter=_freeze)
-    sources: tuple[str, ...] = attrs.field(default=DEFAULT_SOURCES, converter=tuple)
-    reranker: str | None = None
+    weights: Mapping[str, float] = attrs.field(factory=dict, converter=_weights)
+    sources: tuple[str, ...] = attrs.field(default=DEFAULT_SOURCES, converter=_source_names)
+    reranker: str | None = attrs.field(default=None, validator=_optional_name)
     on_error: str = attrs.field(default="raise", validator=_on_error)
     max_chars: int = attrs.field(default=DEFAULT_MAX_CHARS, validator=_positive_int)
-    trace_text: bool = True
+    trace_text: bool = attrs.field(default=True, validator=_bool("search."))
 
 
 @attrs.frozen
@@ -129,15 +210,15 @@ class Config:
     """The whole assembly. ``components`` maps a table name (``rerankers``,
     ``decision_backends``, ...) to ``{component name: options}``."""
 
-    db: str | None = None
-    namespace: str = "default"
-    embedder: str = "hashed"
+    db: str | None = attrs.field(default=None, validator=_optional_str)
+    namespace: str = attrs.field(default="default", validator=_name)
+    embedder: str = attrs.field(default="hashed", validator=_name)
     search: SearchConfig = attrs.field(factory=SearchConfig)
     components: Mapping[str, Mapping[str, Mapping[str, Any]]] = attrs.field(
         factory=dict, converter=_freeze
     )
-    write_gate: bool = False
-    write_gate_backend: str | None = None
+    write_gate: bool = attrs.field(default=False, validator=_bool(""))
+    write_gate_backend: str | None = attrs.field(default=None, validator=_optional_str)
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any], *, source: str = "configuration") -> Config:
@@ -178,11 +259,7 @@ class Config:
                     f"{source}: [{table}] must hold one table per component, e.g. [{table}.NAME]"
                 )
             components[table] = _freeze({k: _freeze(v) for k, v in value.items()})
-        gate = data.get("write_gate", False)
-        gate_backend = None
-        if isinstance(gate, Mapping):
-            gate_backend = gate.get("backend")
-            gate = bool(gate.get("enabled", True))
+        gate, gate_backend = _write_gate(data.get("write_gate", False), source)
         try:
             return cls(
                 db=data.get("db"),
@@ -190,9 +267,11 @@ class Config:
                 embedder=data.get("embedder", "hashed"),
                 search=SearchConfig(**search),
                 components=components,
-                write_gate=bool(gate),
+                write_gate=gate,
                 write_gate_backend=gate_backend,
             )
+        except ConfigurationError as exc:
+            raise ConfigurationError(f"{source}: {exc}") from None
         except TypeError as exc:
             raise ConfigurationError(f"{source}: {exc}") from None
 
@@ -305,8 +384,9 @@ class ComponentContext:
         if not name:
             have = ", ".join(self.available("decision_backend")) or "none"
             raise ConfigurationError(
-                f"the {role.name} role needs a decision backend; choose one (available: {have}), "
-                "e.g. --decision-backend heuristic or [rerankers.decision] backend = 'heuristic'"
+                f"the {role.name} role needs a decision backend; name one of the installed ones "
+                f"({have}) in the options of the component that asks for it (the write gate: "
+                "[write_gate] backend = 'NAME'; a reranker: its 'backend' option)"
             )
         backend = self.build("decision_backend", name)
         if not isinstance(backend, DecisionBackend) or not inspect.iscoroutinefunction(
@@ -324,8 +404,9 @@ class ComponentContext:
         if not name:
             have = ", ".join(self.available("generation_backend")) or "none"
             raise ConfigurationError(
-                f"the {role_name} role needs a generation backend; choose one (available: {have}), "
-                "e.g. --listwise-backend local or [rerankers.listwise] backend = 'local'"
+                f"the {role_name} role needs a generation backend; name one of the installed "
+                f"ones ({have}) in the options of the component that asks for it (a reranker: "
+                "its 'backend' option)"
             )
         backend = self.build("generation_backend", name)
         if not isinstance(backend, GenerationBackend) or not inspect.iscoroutinefunction(

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import inspect
 import os
+import sys
 import tomllib
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -45,14 +46,17 @@ from typing import Any
 import attrs
 
 from rankseam.checks import is_int, is_real
-from rankseam.decision import DecisionBackend, Role, wrap_for_role
+from rankseam.decision import WRITE_GATE_ROLE, DecisionBackend, Role, wrap_for_role
+from rankseam.embedding import Embedder, EmbedderDescriptor
 from rankseam.errors import ConfigurationError, ValidationError
 from rankseam.generation import GenerationBackend
 from rankseam.plugins import get_registry
 from rankseam.registry import Registry
+from rankseam.retrieval.base import CandidateSource
 from rankseam.seam import (
     DEFAULT_MAX_CHARS,
     DEFAULT_POOL,
+    Reranker,
     as_async_reranker,
     validate_on_error,
     validate_pool_size,
@@ -60,9 +64,13 @@ from rankseam.seam import (
 
 __all__ = [
     "TABLE_FOR_KIND",
+    "Assembly",
     "ComponentContext",
     "Config",
     "SearchConfig",
+    "assemble",
+    "default_db_path",
+    "resolve_config",
 ]
 
 #: The configuration table that holds each component kind's options.
@@ -417,3 +425,161 @@ class ComponentContext:
                 "(a policy_id string and an async def generate(request))"
             )
         return backend
+
+    def embedder(self, name: str) -> Embedder:
+        """The embedder ``name``, checked against the Embedder protocol."""
+        embedder = self.build("embedder", name)
+        check_embedder(embedder, name)
+        return embedder  # type: ignore[no-any-return]
+
+    def search_reranker(
+        self, choice: object, options: Mapping[str, Any] | None = None
+    ) -> Reranker | None:
+        """The reranker of one search: ``None`` (the coarse order), a registered name (with
+        ``options`` over the configured ones), or a reranker object."""
+        if choice is None:
+            if options:
+                raise ValidationError("reranker_options were given but no reranker is chosen")
+            return None
+        if isinstance(choice, str):
+            if options:
+                return self.reranker(choice, {**self.config.options("reranker", choice), **options})
+            return self.reranker(choice)  # type: ignore[no-any-return]
+        if options:
+            raise ValidationError("reranker_options apply only to a reranker given by name")
+        try:
+            return as_async_reranker(choice)
+        except TypeError as exc:
+            raise ValidationError(
+                f"reranker does not implement the Reranker protocol: {exc}"
+            ) from None
+
+
+def check_embedder(embedder: Any, name: str) -> None:
+    """Refuse a component that is not an :class:`~rankseam.embedding.Embedder`."""
+    if not isinstance(embedder, Embedder) or not isinstance(
+        getattr(embedder, "descriptor", None), EmbedderDescriptor
+    ):
+        raise ConfigurationError(
+            f"embedder {name!r} does not implement the Embedder protocol (a descriptor of type "
+            "EmbedderDescriptor and embed(texts) -> float32 array); fix the plugin or choose "
+            "another embedder"
+        )
+
+
+def default_db_path() -> Path:
+    """The platform's per-user data location for the default store."""
+    if sys.platform == "darwin":
+        base = Path.home() / "Library" / "Application Support"
+    elif os.name == "nt":
+        base = Path(os.environ.get("LOCALAPPDATA") or Path.home() / "AppData" / "Local")
+    else:
+        base = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share")
+    return base / "rankseam" / "memory.sqlite3"
+
+
+_TOP_OVERRIDES = {"db", "namespace", "embedder", "write_gate", "write_gate_backend"}
+_SEARCH_OVERRIDES = {f.name for f in attrs.fields(SearchConfig)}
+
+
+def _apply_overrides(config: Config, overrides: Mapping[str, Any]) -> Config:
+    unknown = sorted(set(overrides) - _TOP_OVERRIDES - _SEARCH_OVERRIDES)
+    if unknown:
+        raise ConfigurationError(
+            f"open_memory() got unknown option(s) {unknown}; known options are "
+            f"{sorted(_TOP_OVERRIDES | _SEARCH_OVERRIDES)}"
+        )
+    top = {k: v for k, v in overrides.items() if k in _TOP_OVERRIDES}
+    search = {k: v for k, v in overrides.items() if k in _SEARCH_OVERRIDES}
+    if search.get("reranker") in ("", "none"):
+        search["reranker"] = None
+    try:
+        return attrs.evolve(config, search=attrs.evolve(config.search, **search), **top)
+    except (TypeError, ValueError) as exc:
+        raise ConfigurationError(f"open_memory(): {exc}") from None
+
+
+def resolve_config(
+    path: str | os.PathLike[str] | None,
+    config: Config | Mapping[str, Any] | None,
+    config_file: str | os.PathLike[str] | None,
+    overrides: Mapping[str, Any],
+) -> Config:
+    """The configuration :func:`~rankseam.open_memory` assembles, its ``db`` resolved: ``path``,
+    else the configuration's ``db``, else ``RANKSEAM_DB``, else :func:`default_db_path`.
+    Environment overrides apply first, then keyword ``overrides``."""
+    if config is not None and config_file is not None:
+        raise ConfigurationError("pass either config= or config_file=, not both")
+    if config_file is not None:
+        base = Config.from_toml(config_file)
+    elif isinstance(config, Config):
+        base = config
+    elif isinstance(config, Mapping):
+        base = Config.from_mapping(config)
+    elif config is None:
+        base = Config()
+    else:
+        raise ConfigurationError(
+            f"config must be a rankseam.compose.Config or a mapping, got {type(config).__name__}"
+        )
+    given_db = overrides.get("db") or base.db
+    cfg = _apply_overrides(base.with_env(), {k: v for k, v in overrides.items() if k != "db"})
+    if path is not None:
+        db = os.fspath(path)
+    elif given_db:
+        db = str(given_db)
+    elif os.environ.get("RANKSEAM_DB"):
+        db = os.environ["RANKSEAM_DB"]
+    else:
+        db = str(default_db_path())
+    if db != ":memory:":
+        db = str(Path(db).expanduser())
+    return attrs.evolve(cfg, db=db)
+
+
+@attrs.frozen(eq=False)
+class Assembly:
+    """The components of one configuration, built and checked."""
+
+    config: Config
+    context: ComponentContext
+    embedder: Embedder
+    sources: tuple[tuple[str, CandidateSource], ...]
+    gate: DecisionBackend | None
+
+
+def assemble(config: Config, registry: Registry | None = None) -> Assembly:
+    """Build every component ``config`` names; any mistake is a ConfigurationError here, not at
+    the first search (the default reranker and the write gate's backend are built too)."""
+    context = ComponentContext(config, registry)
+    embedder = context.embedder(config.embedder)
+    sources = _build_sources(context, config.search.sources)
+    if config.search.reranker is not None:
+        context.reranker(config.search.reranker)
+    gate = None
+    if config.write_gate:
+        gate = context.decision_backend(config.write_gate_backend, WRITE_GATE_ROLE)
+    return Assembly(config, context, embedder, sources, gate)
+
+
+def _build_sources(
+    context: ComponentContext, names: Iterable[str]
+) -> tuple[tuple[str, CandidateSource], ...]:
+    names = list(names)
+    if len(set(names)) != len(names):
+        raise ConfigurationError(f"search.sources lists a source twice: {names}")
+    out = []
+    for name in names:
+        source = context.build("candidate_source", name)
+        if not isinstance(source, CandidateSource):
+            raise ConfigurationError(
+                f"candidate source {name!r} does not implement the CandidateSource protocol "
+                "(admits, needs_query_vector, candidates(request))"
+            )
+        out.append((name, source))
+    if not any(src.admits for _n, src in out):
+        raise ConfigurationError(
+            f"search.sources {names} has no source that admits candidates; include 'lexical' "
+            "or 'vector'"
+        )
+    return tuple(out)

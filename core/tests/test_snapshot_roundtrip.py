@@ -1,6 +1,6 @@
 """Clone equivalence: export a store, import it into a clean database, and every search answers
 identically (same ids, order, revisions and scores to 6 decimals), with and without a reranker,
-from a plain and from a gzipped snapshot. DESIGN.md §4."""
+from a plain and from a gzipped snapshot. docs/snapshots.md."""
 
 from __future__ import annotations
 
@@ -168,7 +168,7 @@ def _locomo_path() -> Path | None:
 def _pool_signature(memory: Memory, query: str, namespace: str) -> list[Any]:
     """One search with the identity reranker answers both ways: its hits are the reranked
     answer and its trace holds the whole coarse pool, which is exactly the no-reranker order
-    (DESIGN.md §4); the plain no-reranker path is also checked directly on a sample."""
+    (docs/snapshots.md); the plain no-reranker path is also checked directly on a sample."""
     result = memory.search(query, 10, namespace=namespace, reranker="identity")
     hits = [(h.ref, f"{h.score:.6f}", h.text) for h in result.hits]
     coarse = [(c.ref, f"{c.score:.6f}", c.matched_by) for c in result.trace.coarse]

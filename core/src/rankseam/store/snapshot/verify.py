@@ -18,7 +18,7 @@ from typing import IO, Any
 
 import attrs
 
-from rankseam.checks import is_real
+from rankseam.checks import is_int, is_real
 from rankseam.embedding import EmbedderDescriptor
 from rankseam.errors import ValidationError
 from rankseam.store.bulk import MemoryRows, RevisionRow
@@ -100,7 +100,7 @@ def _load_manifest(folder: Path) -> dict[str, Any]:
             "not_a_snapshot",
         )
     version = manifest.get("format_version")
-    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+    if not is_int(version) or version < 1:
         raise _fail(f"snapshot format version {version!r} is not valid", "version")
     if version > FORMAT_VERSION:
         raise _fail(
@@ -127,7 +127,7 @@ def _check_manifest(manifest: dict[str, Any], folder: Path) -> CheckedSnapshot:
             spaces[entry["key"]] = descriptor_of(entry)
         counts = manifest["counts"]
         for key in ("memories", "deleted", "revisions", "live"):
-            if isinstance(counts[key], bool) or not isinstance(counts[key], int):
+            if not is_int(counts[key]):
                 raise ValueError(f"counts.{key} is not an integer")
         files = manifest["files"]
         if not isinstance(files, list) or len(files) != 1 or files[0].get("name") != DATA_NAME:
@@ -138,7 +138,7 @@ def _check_manifest(manifest: dict[str, Any], folder: Path) -> CheckedSnapshot:
         if file.get("compression") != DATA_PATHS[file["path"]]:
             raise ValueError("compression does not match the data file name")
         for key in ("bytes", "lines"):
-            if isinstance(file.get(key), bool) or not isinstance(file.get(key), int):
+            if not is_int(file.get(key)):
                 raise ValueError(f"files[0].{key} is not an integer")
         expected = snapshot_id(manifest)
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
@@ -293,7 +293,7 @@ class RecordReader:
         if obj["revision"] != expected or isinstance(obj["revision"], bool):
             raise ValueError(f"revision {obj['revision']!r} found where {expected} belongs")
         seq = obj["seq"]
-        if isinstance(seq, bool) or not isinstance(seq, int) or not 1 <= seq < len(self._seen):
+        if not is_int(seq) or not 1 <= seq < len(self._seen):
             raise ValueError(f"seq {seq!r} is outside 1..{len(self._seen) - 1}")
         if self._seen[seq]:
             raise ValueError(f"seq {seq} is used twice")

@@ -97,7 +97,7 @@ class ComponentRegister(Generic[T]):
                 f"plugin {self._plugin!r} registered {self.kind} {name!r} with a factory that is "
                 f"not callable ({factory!r}); pass a callable factory(options, context)"
             )
-        self._registry._add(ComponentSpec(self.kind, name, factory, self._plugin, summary))
+        self._registry.add(ComponentSpec(self.kind, name, factory, self._plugin, summary))
 
 
 class CandidateSourceRegister(ComponentRegister[Any]):
@@ -135,7 +135,20 @@ class Registry:
     def __init__(self) -> None:
         self._by_kind: dict[str, dict[str, ComponentSpec[Any]]] = {k: {} for k in _KINDS}
 
-    def _add(self, spec: ComponentSpec[Any]) -> None:
+    def add(self, spec: ComponentSpec[Any]) -> None:
+        """Record ``spec``; a name its kind already has is a :class:`PluginError` naming both
+        plugins."""
+        self._check_free(spec)
+        self._by_kind[spec.kind][spec.name] = spec
+
+    def merge(self, other: Registry) -> None:
+        """Add every component of ``other``, or none of them: every name is checked first."""
+        for spec in other:
+            self._check_free(spec)
+        for spec in other:
+            self._by_kind[spec.kind][spec.name] = spec
+
+    def _check_free(self, spec: ComponentSpec[Any]) -> None:
         existing = self._by_kind[spec.kind].get(spec.name)
         if existing is not None:
             raise PluginError(
@@ -143,7 +156,6 @@ class Registry:
                 f"{existing.plugin!r} and by plugin {spec.plugin!r}; uninstall or disable one of "
                 "them (RANKSEAM_DISABLE_PLUGINS)"
             )
-        self._by_kind[spec.kind][spec.name] = spec
 
     def get(self, kind: str, name: str) -> ComponentSpec[Any] | None:
         return self._by_kind[kind].get(name)

@@ -201,3 +201,22 @@ def test_a_single_candidate_and_batches(tiny_model: Path) -> None:
     _, again = asyncio.run(rankseam.seam.rerank_pool(QUERY, pool, 7, unbatched))
     assert again is not None and again.selected_ranks == trace.selected_ranks
     assert again.scores == pytest.approx(trace.scores, abs=1e-5)
+
+
+def test_texts_you_already_have_the_path_of_the_langchain_and_llamaindex_adapters(
+    tiny_model: Path,
+) -> None:
+    """``rankseam.open_reranker`` is what RankseamCompressor (LangChain) and
+    RankseamNodePostprocessor (LlamaIndex) call; duplicates keep their input positions."""
+    same = "the spare key is under the blue flowerpot"
+    texts = [same, TEXTS[0], same, TEXTS[1]]
+    reranker = rankseam.open_reranker("rerankers", options=options(tiny_model))
+    result = reranker.rerank(QUERY, texts, limit=4)
+    assert result.status is RerankStatus.OK
+    positions = [int(h.ref.memory_id) for h in result.hits]
+    assert sorted(positions) == [1, 2, 3, 4]
+    assert all(h.text == texts[p - 1] for h, p in zip(result.hits, positions, strict=True))
+    logits = reference_logits(tiny_model, QUERY, texts)
+    assert [h.rerank_score for h in result.hits] == pytest.approx(
+        [logits[p - 1] for p in positions], abs=1e-5
+    )

@@ -4,8 +4,9 @@
     python -m rankseam_rerankers.bench --shape minilm-l6       # MiniLM-L6 compute, random weights
     python -m rankseam_rerankers.bench --model /models/ce --model-type cross-encoder
 
-For each pool size, ``rerank_pool`` runs the reranker over that many synthetic candidates of
-``--words`` words (after one untimed warm-up); p50/p95 are printed with a least-squares fit
+A store of synthetic memories of ``--words`` words is searched with the reranker at each pool
+size (``pool = n``; one untimed warm-up); the reranker's own call time (the trace's
+``latency_ms``, measured by the seam) gives p50/p95 and a least-squares fit
 ``t(n) = t0 + n * t_pair``. ``--shape`` builds a random-weight BERT cross-encoder of that shape
 in a temporary folder (nothing is downloaded): the same compute as the real model of that
 shape, meaningless scores. Prints a Markdown table and writes ``report.json`` to ``--out``.
@@ -14,7 +15,6 @@ shape, meaningless scores. Prints a Markdown table and writes ``report.json`` to
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import os
 import platform
@@ -25,8 +25,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from rankseam.seam import rerank_pool
-from rankseam.types import Hit, MemoryRef
+import rankseam
 from rankseam_rerankers import make_reranker
 from rankseam_rerankers.tiny import SHAPES, WORDS, build_cross_encoder
 
@@ -34,12 +33,9 @@ QUERY = "when is the conference in lisbon"
 _SHAPE_KEYS = ("layers", "hidden", "heads", "ffn")
 
 
-def _pool(n: int, words: int, seed: int) -> tuple[Hit, ...]:
+def _texts(n: int, words: int, seed: int) -> list[str]:
     rng = random.Random(seed)
-    return tuple(
-        Hit(MemoryRef("bench", f"m{i}", 1), " ".join(rng.choices(WORDS, k=words)), 1.0 - i / n)
-        for i in range(n)
-    )
+    return [" ".join(rng.choices(WORDS, k=words)) for _ in range(n)]
 
 
 def _percentile(values: list[float], q: float) -> float:
@@ -57,11 +53,11 @@ def _fit(points: list[tuple[int, float]]) -> tuple[float, float]:
     return mean_t - b * mean_n, b
 
 
-def _tokens_per_pair(reranker: Any, pool: tuple[Hit, ...]) -> float | None:
+def _tokens_per_pair(reranker: Any, texts: list[str]) -> float | None:
     tokenizer = getattr(reranker.ranker, "tokenizer", None)
     if tokenizer is None:
         return None
-    batch = tokenizer([(QUERY, h.text) for h in pool[:20]], truncation=True)
+    batch = tokenizer([(QUERY, text) for text in texts], truncation=True)
     return statistics.fmean(len(ids) for ids in batch["input_ids"])
 
 
@@ -81,25 +77,31 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         reranker: Any = make_reranker(options, None)
         load_s = time.perf_counter() - t0
         rows = []
-        for n in args.pools:
-            pool = _pool(n, args.words, seed=n)
-            asyncio.run(rerank_pool(QUERY, pool, min(10, n), reranker))  # warm-up
-            times = []
-            for _ in range(args.repeats):
-                start = time.perf_counter()
-                asyncio.run(rerank_pool(QUERY, pool, min(10, n), reranker))
-                times.append((time.perf_counter() - start) * 1000.0)
-            p50 = _percentile(times, 0.5)
-            rows.append(
-                {
-                    "candidates": n,
-                    "p50_ms": round(p50, 3),
-                    "p95_ms": round(_percentile(times, 0.95), 3),
-                    "p50_ms_per_candidate": round(p50 / n, 4),
-                }
-            )
+        with rankseam.open_memory(Path(tmp) / "bench.sqlite3") as memory:
+            for text in _texts(max(args.pools), args.words, seed=0):
+                memory.add(text)
+            for n in args.pools:
+
+                def call_ms(n: int = n) -> float:
+                    result = memory.search(QUERY, min(10, n), pool=n, reranker=reranker)
+                    rerank = result.trace.rerank
+                    if rerank is None or rerank.candidate_count != n:
+                        raise RuntimeError(f"the search did not rerank a pool of {n}: {rerank}")
+                    return rerank.latency_ms
+
+                call_ms()  # warm-up
+                times = [call_ms() for _ in range(args.repeats)]
+                p50 = _percentile(times, 0.5)
+                rows.append(
+                    {
+                        "candidates": n,
+                        "p50_ms": round(p50, 3),
+                        "p95_ms": round(_percentile(times, 0.95), 3),
+                        "p50_ms_per_candidate": round(p50 / n, 4),
+                    }
+                )
         intercept, slope = _fit([(r["candidates"], r["p50_ms"]) for r in rows])
-        tokens = _tokens_per_pair(reranker, _pool(20, args.words, seed=0))
+        tokens = _tokens_per_pair(reranker, _texts(20, args.words, seed=1))
     import torch
 
     return {

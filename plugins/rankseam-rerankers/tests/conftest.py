@@ -19,7 +19,7 @@ _real_connect_ex = socket.socket.connect_ex
 
 @pytest.fixture(scope="session")
 def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A tiny BERT cross-encoder (2 layers, hidden size 32, random weights, about 110 kB)."""
+    """A tiny BERT cross-encoder (2 layers, hidden size 32, random weights, about 160 kB)."""
     return build_cross_encoder(tmp_path_factory.mktemp("tiny") / "tiny-cross-encoder")
 
 

@@ -12,6 +12,7 @@ to the user's terminal (whose stdout may carry JSON).
 from __future__ import annotations
 
 import contextlib
+import importlib
 import io
 import logging
 import threading
@@ -65,7 +66,7 @@ def _quiet_library() -> Iterator[io.StringIO]:
     printed = io.StringIO()
     hf_logging: Any = None
     with contextlib.suppress(ImportError):  # a model type that does not use transformers
-        from transformers.utils import logging as hf_logging
+        hf_logging = importlib.import_module("transformers.utils.logging")
     bars = verbosity = None
     if hf_logging is not None:
         bars = hf_logging.is_progress_bar_enabled()

@@ -31,7 +31,7 @@ WORDS = tuple(
 )
 
 #: name -> (layers, hidden size, attention heads, feed-forward size). ``tiny`` is the test
-#: model (about 110 kB on disk); the others have the compute of the MS MARCO MiniLM
+#: model (about 160 kB on disk); the others have the compute of the MS MARCO MiniLM
 #: cross-encoders (cross-encoder/ms-marco-MiniLM-L-6-v2 and -L-12-v2).
 SHAPES: dict[str, tuple[int, int, int, int]] = {
     "tiny": (2, 32, 2, 64),

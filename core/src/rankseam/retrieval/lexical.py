@@ -31,7 +31,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rankseam.errors import ConfigurationError
-from rankseam.plugin import ScoredKey, SourceRequest, check_options
+from rankseam.plugin import ScoredKey, SourceRequest, check_options, is_real
 
 __all__ = ["MAX_TERMS", "STOPWORDS", "LexicalSource", "match_expression", "query_terms"]
 
@@ -78,9 +78,17 @@ def match_expression(query: str, *, stopwords: bool = True) -> str | None:
     """The FTS5 MATCH string for ``query``: quoted terms joined with OR; ``None`` if the query
     has no word at all (the lexical channel then returns nothing)."""
     terms = query_terms(query, stopwords=stopwords)
-    if not terms:
-        return None
-    return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+    return _or_joined(terms) if terms else None
+
+
+def _fts5_string(term: str) -> str:
+    """``term`` as an FTS5 string: in double quotes, inner quotes doubled; nothing in it is an
+    operator."""
+    return '"' + term.replace('"', '""') + '"'
+
+
+def _or_joined(terms: Sequence[str]) -> str:
+    return " OR ".join(_fts5_string(t) for t in terms)
 
 
 class LexicalSource:
@@ -104,18 +112,17 @@ class LexicalSource:
                 terms = self._affordable(request, terms, rows)
         if not terms:
             return []
-        match = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
-        return request.reader.lexical(match, request.namespace, request.k)
+        return request.reader.lexical(_or_joined(terms), request.namespace, request.k)
 
     def _affordable(self, request: SourceRequest, terms: list[str], rows: int) -> list[str]:
         """``terms`` without those above ``max_df`` and, rarest first, those that would take
         the query over its posting budget (in the question's order)."""
         cap = int(self.max_df * rows) if self.max_df < 1.0 else rows
         probe = min(cap, self.max_postings) + 1  # counting stops there: the probe is bounded
-        df = {t: request.reader.document_frequency(t, probe) for t in terms}
+        df = {t: request.reader.document_frequency(_fts5_string(t), probe) for t in terms}
         if all(n >= probe for n in df.values()) and probe <= cap:
             # every term is over the budget: count them up to max_df to keep the rarest
-            df = {t: request.reader.document_frequency(t, cap + 1) for t in terms}
+            df = {t: request.reader.document_frequency(_fts5_string(t), cap + 1) for t in terms}
         budget = self.max_postings
         kept: set[str] = set()
         for term in sorted((t for t in terms if df[t] <= cap), key=lambda t: (df[t], t)):
@@ -135,7 +142,7 @@ class LexicalSource:
                 f"[sources.lexical] stopwords must be true or false, got {stop!r}"
             )
         max_df = options.get("max_df", 0.2)
-        if isinstance(max_df, bool) or not isinstance(max_df, int | float) or not 0 < max_df <= 1:
+        if not is_real(max_df) or not 0 < max_df <= 1:
             raise ConfigurationError(
                 f"[sources.lexical] max_df must be a number in (0, 1], got {max_df!r}"
             )

@@ -295,7 +295,9 @@ class AnnIndexes:
                 return old.manifest  # nothing was written since
             if usable:
                 assert old is not None
-                index = Index.restore(str(self.folder / old.manifest.file))  # a private copy
+                index: Any = Index.restore(str(self.folder / old.manifest.file))  # a copy
+                if index is None:
+                    raise RuntimeError(f"cannot load the ANN index {old.manifest.file}")
                 retired = [
                     r
                     for (r,) in conn.execute(

@@ -497,7 +497,7 @@ def _in_child(fn: Callable[..., dict[str, Any]], *args: Any) -> dict[str, Any]:
         return pool.apply(fn, args)
 
 
-def _store_for(folder: Path, corpus: str, size: int, progress: bool) -> tuple[str, dict[str, Any]]:
+def prepared_store(folder: Path, corpus: str, size: int, progress: bool) -> tuple[str, dict[str, Any]]:
     """The store of ``size`` memories of ``corpus`` in ``folder``: ingested in a child process,
     or reused when an earlier run completed it (its ingest figures are kept next to it)."""
     path = folder / f"{corpus}-{size}.sqlite3"
@@ -541,7 +541,7 @@ def time_whole_search(
         folder = Path(store_dir) if store_dir is not None else Path(tmp)
         folder.mkdir(parents=True, exist_ok=True)
         for size in sizes:
-            path, row = _store_for(folder, corpus, size, progress)
+            path, row = prepared_store(folder, corpus, size, progress)
             row.update(
                 _in_child(
                     _search_child,

@@ -497,7 +497,9 @@ def _in_child(fn: Callable[..., dict[str, Any]], *args: Any) -> dict[str, Any]:
         return pool.apply(fn, args)
 
 
-def prepared_store(folder: Path, corpus: str, size: int, progress: bool) -> tuple[str, dict[str, Any]]:
+def prepared_store(
+    folder: Path, corpus: str, size: int, progress: bool
+) -> tuple[str, dict[str, Any]]:
     """The store of ``size`` memories of ``corpus`` in ``folder``: ingested in a child process,
     or reused when an earlier run completed it (its ingest figures are kept next to it)."""
     path = folder / f"{corpus}-{size}.sqlite3"

@@ -71,10 +71,14 @@ def match_expression(query: str, *, stopwords: bool = True) -> str | None:
     return _or_joined(terms) if terms else None
 
 
+def _fts5_string(term: str) -> str:
+    """``term`` as an FTS5 string: in double quotes, inner quotes doubled; nothing in it is an
+    operator."""
+    return '"' + term.replace('"', '""') + '"'
+
+
 def _or_joined(terms: Sequence[str]) -> str:
-    """Each term as an FTS5 string (in double quotes, inner quotes doubled: nothing in it is an
-    operator), joined with OR."""
-    return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+    return " OR ".join(_fts5_string(t) for t in terms)
 
 
 class LexicalSource:
@@ -93,7 +97,11 @@ class LexicalSource:
             rows = request.reader.live_count()
             if rows >= PRUNE_MIN_ROWS:
                 cap = int(self.max_df * rows)
-                terms = [t for t in terms if request.reader.document_frequency(t, cap + 1) <= cap]
+                terms = [
+                    t
+                    for t in terms
+                    if request.reader.document_frequency(_fts5_string(t), cap + 1) <= cap
+                ]
         if not terms:
             return []
         return request.reader.lexical(_or_joined(terms), request.namespace, request.k)

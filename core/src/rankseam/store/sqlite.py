@@ -140,13 +140,15 @@ class StoreReader:
         )
 
     def document_frequency(self, term: str, cap: int) -> int:
-        """How many live revisions contain ``term`` (an FTS5 string), counted up to ``cap``."""
+        """How many live revisions match ``term``, counted up to ``cap``. Like the ``match`` of
+        :meth:`lexical`, ``term`` is FTS5 query text the lexical channel built (one quoted
+        term)."""
         return self._store.cached_count(
             ("df", self.write_version(), term, cap),
             lambda: int(
                 self._conn.execute(
                     "SELECT count(*) FROM (SELECT 1 FROM fts WHERE fts MATCH ? LIMIT ?)",
-                    ('"' + term.replace('"', '""') + '"', cap),
+                    (term, cap),
                 ).fetchone()[0]
             ),
         )

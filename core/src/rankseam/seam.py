@@ -509,6 +509,8 @@ async def rerank_pool(
         status = RerankStatus.REPAIRED if discarded else RerankStatus.OK
         if discarded:
             note = f"{discarded} invalid or repeated rank(s) discarded"
+            if decision.discarded_rank_count:
+                note += f", {decision.discarded_rank_count} of them counted by the reranker"
             if decision.scores is not None:
                 note += " (a rank whose score is not a finite number is invalid)"
     log.debug(

@@ -68,6 +68,7 @@ def test_missing_documents_are_counted_and_marked_repaired() -> None:
     hits, trace = run(Scripted(ALL[:2]))  # the library dropped four of six documents
     assert trace.status is RerankStatus.REPAIRED
     assert trace.discarded_rank_count == 4
+    assert "4 of them counted by the reranker" in (trace.reason or "")
     assert trace.selected_ranks == (6, 5) and len(hits) == 2
 
 

@@ -10,6 +10,7 @@ from typing import Any
 
 import attrs
 
+from rankseam.checks import is_int
 from rankseam.decision import GateVerdict
 from rankseam.embedding import Embedder, embed_checked
 from rankseam.errors import ValidationError
@@ -162,7 +163,7 @@ class Writer:
         progress: bool | Callable[[int], None],
     ) -> IngestReport:
         """Bulk-write records, one transaction per batch (see :meth:`Memory.ingest`)."""
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        if not is_int(batch_size) or batch_size < 1:
             raise ValidationError(f"batch_size must be an integer >= 1, got {batch_size!r}")
         tick, done_bar = _progress(progress)
         started = time.perf_counter()

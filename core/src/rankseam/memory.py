@@ -290,7 +290,7 @@ class Memory:
         """Write a portable snapshot of the whole store into the new folder ``out``."""
         from rankseam.store.snapshot import export_snapshot
 
-        return export_snapshot(self, out, gzip=gzip)
+        return export_snapshot(self._store, out, gzip=gzip)
 
     @staticmethod
     def verify_snapshot(path: str | os.PathLike[str]) -> VerifyReport:
@@ -304,7 +304,7 @@ class Memory:
         unless ``merge=True``; a merge never overwrites a revision the store holds."""
         from rankseam.store.snapshot import import_snapshot
 
-        return import_snapshot(self, path, merge=merge)
+        return import_snapshot(self._store, path, merge=merge, active_space=self._space)
 
     # -- search ----------------------------------------------------------------------------
 

@@ -1,6 +1,6 @@
 """The rerank seam: the only place where plugin output meets stored memories.
 
-Rules (DESIGN.md §4–§5), enforced here whatever the plugin does:
+Rules (docs/seam.md), enforced here whatever the plugin does:
 
 - The reranker is called only when one is assembled and the pool is non-empty, with
   ``limit = min(requested limit, pool size)`` and read-only :class:`~rankseam.types.Candidate`
@@ -37,6 +37,7 @@ from typing import Any, Literal, Protocol, overload, runtime_checkable
 import attrs
 import numpy as np
 
+from rankseam.checks import is_int
 from rankseam.errors import BackendError, RerankError, ValidationError
 from rankseam.types import (
     Candidate,
@@ -134,13 +135,13 @@ def as_async_reranker(reranker: Any) -> Reranker:
 
 
 def validate_limit(limit: object) -> int:
-    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+    if not is_int(limit) or limit < 1:
         raise ValidationError(f"limit must be an integer >= 1, got {limit!r}")
     return limit
 
 
 def validate_pool_size(pool: object) -> int:
-    if isinstance(pool, bool) or not isinstance(pool, int) or not MIN_POOL <= pool <= MAX_POOL:
+    if not is_int(pool) or not MIN_POOL <= pool <= MAX_POOL:
         raise ValidationError(
             f"pool size must be an integer in {MIN_POOL}..{MAX_POOL}, got {pool!r}; "
             f"the coarse pool is bounded so that reranking cost stays bounded"

@@ -29,13 +29,13 @@ from __future__ import annotations
 
 import tomllib
 from collections.abc import Iterable, Mapping, Sequence
-from types import MappingProxyType
 from typing import Any
 
 import attrs
 
 from rankseam.compose import TABLE_FOR_KIND
 from rankseam.errors import ConfigurationError
+from rankseam.types import frozen_mapping
 
 __all__ = [
     "COMPONENT_TABLES",
@@ -52,10 +52,6 @@ NONE = "none"
 RERANKERS = "rerankers"
 #: Configuration tables ``--option TABLE.NAME.KEY=VALUE`` may address (see rankseam.compose).
 COMPONENT_TABLES = tuple(TABLE_FOR_KIND.values())
-
-
-def _freeze(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
-    return MappingProxyType(dict(value or {}))
 
 
 def parse_value(raw: str) -> Any:
@@ -77,7 +73,7 @@ class PolicySpec:
     """One column of a benchmark: ``reranker`` is ``None`` for no rerank."""
 
     reranker: str | None
-    options: Mapping[str, Any] = attrs.field(factory=dict, converter=_freeze)
+    options: Mapping[str, Any] = attrs.field(factory=dict, converter=frozen_mapping)
 
     @property
     def label(self) -> str:

@@ -18,7 +18,14 @@ from typing import Any
 import numpy as np
 
 from rankseam.errors import ConfigurationError
-from rankseam.plugin import EmbedderDescriptor, EmbedderRegister, check_options, hookimpl
+from rankseam.plugin import (
+    EmbedderDescriptor,
+    EmbedderRegister,
+    check_options,
+    hookimpl,
+    is_int,
+    is_real,
+)
 
 __all__ = ["HashedEmbedder"]
 
@@ -29,7 +36,7 @@ def _range(name: str, value: Any) -> tuple[int, int]:
     ok = (
         isinstance(value, list | tuple)
         and len(value) == 2
-        and all(isinstance(v, int) and not isinstance(v, bool) for v in value)
+        and all(is_int(v) for v in value)
         and 1 <= value[0] <= value[1] <= 8
     )
     if not ok:
@@ -98,12 +105,12 @@ class HashedEmbedder:
     def from_options(cls, options: Mapping[str, Any]) -> HashedEmbedder:
         check_options("embedder 'hashed'", options, _OPTIONS)
         dims = options.get("dimensions", 256)
-        if isinstance(dims, bool) or not isinstance(dims, int) or not 16 <= dims <= 65536:
+        if not is_int(dims) or not 16 <= dims <= 65536:
             raise ConfigurationError(
                 f"[embedders.hashed] dimensions must be an integer in 16..65536, got {dims!r}"
             )
         weight = options.get("char_weight", 0.5)
-        if isinstance(weight, bool) or not isinstance(weight, int | float) or not 0 <= weight <= 1:
+        if not is_real(weight) or not 0 <= weight <= 1:
             raise ConfigurationError(
                 f"[embedders.hashed] char_weight must be a number in [0, 1], got {weight!r}"
             )

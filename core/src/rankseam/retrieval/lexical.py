@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rankseam.errors import ConfigurationError
-from rankseam.plugin import ScoredKey, SourceRequest, check_options
+from rankseam.plugin import ScoredKey, SourceRequest, check_options, is_real
 
 __all__ = ["MAX_TERMS", "STOPWORDS", "LexicalSource", "match_expression", "query_terms"]
 
@@ -68,8 +68,12 @@ def match_expression(query: str, *, stopwords: bool = True) -> str | None:
     """The FTS5 MATCH string for ``query``: quoted terms joined with OR; ``None`` if the query
     has no word at all (the lexical channel then returns nothing)."""
     terms = query_terms(query, stopwords=stopwords)
-    if not terms:
-        return None
+    return _or_joined(terms) if terms else None
+
+
+def _or_joined(terms: Sequence[str]) -> str:
+    """Each term as an FTS5 string (in double quotes, inner quotes doubled: nothing in it is an
+    operator), joined with OR."""
     return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
 
 
@@ -92,8 +96,7 @@ class LexicalSource:
                 terms = [t for t in terms if request.reader.document_frequency(t, cap + 1) <= cap]
         if not terms:
             return []
-        match = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
-        return request.reader.lexical(match, request.namespace, request.k)
+        return request.reader.lexical(_or_joined(terms), request.namespace, request.k)
 
     @classmethod
     def from_options(cls, options: Mapping[str, Any]) -> LexicalSource:
@@ -104,7 +107,7 @@ class LexicalSource:
                 f"[sources.lexical] stopwords must be true or false, got {stop!r}"
             )
         max_df = options.get("max_df", 0.2)
-        if isinstance(max_df, bool) or not isinstance(max_df, int | float) or not 0 < max_df <= 1:
+        if not is_real(max_df) or not 0 < max_df <= 1:
             raise ConfigurationError(
                 f"[sources.lexical] max_df must be a number in (0, 1], got {max_df!r}"
             )

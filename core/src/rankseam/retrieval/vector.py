@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rankseam.errors import ConfigurationError
-from rankseam.plugin import ScoredKey, SourceRequest, check_options
+from rankseam.plugin import ScoredKey, SourceRequest, check_options, is_real
 
 __all__ = ["VectorSource"]
 
@@ -38,6 +38,6 @@ class VectorSource:
     def from_options(cls, options: Mapping[str, Any]) -> VectorSource:
         check_options("candidate source 'vector'", options, ["min_score"])
         value = options.get("min_score")
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
+        if value is not None and not is_real(value):
             raise ConfigurationError(f"[sources.vector] min_score must be a number, got {value!r}")
         return cls(min_score=None if value is None else float(value))

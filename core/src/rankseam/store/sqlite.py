@@ -31,7 +31,9 @@ import numpy as np
 
 from rankseam.embedding import EmbedderDescriptor
 from rankseam.errors import ConfigurationError, ValidationError
+from rankseam.store.bulk import BulkReader, BulkWriter
 from rankseam.store.records import MemoryNotFoundError, StoredMemory
+from rankseam.store.rows import bump, retire
 from rankseam.store.schema import SCHEMA_VERSION, ensure_schema
 from rankseam.store.vectors import VectorCache, decode_vectors, encode_vector, top_k
 from rankseam.types import MemoryRef
@@ -329,24 +331,36 @@ class SQLiteStore:
         conn.execute("COMMIT")
 
     @contextmanager
-    def read(self) -> Iterator[StoreReader]:
-        """One short read transaction (a consistent snapshot); never held while reranking."""
+    def _read(self) -> Iterator[sqlite3.Connection]:
         conn = self._conn()
         conn.execute("BEGIN")
         try:
-            yield StoreReader(self, conn)
+            yield conn
         finally:
             conn.execute("COMMIT")
 
-    # -- writes ----------------------------------------------------------------------------
+    @contextmanager
+    def read(self) -> Iterator[StoreReader]:
+        """One short read transaction (a consistent snapshot); never held while reranking."""
+        with self._read() as conn:
+            yield StoreReader(self, conn)
 
-    @staticmethod
-    def _bump(conn: sqlite3.Connection, namespace: str) -> None:
-        conn.execute(
-            "INSERT INTO namespaces(name, version) VALUES (?, 1) "
-            "ON CONFLICT(name) DO UPDATE SET version = version + 1",
-            (namespace,),
-        )
+    @contextmanager
+    def bulk_read(self) -> Iterator[BulkReader]:
+        """The whole store in one read transaction (what an export reads); writers carry on."""
+        with self._read() as conn:
+            yield BulkReader(conn)
+
+    @contextmanager
+    def bulk_write(self) -> Iterator[BulkWriter]:
+        """One write transaction for bulk rows (what an import writes): all or nothing. Every
+        namespace written to gets a new version and vector epoch when it commits."""
+        with self._write() as conn:
+            writer = BulkWriter(conn)
+            yield writer
+            writer.finish()
+
+    # -- writes ----------------------------------------------------------------------------
 
     @staticmethod
     def _insert(
@@ -386,19 +400,6 @@ class SQLiteStore:
             (rec.namespace, rec.memory_id, rid, revision),
         )
         return rid
-
-    @staticmethod
-    def _retire(conn: sqlite3.Connection, rid: int) -> None:
-        """Take a revision out of search (it stays readable by its ref)."""
-        ns, text = conn.execute(
-            "SELECT namespace, text FROM revisions WHERE rid = ?", (rid,)
-        ).fetchone()
-        row = conn.execute("SELECT version FROM namespaces WHERE name = ?", (ns,)).fetchone()
-        next_version = (row[0] if row else 0) + 1  # the version this transaction commits
-        conn.execute(
-            "UPDATE revisions SET live = 0, retired_version = ? WHERE rid = ?", (next_version, rid)
-        )
-        conn.execute("INSERT INTO fts(fts, rowid, text) VALUES ('delete', ?, ?)", (rid, text))
 
     def register_space(self, descriptor: EmbedderDescriptor) -> None:
         with self._write() as conn:
@@ -446,7 +447,7 @@ class SQLiteStore:
                 rec.metadata or "{}",
                 space,
             )
-            self._bump(conn, rec.namespace)
+            bump(conn, rec.namespace)
         return MemoryRef(rec.namespace, rec.memory_id, revision), True
 
     def _live_head(
@@ -471,22 +472,22 @@ class SQLiteStore:
             old_importance, old_meta = conn.execute(
                 "SELECT importance, metadata FROM revisions WHERE rid = ?", (rid,)
             ).fetchone()
-            self._retire(conn, rid)
+            retire(conn, rid)
             importance = old_importance if rec.importance is None else rec.importance
             self._insert(conn, rec, revision + 1, importance, rec.metadata or old_meta, space)
-            self._bump(conn, rec.namespace)
+            bump(conn, rec.namespace)
         return MemoryRef(rec.namespace, rec.memory_id, revision + 1)
 
     def delete(self, namespace: str, memory_id: str) -> MemoryRef:
         with self._write() as conn:
             rid, revision = self._live_head(conn, namespace, memory_id)
-            self._retire(conn, rid)
+            retire(conn, rid)
             conn.execute(
                 "UPDATE memories SET deleted = 1, deleted_at = ? "
                 "WHERE namespace = ? AND memory_id = ?",
                 (time.time(), namespace, memory_id),
             )
-            self._bump(conn, namespace)
+            bump(conn, namespace)
         return MemoryRef(namespace, memory_id, revision)
 
     def write_batch(self, records: Sequence[PreparedRecord], *, space: str | None) -> BatchCounts:
@@ -522,7 +523,7 @@ class SQLiteStore:
                         refs.append(MemoryRef(rec.namespace, rec.memory_id, rev))
                         continue
                     if not deleted:
-                        self._retire(conn, rid)
+                        retire(conn, rid)
                     revision = rev + 1
                     updated += 1
                 self._insert(
@@ -536,7 +537,7 @@ class SQLiteStore:
                 refs.append(MemoryRef(rec.namespace, rec.memory_id, revision))
                 touched.add(rec.namespace)
             for ns in sorted(touched):
-                self._bump(conn, ns)
+                bump(conn, ns)
         return BatchCounts(added, updated, unchanged, tuple(refs))
 
     def put_vectors(self, items: Sequence[tuple[int, str, np.ndarray]], *, space: str) -> None:
@@ -547,10 +548,7 @@ class SQLiteStore:
                 [(space, rid, encode_vector(vec)) for rid, _ns, vec in items],
             )
             for ns in sorted({ns for _rid, ns, _vec in items}):
-                self._bump(conn, ns)
-                conn.execute(
-                    "UPDATE namespaces SET vector_epoch = vector_epoch + 1 WHERE name = ?", (ns,)
-                )
+                bump(conn, ns, vectors=True)
 
     # -- reads -----------------------------------------------------------------------------
 
@@ -689,9 +687,7 @@ class SQLiteStore:
         return [r[0] for r in rows]
 
     def stats(self, space: str | None = None) -> dict[str, Any]:
-        conn = self._conn()
-        conn.execute("BEGIN")
-        try:
+        with self._read() as conn:
             per_ns: dict[str, dict[str, int]] = {}
             for ns, live, deleted in conn.execute(
                 "SELECT namespace, sum(deleted = 0), sum(deleted = 1) FROM memories "
@@ -709,8 +705,6 @@ class SQLiteStore:
                 "WHERE r.live = 1 GROUP BY v.space"
             ):
                 spaces[key] = int(n)
-        finally:
-            conn.execute("COMMIT")
         size = sum(os.path.getsize(p) for p in (self.path, self.path + "-wal") if os.path.exists(p))
         return {
             "path": self.path,

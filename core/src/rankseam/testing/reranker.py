@@ -21,6 +21,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from rankseam.checks import is_int
 from rankseam.seam import CandidateViews, as_async_reranker, make_candidates, rerank_pool
 from rankseam.testing.base import ContractBase
 from rankseam.types import Candidate, Hit, MemoryRef, RerankDecision, RerankStatus, Usage
@@ -96,7 +97,7 @@ class RerankerContract(ContractBase):
 
     def _assert_valid(self, decision: RerankDecision, n: int, limit: int) -> None:
         ranks = decision.selected_ranks
-        assert all(isinstance(r, int) and not isinstance(r, bool) for r in ranks), ranks
+        assert all(is_int(r) for r in ranks), ranks
         assert all(1 <= r <= n for r in ranks), f"rank outside 1..{n}: {ranks}"
         assert len(set(ranks)) == len(ranks), f"repeated rank: {ranks}"
         assert 1 <= len(ranks) <= min(limit, n), f"{len(ranks)} ranks for limit {limit}, n {n}"

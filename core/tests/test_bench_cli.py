@@ -75,7 +75,7 @@ def test_unknown_reranker_fails_before_ingest_with_a_fix(tmp_path):
     result = CliRunner().invoke(
         cli, ["bench", "quality", PLOT_FLAG, "--dataset", f"locomo:{data}", "--rerank", "nosuch"]
     )
-    assert result.exit_code == 2
+    assert result.exit_code == 1
     assert "Error: no reranker named 'nosuch'" in result.output
 
 

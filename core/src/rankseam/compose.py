@@ -580,3 +580,57 @@ def _build_sources(
             "or 'vector'"
         )
     return tuple(out)
+
+
+#: The configuration file name looked for in the working directory and the user's config dir.
+CONFIG_NAME = "rankseam.toml"
+
+
+def user_config_dir() -> Path:
+    """The platform's per-user configuration folder for rankseam."""
+    if sys.platform == "darwin":
+        return Path.home() / "Library" / "Application Support" / "rankseam"
+    if os.name == "nt":
+        return Path(os.environ.get("APPDATA") or Path.home() / "AppData" / "Roaming") / "rankseam"
+    return Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config") / "rankseam"
+
+
+def find_config(
+    explicit: str | os.PathLike[str] | None = None,
+    *,
+    environ: Mapping[str, str] | None = None,
+    cwd: str | os.PathLike[str] | None = None,
+) -> Path | None:
+    """The configuration file the ``rankseam`` command uses, first match wins:
+
+    1. ``explicit`` (``--config FILE``), which must exist;
+    2. ``RANKSEAM_CONFIG`` (a file that must exist; set it empty to use no file at all);
+    3. ``./rankseam.toml`` in the working directory;
+    4. ``rankseam.toml`` in the user's config folder (:func:`user_config_dir`:
+       ``$XDG_CONFIG_HOME/rankseam`` or ``~/.config/rankseam`` on Linux,
+       ``~/Library/Application Support/rankseam`` on macOS, ``%APPDATA%\\rankseam`` on Windows).
+
+    ``None`` when none applies (the built-in defaults are used).
+    """
+    env = os.environ if environ is None else environ
+    if explicit is not None:
+        path = Path(explicit).expanduser()
+        if not path.is_file():
+            raise ConfigurationError(f"config file {str(path)!r} does not exist")
+        return path
+    if "RANKSEAM_CONFIG" in env:
+        value = env["RANKSEAM_CONFIG"].strip()
+        if not value:
+            return None
+        path = Path(value).expanduser()
+        if not path.is_file():
+            raise ConfigurationError(
+                f"RANKSEAM_CONFIG names {value!r}, which is not a file; point it at a "
+                "rankseam.toml, or set it empty to use no configuration file"
+            )
+        return path
+    local = Path(cwd or Path.cwd()) / CONFIG_NAME
+    if local.is_file():
+        return local
+    user = user_config_dir() / CONFIG_NAME
+    return user if user.is_file() else None

@@ -1,17 +1,22 @@
 """The default embedder ``hashed``: hashed word and character n-grams, L2-normalised.
 
-Built on scikit-learn's ``HashingVectorizer``: deterministic (MurmurHash3), no fitting, no
-vocabulary, no download. Word unigrams catch shared words, character n-grams (within word
-boundaries) catch inflections and typos. The two hashed vectors are mixed with
-``char_weight``, densified to float32 and L2-normalised. A text with no features (empty or
-only punctuation) embeds to the zero vector. Options (``[embedders.hashed]``): ``dimensions``
-(default 256), ``char_ngrams`` (default ``[3, 5]``), ``word_ngrams`` (default ``[1, 1]``),
-``char_weight`` (default 0.5). Every option is part of the descriptor, so changing one is a new
-vector space (``rankseam reembed`` fills it).
+The features and hashes of scikit-learn's ``HashingVectorizer`` (MurmurHash3, signed; no
+fitting, no vocabulary, no download). Small batches (a query) are hashed here in pure Python,
+so a search never imports scikit-learn (about a second of start-up); large batches use
+scikit-learn's compiled hasher. Both give identical vectors (a test checks it).
+
+Word unigrams catch shared words, character n-grams (within word boundaries) catch
+inflections and typos. The two hashed vectors are mixed with ``char_weight``, densified to
+float32 and L2-normalised. A text with no features (empty or only punctuation) embeds to the
+zero vector. Options (``[embedders.hashed]``): ``dimensions`` (default 256), ``char_ngrams``
+(default ``[3, 5]``), ``word_ngrams`` (default ``[1, 1]``), ``char_weight`` (default 0.5).
+Every option is part of the descriptor, so changing one is a new vector space (``rankseam
+reembed`` fills it).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -55,6 +60,93 @@ def _unit_rows(matrix: np.ndarray) -> np.ndarray:
     return dense
 
 
+#: Batches up to this many texts are hashed in pure Python (no scikit-learn import).
+SMALL_BATCH = 16
+
+_MASK = 0xFFFFFFFF
+_WORD = re.compile(r"(?u)\b\w\w+\b")  # HashingVectorizer's default token_pattern
+_WHITE_SPACES = re.compile(r"\s\s+")
+
+
+def _rotl(x: int, r: int) -> int:
+    return ((x << r) | (x >> (32 - r))) & _MASK
+
+
+def murmurhash3_32(data: bytes, seed: int = 0) -> int:
+    """MurmurHash3 x86 32-bit of ``data``, as a signed int (scikit-learn's
+    ``murmurhash3_32(data, seed, positive=False)``)."""
+    c1, c2 = 0xCC9E2D51, 0x1B873593
+    h = seed & _MASK
+    n = len(data)
+    end = n - n % 4
+    for i in range(0, end, 4):
+        k = int.from_bytes(data[i : i + 4], "little")
+        k = (_rotl((k * c1) & _MASK, 15) * c2) & _MASK
+        h = (_rotl(h ^ k, 13) * 5 + 0xE6546B64) & _MASK
+    k = 0
+    rest = n % 4
+    if rest == 3:
+        k ^= data[end + 2] << 16
+    if rest >= 2:
+        k ^= data[end + 1] << 8
+    if rest >= 1:
+        k ^= data[end]
+        h ^= (_rotl((k * c1) & _MASK, 15) * c2) & _MASK
+    h ^= n
+    h ^= h >> 16
+    h = (h * 0x85EBCA6B) & _MASK
+    h ^= h >> 13
+    h = (h * 0xC2B2AE35) & _MASK
+    h ^= h >> 16
+    return h - (1 << 32) if h & 0x80000000 else h
+
+
+def _word_features(text: str, ngrams: tuple[int, int]) -> list[str]:
+    """HashingVectorizer(analyzer="word", lowercase=True, ngram_range=ngrams) features."""
+    tokens = _WORD.findall(text.lower())
+    low, high = ngrams
+    if high == 1:
+        return tokens
+    out = list(tokens) if low == 1 else []
+    for n in range(max(low, 2), min(high + 1, len(tokens) + 1)):
+        out.extend(" ".join(tokens[i : i + n]) for i in range(len(tokens) - n + 1))
+    return out
+
+
+def _char_wb_features(text: str, ngrams: tuple[int, int]) -> list[str]:
+    """HashingVectorizer(analyzer="char_wb", lowercase=True, ngram_range=ngrams) features."""
+    low, high = ngrams
+    out: list[str] = []
+    for word in _WHITE_SPACES.sub(" ", text.lower()).split():
+        w = f" {word} "
+        size = len(w)
+        for n in range(low, high + 1):
+            offset = 0
+            out.append(w[offset : offset + n])
+            while offset + n < size:
+                offset += 1
+                out.append(w[offset : offset + n])
+            if offset == 0:  # a short word counts once
+                break
+    return out
+
+
+def _hash_rows(rows: list[list[str]], dimensions: int) -> np.ndarray:
+    """FeatureHasher(n_features=dimensions, input_type="string", alternate_sign=True)."""
+    out = np.zeros((len(rows), dimensions), dtype=np.float32)
+    for r, features in enumerate(rows):
+        row = out[r]
+        for feature in features:
+            h = murmurhash3_32(feature.encode("utf-8"))
+            index = (
+                (2147483647 - (dimensions - 1)) % dimensions
+                if h == -(2**31)
+                else abs(h) % dimensions
+            )
+            row[index] += 1.0 if h >= 0 else -1.0
+    return out
+
+
 class HashedEmbedder:
     """Deterministic hashed n-gram embedder (see the module docstring)."""
 
@@ -66,22 +158,11 @@ class HashedEmbedder:
         word_ngrams: tuple[int, int] = (1, 1),
         char_weight: float = 0.5,
     ) -> None:
-        from sklearn.feature_extraction import FeatureHasher
-        from sklearn.feature_extraction.text import HashingVectorizer
-
         self.dimensions = dimensions
         self.char_weight = char_weight
-        # The analyzers of HashingVectorizer, hashed by FeatureHasher directly: the same
-        # features and hashes as HashingVectorizer.transform, without its per-call overhead.
-        self._word_analyzer = HashingVectorizer(
-            analyzer="word", ngram_range=word_ngrams, lowercase=True
-        ).build_analyzer()
-        self._char_analyzer = HashingVectorizer(
-            analyzer="char_wb", ngram_range=char_ngrams, lowercase=True
-        ).build_analyzer()
-        self._hasher = FeatureHasher(
-            n_features=dimensions, input_type="string", alternate_sign=True, dtype=np.float32
-        )
+        self._word_ngrams = word_ngrams
+        self._char_ngrams = char_ngrams
+        self._sklearn: tuple[Any, Any, Any] | None = None
         self.descriptor = EmbedderDescriptor(
             name="hashed",
             dimensions=dimensions,
@@ -92,14 +173,48 @@ class HashedEmbedder:
             ),
         )
 
+    def _compiled(self) -> tuple[Any, Any, Any]:
+        """scikit-learn's analyzers and hasher (imported on the first large batch)."""
+        if self._sklearn is None:
+            from sklearn.feature_extraction import FeatureHasher
+            from sklearn.feature_extraction.text import HashingVectorizer
+
+            # The analyzers of HashingVectorizer, hashed by FeatureHasher directly: the same
+            # features and hashes as HashingVectorizer.transform, without its per-call overhead.
+            word = HashingVectorizer(
+                analyzer="word", ngram_range=self._word_ngrams, lowercase=True
+            ).build_analyzer()
+            char = HashingVectorizer(
+                analyzer="char_wb", ngram_range=self._char_ngrams, lowercase=True
+            ).build_analyzer()
+            hasher = FeatureHasher(
+                n_features=self.dimensions,
+                input_type="string",
+                alternate_sign=True,
+                dtype=np.float32,
+            )
+            self._sklearn = (word, char, hasher)
+        return self._sklearn
+
     def embed(self, texts: Sequence[str], /) -> np.ndarray:
         texts = list(texts)
         if not texts:
             return np.zeros((0, self.dimensions), dtype=np.float32)
+        if len(texts) <= SMALL_BATCH:
+            words = _hash_rows(
+                [_word_features(t, self._word_ngrams) for t in texts], self.dimensions
+            )
+            chars = _hash_rows(
+                [_char_wb_features(t, self._char_ngrams) for t in texts], self.dimensions
+            )
+        else:
+            word, char, hasher = self._compiled()
+            words = hasher.transform(word(t) for t in texts).toarray()
+            chars = hasher.transform(char(t) for t in texts).toarray()
         w = self.char_weight
-        words = _unit_rows(self._hasher.transform(self._word_analyzer(t) for t in texts).toarray())
-        chars = _unit_rows(self._hasher.transform(self._char_analyzer(t) for t in texts).toarray())
-        return _unit_rows(words * np.float32(1.0 - w) + chars * np.float32(w))
+        return _unit_rows(
+            _unit_rows(words) * np.float32(1.0 - w) + _unit_rows(chars) * np.float32(w)
+        )
 
     @classmethod
     def from_options(cls, options: Mapping[str, Any]) -> HashedEmbedder:
@@ -128,4 +243,9 @@ def _factory(options: Mapping[str, Any], context: object) -> HashedEmbedder:
 
 @hookimpl
 def register_embedders(register: EmbedderRegister) -> None:
-    register("hashed", _factory, summary="hashed word + char n-grams (scikit-learn), no download")
+    register(
+        "hashed",
+        _factory,
+        summary="hashed word + char n-grams (scikit-learn's features), no download",
+        options=_OPTIONS,
+    )

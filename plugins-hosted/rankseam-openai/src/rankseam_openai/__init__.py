@@ -24,7 +24,7 @@ from rankseam_openai.backends import (
     OpenAIDecisionBackend,
     OpenAIGenerationBackend,
 )
-from rankseam_openai.config import OpenAISettings, Secret, settings_from_options
+from rankseam_openai.config import OPENAI_OPTIONS, OpenAISettings, Secret, settings_from_options
 
 __all__ = [
     "DECISION_POLICY_ID",
@@ -75,6 +75,7 @@ def register_decision_backends(register: DecisionBackendRegister) -> None:
         "openai",
         make_decision_backend,
         summary="yes/no/abstain over an OpenAI-compatible chat API (hosted, vLLM, llama.cpp)",
+        options=OPENAI_OPTIONS,
     )
 
 
@@ -84,4 +85,5 @@ def register_generation_backends(register: GenerationBackendRegister) -> None:
         "openai",
         make_generation_backend,
         summary="structured JSON generation over an OpenAI-compatible chat API",
+        options=OPENAI_OPTIONS,
     )

@@ -65,6 +65,7 @@ __all__ = [
     "normalize_ranks",
     "normalize_scored_ranks",
     "rerank_pool",
+    "runs_inline",
     "trace_candidates",
     "validate_limit",
     "validate_pool_size",
@@ -99,7 +100,9 @@ class Reranker(Protocol):
 
     Optional attributes the host reads when present: ``descriptor`` (a JSON-able mapping for the
     trace, no secrets), ``needs_embeddings`` (ask the host to attach stored vectors),
-    ``deterministic`` (the conformance kit then checks repeatability).
+    ``deterministic`` (the conformance kit then checks repeatability), ``needs_event_loop``
+    (``False`` declares that an async ``rerank`` never suspends: a synchronous search then runs
+    it inline instead of on the host's event-loop thread; see :func:`runs_inline`).
     """
 
     policy_id: str
@@ -120,6 +123,16 @@ class _SyncRerankerAdapter:
 
     async def rerank(self, query: str, candidates: Sequence[Candidate], limit: int, /) -> Any:
         return await asyncio.to_thread(self._inner.rerank, query, candidates, limit)
+
+
+def runs_inline(reranker: Any) -> bool:
+    """True when ``reranker`` declares ``needs_event_loop = False`` and its ``rerank`` is a
+    coroutine function: it never awaits anything that suspends (no I/O, no thread, no sleep),
+    so a synchronous search can run it to completion without an event loop."""
+    rerank = getattr(reranker, "rerank", None)
+    return getattr(reranker, "needs_event_loop", True) is False and inspect.iscoroutinefunction(
+        rerank
+    )
 
 
 def as_async_reranker(reranker: Any) -> Reranker:
@@ -496,6 +509,8 @@ async def rerank_pool(
         status = RerankStatus.REPAIRED if discarded else RerankStatus.OK
         if discarded:
             note = f"{discarded} invalid or repeated rank(s) discarded"
+            if decision.discarded_rank_count:
+                note += f", {decision.discarded_rank_count} of them counted by the reranker"
             if decision.scores is not None:
                 note += " (a rank whose score is not a finite number is invalid)"
     log.debug(

@@ -21,7 +21,9 @@ table (the ``rankseam.toml`` layout): ``rerankers``, ``decision_backends``,
 ``generation_backends``, ``embedders`` or ``sources``, e.g.
 ``--option decision_backends.similarity.no_threshold=0.4`` is
 ``[decision_backends.similarity] no_threshold = 0.4``. ``rerankers.mmr.lambda=0.7`` is the same
-as ``mmr.lambda=0.7``. Options of the other tables hold for the whole run (every store and
+as ``mmr.lambda=0.7``; ``rerankers.model=PATH`` (two parts) is an option of the reranker named
+``rerankers`` (rankseam-rerankers), e.g. ``--option rerankers.model_type=cross-encoder``.
+Options of the other tables hold for the whole run (every store and
 column); a sweep over a backend option is one run per value.
 """
 
@@ -144,9 +146,9 @@ def parse_option(raw: str) -> tuple[str, str, str, Any]:
     configuration table) -> (table, name, key, value)."""
     target, eq, value = raw.partition("=")
     parts = [p.strip() for p in target.split(".")]
-    if parts and parts[0] in COMPONENT_TABLES:
+    if parts and parts[0] in COMPONENT_TABLES and not (parts[0] == RERANKERS and len(parts) == 2):
         table, parts = parts[0], parts[1:]
-    else:
+    else:  # NAME.KEY; "rerankers.KEY" is the reranker named rerankers (rankseam-rerankers)
         table = RERANKERS
     if not eq or len(parts) != 2 or not all(parts):
         raise ConfigurationError(

@@ -185,8 +185,11 @@ def ingest(
         finally:
             if bar_cm is not None:
                 bar_cm.__exit__(None, None, None)
+        # a large namespace gets its ANN index now, not in the first search's background
+        namespaces = {namespace} if namespace is not None else set(memory.namespaces())
+        indexed = [m for ns in sorted(namespaces, key=str) if (m := memory.maintain_index(ns))]
     if as_json:
-        echo_json(report.to_dict())
+        echo_json({**report.to_dict(), "ann_indexed": sum(m.count for m in indexed)})
     else:
         d = report.to_dict()
         click.echo(

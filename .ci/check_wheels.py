@@ -108,7 +108,11 @@ def main() -> int:
     files = sorted(p for p in out.iterdir() if p.name.endswith((".whl", ".tar.gz")))
     print(run(sys.executable, "-m", "twine", "check", "--strict", *files))
 
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("RANKSEAM_", "VIRTUAL_ENV"))}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("RANKSEAM_", "VIRTUAL_ENV", "PYTHON"))
+    }
     with tempfile.TemporaryDirectory() as tmp:
         venv = Path(tmp) / "venv"
         run(uv, "venv", "-q", "--python", sys.executable, venv, env=env)

@@ -13,7 +13,8 @@ Example ``rankseam.toml``::
 
     [search]
     pool = 30               # coarse pool size, 1..200
-    fusion = "rrf"          # or "weighted"
+    fusion = "convex"       # or "rrf"
+    weights = { vector = 0.5 }  # override a channel's declared weight (convex, rrf)
     sources = ["lexical", "vector", "importance"]
     reranker = "mmr"        # none by default
     on_error = "raise"      # or "coarse" (visible "degraded" status)
@@ -104,9 +105,28 @@ def _on_error(_inst: object, _attr: object, value: str) -> None:
         raise ConfigurationError(f"search.on_error: {exc}") from None
 
 
+#: Fusion methods (kept equal to ``rankseam.retrieval.fusion.FUSION_METHODS`` by a test).
+FUSION_METHODS = ("convex", "rrf")
+
+
 def _fusion(_inst: object, _attr: object, value: str) -> None:
-    if value not in ("rrf", "weighted"):
-        raise ConfigurationError(f"search.fusion must be 'rrf' or 'weighted', got {value!r}")
+    if value == "weighted":
+        raise ConfigurationError(
+            "search.fusion 'weighted' is now called 'convex' (weights are normalised to sum 1); "
+            "for the old weights add [search] weights = {lexical = 0.6, vector = 0.3, "
+            "importance = 0.1}"
+        )
+    if value not in FUSION_METHODS:
+        raise ConfigurationError(
+            f"search.fusion must be one of {', '.join(repr(m) for m in FUSION_METHODS)}, "
+            f"got {value!r}"
+        )
+
+
+def _weights(_inst: object, _attr: object, value: Mapping[str, Any]) -> None:
+    for name, weight in value.items():
+        if isinstance(weight, bool) or not isinstance(weight, int | float) or not weight >= 0:
+            raise ConfigurationError(f"search.weights.{name} must be a number >= 0, got {weight!r}")
 
 
 def _positive_int(_inst: object, attr: attrs.Attribute[Any], value: object) -> None:
@@ -117,8 +137,8 @@ def _positive_int(_inst: object, attr: attrs.Attribute[Any], value: object) -> N
 @attrs.frozen
 class SearchConfig:
     pool: int = attrs.field(default=DEFAULT_POOL, validator=_pool)
-    fusion: str = attrs.field(default="rrf", validator=_fusion)
-    weights: Mapping[str, float] = attrs.field(factory=dict, converter=_freeze)
+    fusion: str = attrs.field(default="convex", validator=_fusion)
+    weights: Mapping[str, float] = attrs.field(factory=dict, converter=_freeze, validator=_weights)
     sources: tuple[str, ...] = attrs.field(default=DEFAULT_SOURCES, converter=tuple)
     reranker: str | None = None
     on_error: str = attrs.field(default="raise", validator=_on_error)

@@ -28,7 +28,7 @@ from rankseam.decision import WRITE_GATE_ROLE, DecisionBackend, GateVerdict, ask
 from rankseam.embedding import Embedder, EmbedderDescriptor
 from rankseam.errors import ConfigurationError, ValidationError
 from rankseam.retrieval.base import CandidateSource, SourceRequest, over_fetch
-from rankseam.retrieval.fusion import ChannelList, fuse
+from rankseam.retrieval.fusion import ChannelList, fuse, score_spec_of
 from rankseam.seam import (
     MAX_POOL,
     Reranker,
@@ -743,7 +743,12 @@ class Memory:
                     results[name] = list(src.candidates(request))
             refs = reader.identities(admitted)
             channels = [
-                ChannelList(name, src.admits, [(key, s) for key, s in results[name] if key in refs])
+                ChannelList(
+                    name,
+                    src.admits,
+                    [(key, s) for key, s in results[name] if key in refs],
+                    score_spec_of(src, space),
+                )
                 for name, src in self._sources
             ]
             fused = fuse(

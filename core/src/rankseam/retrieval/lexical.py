@@ -23,8 +23,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rankseam.compose import check_options
+from rankseam.embedding import EmbedderDescriptor
 from rankseam.errors import ConfigurationError
 from rankseam.retrieval.base import ScoredKey, SourceRequest
+from rankseam.retrieval.fusion import ScoreSpec
 
 __all__ = ["MAX_TERMS", "STOPWORDS", "LexicalSource", "match_expression", "query_terms"]
 
@@ -75,7 +77,9 @@ def match_expression(query: str, *, stopwords: bool = True) -> str | None:
 
 
 class LexicalSource:
-    """FTS5 BM25; score = ``-bm25`` (higher is better)."""
+    """FTS5 BM25; score = ``-bm25`` (higher is better, unbounded): fusion divides it by the
+    query's best BM25 and counts it at weight 1, the reference the other weights are set
+    against."""
 
     admits = True
     needs_query_vector = False
@@ -83,6 +87,9 @@ class LexicalSource:
     def __init__(self, *, stopwords: bool = True, max_df: float = 0.2) -> None:
         self.stopwords = stopwords
         self.max_df = max_df
+
+    def score_spec(self, embedder: EmbedderDescriptor | None, /) -> ScoreSpec:
+        return ScoreSpec(scale="max", weight=1.0)
 
     def candidates(self, request: SourceRequest, /) -> Sequence[ScoredKey]:
         terms = query_terms(request.query, stopwords=self.stopwords)

@@ -6,8 +6,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rankseam.compose import check_options
+from rankseam.embedding import DEFAULT_FUSION_WEIGHT, EmbedderDescriptor
 from rankseam.errors import ConfigurationError
 from rankseam.retrieval.base import ScoredKey, SourceRequest
+from rankseam.retrieval.fusion import ScoreSpec
 
 __all__ = ["VectorSource"]
 
@@ -17,6 +19,9 @@ class VectorSource:
 
     Only vectors of ``request.embedder``'s space are compared: memories without a vector in
     that space are invisible to this channel (``rankseam reembed`` fills them in).
+
+    Fusion uses the cosine as it is (clipped to [0, 1]), at the weight the embedder declares
+    (``EmbedderDescriptor.fusion_weight``; undeclared: ``DEFAULT_FUSION_WEIGHT``).
     """
 
     admits = True
@@ -24,6 +29,10 @@ class VectorSource:
 
     def __init__(self, *, min_score: float | None = None) -> None:
         self.min_score = min_score
+
+    def score_spec(self, embedder: EmbedderDescriptor | None, /) -> ScoreSpec:
+        weight = None if embedder is None else embedder.fusion_weight
+        return ScoreSpec(scale="unit", weight=DEFAULT_FUSION_WEIGHT if weight is None else weight)
 
     def candidates(self, request: SourceRequest, /) -> Sequence[ScoredKey]:
         if request.query_vector is None or request.embedder is None:

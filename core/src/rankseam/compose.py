@@ -123,6 +123,19 @@ def _fusion(_inst: object, _attr: object, value: str) -> None:
         )
 
 
+#: Scales a configuration may give a channel (``rankseam.retrieval.fusion.SCALES``).
+SCALES = ("max", "unit", "minmax")
+
+
+def _scales(_inst: object, _attr: object, value: Mapping[str, Any]) -> None:
+    for name, scale in value.items():
+        if scale not in SCALES:
+            raise ConfigurationError(
+                f"search.scales.{name} must be one of {', '.join(repr(s) for s in SCALES)}, "
+                f"got {scale!r}"
+            )
+
+
 def _weights(_inst: object, _attr: object, value: Mapping[str, Any]) -> None:
     for name, weight in value.items():
         if isinstance(weight, bool) or not isinstance(weight, int | float) or not weight >= 0:
@@ -139,6 +152,7 @@ class SearchConfig:
     pool: int = attrs.field(default=DEFAULT_POOL, validator=_pool)
     fusion: str = attrs.field(default="convex", validator=_fusion)
     weights: Mapping[str, float] = attrs.field(factory=dict, converter=_freeze, validator=_weights)
+    scales: Mapping[str, str] = attrs.field(factory=dict, converter=_freeze, validator=_scales)
     sources: tuple[str, ...] = attrs.field(default=DEFAULT_SOURCES, converter=tuple)
     reranker: str | None = None
     on_error: str = attrs.field(default="raise", validator=_on_error)

@@ -756,6 +756,7 @@ class Memory:
                 refs.__getitem__,
                 method=self._config.search.fusion,
                 weights=self._config.search.weights,
+                scales=self._config.search.scales,
                 limit=plan.pool,
             )
             rows = reader.memories([f.key for f in fused])

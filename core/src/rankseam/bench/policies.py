@@ -189,9 +189,9 @@ _SEARCH_KEYS = ("fusion", "sources")
 @attrs.frozen
 class SearchVariant:
     """One search assembly compared side by side with others over the same stores:
-    ``search`` overrides ``[search]`` (``fusion``, ``weights``, ``sources``) and ``sources``
-    holds candidate-source options (``[sources.NAME]``). The empty variant is the configured
-    default, labelled ``default``."""
+    ``search`` overrides ``[search]`` (``fusion``, ``weights``, ``scales``, ``sources``) and
+    ``sources`` holds candidate-source options (``[sources.NAME]``). The empty variant is the
+    configured default, labelled ``default``."""
 
     search: Mapping[str, Any] = attrs.field(factory=dict, converter=_freeze)
     sources: Mapping[str, Mapping[str, Any]] = attrs.field(factory=dict, converter=_freeze)
@@ -203,8 +203,9 @@ class SearchVariant:
             return self.name
         parts: list[str] = []
         for key, value in sorted(self.search.items()):
-            if key == "weights":
-                parts.extend(f"w.{n}={_format_value(w)}" for n, w in sorted(value.items()))
+            if key in ("weights", "scales"):
+                tag = "w" if key == "weights" else "scale"
+                parts.extend(f"{tag}.{n}={_format_value(w)}" for n, w in sorted(value.items()))
             elif key == "sources":
                 parts.append("sources=" + "+".join(value))
             else:
@@ -219,7 +220,9 @@ class SearchVariant:
         if self.search:
             search = dict(out.get("search", {}))
             for key, value in self.search.items():
-                search[key] = {**search.get("weights", {}), **value} if key == "weights" else value
+                search[key] = (
+                    {**search.get(key, {}), **value} if key in ("weights", "scales") else value
+                )
             out["search"] = search
         if self.sources:
             tables = {k: dict(v) for k, v in out.get("sources", {}).items()}
@@ -240,7 +243,8 @@ class SearchVariant:
 
 def parse_search(spec: str) -> SearchVariant:
     """``default``, or ``[LABEL=]KEY=VALUE[:KEY=VALUE...]`` with KEY one of ``fusion``,
-    ``sources`` (names joined with ``+``), ``weights.NAME`` or ``sources.NAME.OPTION``, e.g.
+    ``sources`` (names joined with ``+``), ``weights.NAME``, ``scales.NAME`` or
+    ``sources.NAME.OPTION``, e.g.
     ``fusion=rrf``, ``sources=lexical``, ``fusion=convex:weights.vector=0.3``,
     ``sources.lexical.max_df=0.5``. ``LABEL=`` in front (a word followed by ``==``) names the
     column: ``lexical-only==sources=lexical``."""
@@ -263,8 +267,8 @@ def parse_search(spec: str) -> SearchVariant:
             raise ConfigurationError(
                 f"search variant {spec!r}: {part!r} is not KEY=VALUE; write e.g. fusion=rrf"
             )
-        if path[0] == "weights" and len(path) == 2 and path[1]:
-            search.setdefault("weights", {})[path[1]] = value
+        if path[0] in ("weights", "scales") and len(path) == 2 and path[1]:
+            search.setdefault(path[0], {})[path[1]] = value
         elif key == "sources":
             search["sources"] = [s.strip() for s in str(raw).split("+") if s.strip()]
         elif path[0] == "sources" and len(path) == 3 and all(path):
@@ -274,7 +278,7 @@ def parse_search(spec: str) -> SearchVariant:
         else:
             raise ConfigurationError(
                 f"search variant {spec!r}: unknown key {key!r}; use fusion=..., "
-                "sources=a+b, weights.NAME=... or sources.NAME.OPTION=..."
+                "sources=a+b, weights.NAME=..., scales.NAME=... or sources.NAME.OPTION=..."
             )
     return SearchVariant(search, sources, name)
 

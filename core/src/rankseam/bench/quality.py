@@ -338,6 +338,7 @@ def _assembly(memory: Any) -> dict[str, Any]:
     if search is not None:
         out.update(sources=list(search.sources), fusion=search.fusion, max_chars=search.max_chars)
         out["weights"] = dict(search.weights)
+        out["scales"] = dict(getattr(search, "scales", {}))
     embedder = getattr(memory, "embedder", None)
     descriptor = getattr(embedder, "descriptor", None)
     if descriptor is not None and hasattr(descriptor, "to_dict"):

@@ -160,11 +160,12 @@ def fuse(
     *,
     method: str = DEFAULT_FUSION,
     weights: Mapping[str, float] | None = None,
+    scales: Mapping[str, str] | None = None,
     limit: int | None = None,
 ) -> list[Fused]:
     """Fuse channel lists into the coarse order (best first), cut to ``limit``. ``ref_of``
-    gives the identity of a row key (for the deterministic tie-break); ``weights`` (the
-    configuration's) override the channels' declared weights."""
+    gives the identity of a row key (for the deterministic tie-break); ``weights`` and
+    ``scales`` (the configuration's) override what the channels declared."""
     if method not in FUSION_METHODS:
         raise ValueError(f"unknown fusion {method!r}; use one of {', '.join(FUSION_METHODS)}")
     admitted: dict[int, list[str]] = {}
@@ -177,6 +178,7 @@ def fuse(
     fused: dict[int, float] = dict.fromkeys(admitted, 0.0)
     raw: dict[int, dict[str, float]] = {k: {} for k in admitted}
     given = weights or {}
+    given_scales = scales or {}
     total = 0.0
     for ch in channels:
         items = [(k, s) for k, s in ch.items if k in admitted]
@@ -190,7 +192,7 @@ def fuse(
             weight = float(given.get(ch.name, ch.spec.weight))
             total += weight
             if weight:
-                for k, s in normalise(ch.spec.scale, items).items():
+                for k, s in normalise(given_scales.get(ch.name, ch.spec.scale), items).items():
                     fused[k] += weight * s
     if method == "convex" and total > 0:
         fused = {k: v / total for k, v in fused.items()}

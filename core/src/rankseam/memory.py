@@ -741,6 +741,13 @@ class Memory:
                         reader, plan.namespace, plan.query, k, qvec, space, admitted
                     )
                     results[name] = list(src.candidates(request))
+            extra: dict[str, builtins.list[tuple[int, float]]] = {}
+            for name, src in self._sources:
+                if src.admits and hasattr(src, "score_admitted"):
+                    request = SourceRequest(
+                        reader, plan.namespace, plan.query, k, qvec, space, admitted
+                    )
+                    extra[name] = list(src.score_admitted(request))
             refs = reader.identities(admitted)
             channels = [
                 ChannelList(
@@ -748,6 +755,7 @@ class Memory:
                     src.admits,
                     [(key, s) for key, s in results[name] if key in refs],
                     score_spec_of(src, space),
+                    [(key, s) for key, s in extra.get(name, ()) if key in refs],
                 )
                 for name, src in self._sources
             ]

@@ -154,12 +154,32 @@ class StoreReader:
     ) -> list[tuple[int, float]]:
         """Cosine (dot product of L2-normalised vectors) over the namespace's live vectors of
         ``descriptor``'s space only."""
+        scored = self._cosines(namespace, descriptor, query)
+        return [] if scored is None else top_k(scored[0], scored[1], k)
+
+    def vector_scores(
+        self, namespace: str, descriptor: EmbedderDescriptor, query: np.ndarray, rids: Sequence[int]
+    ) -> list[tuple[int, float]]:
+        """The cosine of each of ``rids`` that has a live vector of ``descriptor``'s space
+        (the others are left out), in the order of ``rids``."""
+        scored = self._cosines(namespace, descriptor, query)
+        if scored is None or not rids:
+            return []
+        scores, all_rids = scored
+        wanted = np.asarray(rids, dtype=np.int64)
+        rows = np.flatnonzero(np.isin(all_rids, wanted))
+        found = {int(all_rids[i]): float(scores[i]) for i in rows if scores[i] != -np.inf}
+        return [(rid, found[rid]) for rid in rids if rid in found]
+
+    def _cosines(
+        self, namespace: str, descriptor: EmbedderDescriptor, query: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray] | None:
         version, epoch = self._versions(namespace)
         entry = self._store.vector_cache.get(
             self._conn, namespace, descriptor.key, descriptor.dimensions, version, epoch
         )
         if entry.matrix.shape[0] == 0:
-            return []
+            return None
         q = np.asarray(query, dtype=np.float32).reshape(-1)
         if q.shape[0] != descriptor.dimensions:
             raise ValidationError(
@@ -173,7 +193,7 @@ class StoreReader:
         if descriptor.normalization != "l2":
             norms = np.linalg.norm(entry.matrix, axis=1)
             scores = np.divide(scores, norms, out=np.zeros_like(scores), where=norms > 0)
-        return top_k(scores, entry.rids, k)
+        return scores, entry.rids
 
     def importance(self, rids: Sequence[int]) -> dict[int, float]:
         out: dict[int, float] = {}

@@ -75,7 +75,9 @@ def tests(session: nox.Session, dist: str) -> None:
     extras = "testing,bench" if dist == "rankseam" else "testing"
     session.install("-e", f"{DISTS['rankseam']}[{extras}]")
     if dist == "rankseam":
-        session.install("uv")  # the example-plugin test builds a fresh venv with it
+        # uv: the example-plugin test builds a fresh venv with it; ruff and import-linter: the
+        # lint-rule tests show that the lint session's rules catch what they are meant to.
+        session.install("uv", "ruff", "import-linter")
     else:
         session.install("-e", f"{path}[test]" if _has_extra(path, "test") else str(path))
     session.run(
@@ -112,14 +114,28 @@ def integration(session: nox.Session) -> None:
     )
 
 
+def _plugin_sources() -> list[str]:
+    return [str(path / "src") for name, path in DISTS.items() if name != "rankseam"]
+
+
 @nox.session(python="3.11")
 def lint(session: nox.Session) -> None:
-    """ruff (lint + format check) and mypy on the host and every plugin."""
-    session.install("ruff", "mypy", "httpx", "tenacity", "-e", f"{DISTS['rankseam']}[testing]")
+    """ruff (lint + format check), the import rules (import-linter: layers, the public plugin
+    API) and mypy on the host and every plugin."""
+    session.install(
+        "ruff",
+        "mypy",
+        "import-linter",
+        "httpx",
+        "tenacity",
+        "-e",
+        f"{DISTS['rankseam']}[testing]",
+    )
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
-    sources = [str(path / "src") for name, path in DISTS.items() if name != "rankseam"]
-    session.run("mypy", str(DISTS["rankseam"] / "src" / "rankseam"), *sources)
+    # import-linter reads the plugins' source without importing them (no plugin is installed).
+    session.run("lint-imports", env={"PYTHONPATH": os.pathsep.join(_plugin_sources())})
+    session.run("mypy", str(DISTS["rankseam"] / "src" / "rankseam"), *_plugin_sources())
 
 
 @nox.session(python="3.11")

@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from rankseam.compose import ComponentContext, Config, resolve_env_refs
+from rankseam.compose import ComponentContext, Config
 from rankseam.errors import ConfigurationError
+from rankseam.plugin import resolve_env_refs
 
 
 def test_defaults() -> None:
@@ -59,6 +60,41 @@ def test_toml_round_trip(tmp_path: Path) -> None:
 def test_bad_configuration_says_what_and_how(data: dict, message: str) -> None:
     with pytest.raises(ConfigurationError, match=message):
         Config.from_mapping(data)
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        # Each of these was accepted silently before: "no" turned the gate on, a misspelt
+        # key was ignored, and a string became a tuple of letters.
+        ({"write_gate": "no"}, r"write_gate must be true, false or a table"),
+        ({"write_gate": {"enabeld": False}}, r"unknown \[write_gate\] key\(s\) \['enabeld'\]"),
+        ({"write_gate": {"enabled": "no"}}, r"write_gate.enabled must be true or false"),
+        ({"write_gate": {"backend": 3}}, r"write_gate.backend must be a decision backend name"),
+        ({"search": {"sources": "lexical"}}, r"search.sources must be a list of source names"),
+        ({"search": {"sources": ["lexical", 3]}}, r"search.sources must hold source names"),
+        ({"search": {"weights": {"vector": "high"}}}, r"search.weights maps channel names"),
+        ({"search": {"weights": [1, 2]}}, r"search.weights must be a table"),
+        ({"search": {"reranker": 5}}, r"search.reranker must be a component name"),
+        ({"search": {"trace_text": "no"}}, r"search.trace_text must be true or false"),
+        ({"namespace": ""}, r"namespace must be a non-empty string"),
+        ({"embedder": ["hashed"]}, r"embedder must be a non-empty string"),
+        ({"db": 7}, r"db must be a string"),
+    ],
+)
+def test_every_configuration_mistake_is_a_configuration_error(data: dict, message: str) -> None:
+    with pytest.raises(ConfigurationError, match=message) as caught:
+        Config.from_mapping(data, source="rankseam.toml")
+    assert str(caught.value).startswith("rankseam.toml: ")
+
+
+def test_the_same_mistakes_through_open_memory_overrides(tmp_path: Path) -> None:
+    from rankseam import open_memory
+
+    with pytest.raises(ConfigurationError, match=r"search.sources must be a list"):
+        open_memory(tmp_path / "m.sqlite3", sources="lexical")
+    with pytest.raises(ConfigurationError, match=r"write_gate must be true or false"):
+        open_memory(tmp_path / "m.sqlite3", write_gate="no")
 
 
 def test_bad_toml_file(tmp_path: Path) -> None:

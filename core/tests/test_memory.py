@@ -349,7 +349,7 @@ def test_config_file_and_env_overrides(tmp_path, monkeypatch):
         ({"colour": "blue"}, "unknown option"),
         ({"config": {"search": {"fusion": "max"}}}, "fusion"),
         ({"config": {"search": {"fusion": "weighted"}}}, "now called 'convex'"),
-        ({"config": {"search": {"weights": {"vector": -1}}}}, "weights.vector"),
+        ({"config": {"search": {"scales": {"vector": "log"}}}}, "scales.vector"),
         ({"config": {"embedders": {"hashed": {"dimensions": 3}}}}, "dimensions"),
         ({"config": {"sources": {"lexical": {"stem": True}}}}, "stem"),
         ({"write_gate": True}, "write_gate role needs a decision backend"),

@@ -117,6 +117,45 @@ def test_duplicate_component_names_name_both_plugins(install: Install) -> None:
     assert get_registry().get("reranker", "same").plugin == "aaa"
 
 
+def test_a_plugin_refused_for_a_taken_name_keeps_none_of_its_names(install: Install) -> None:
+    install("aaa", GOOD.format(name="same"))
+    install(
+        "bbb",
+        """
+        import rankseam
+        @rankseam.hookimpl
+        def register_rerankers(register):
+            register("extra", lambda o, c: None)
+            register("same", lambda o, c: None)
+        """,
+    )
+    plugins = by_name()
+    assert plugins["bbb"]["status"] == "error"
+    assert "duplicate reranker name 'same'" in plugins["bbb"]["error"]
+    assert get_registry().get("reranker", "extra") is None
+    assert get_registry().get("reranker", "same").plugin == "aaa"
+
+
+def test_a_hook_implementation_receives_only_the_arguments_it_names(install: Install) -> None:
+    install(
+        "fewer",
+        """
+        import rankseam
+        calls = []
+        @rankseam.hookimpl
+        def register_embedders():
+            calls.append("register_embedders")
+        @rankseam.hookimpl
+        def register_rerankers(register):
+            register("fewer", lambda o, c: None)
+        """,
+    )
+    info = by_name()["fewer"]
+    assert info["status"] == "ok", info.get("error")
+    assert info["components"] == {"reranker": ["fewer"]}
+    assert sys.modules["rs_test_fewer"].calls == ["register_embedders"]
+
+
 def test_a_misspelt_hook_is_refused(install: Install) -> None:
     install(
         "typo",

@@ -12,19 +12,11 @@ import rankseam
 from rankseam.default_plugins.hashed_embedder import HashedEmbedder
 from rankseam.embedding import DEFAULT_FUSION_WEIGHT, EmbedderDescriptor
 from rankseam.errors import ConfigurationError
-from rankseam.retrieval import (
-    ChannelList,
-    ImportanceSource,
-    LexicalSource,
-    ScoreSpec,
-    VectorSource,
-    fuse,
-    match_expression,
-    over_fetch,
-    query_terms,
-    score_spec_of,
-)
-from rankseam.retrieval.fusion import competition_ranks
+from rankseam.retrieval.base import over_fetch
+from rankseam.retrieval.fusion import ChannelList, ScoreSpec, competition_ranks, fuse, score_spec_of
+from rankseam.retrieval.importance import ImportanceSource
+from rankseam.retrieval.lexical import LexicalSource, match_expression, query_terms
+from rankseam.retrieval.vector import VectorSource
 from rankseam.testing.embedder import EmbedderContract
 from rankseam.types import MemoryRef
 

@@ -75,7 +75,7 @@ def _rehash(snap: Path) -> None:
 def _forge_id(snap: Path) -> None:
     """What a forger does on top: recompute the snapshot id of the edited manifest."""
     manifest = _manifest(snap)
-    manifest["snapshot_id"] = snapshot_module._snapshot_id(manifest)
+    manifest["snapshot_id"] = snapshot_module._snapshot_id(manifest)  # noqa: SLF001
     _write_manifest(snap, manifest)
 
 

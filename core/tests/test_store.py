@@ -258,7 +258,7 @@ def _fetch_work(memory, refs) -> int:
     """SQLite virtual-machine steps (in hundreds) one ``fetch_vectors`` call takes. Counting
     the engine's work, not time, keeps this a behaviour test on a noisy machine; the store's
     connection is the only place to count it."""
-    conn = memory.store._conn()
+    conn = memory.store._conn()  # noqa: SLF001 -- counting VM steps needs the connection
     steps = [0]
 
     def tick() -> int:

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-import pluggy
-
 from rankseam.errors import (
     BackendError,
     BackendTimeoutError,
@@ -20,6 +18,7 @@ from rankseam.errors import (
     RerankError,
     ValidationError,
 )
+from rankseam.hookspecs import hookimpl
 from rankseam.types import (
     Candidate,
     CandidateRecord,
@@ -32,14 +31,11 @@ from rankseam.types import (
     SearchTrace,
     Usage,
 )
+from rankseam.version import __version__
 
 if TYPE_CHECKING:
     from rankseam.memory import Memory, open_memory
 
-__version__ = "0.1.0"
-
-#: Marker for hook implementations: ``@rankseam.hookimpl``.
-hookimpl = pluggy.HookimplMarker("rankseam")
 
 __all__ = [
     "BackendError",

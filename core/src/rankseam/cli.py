@@ -13,8 +13,8 @@ from typing import Any
 
 import click
 
-from rankseam import __version__
 from rankseam.errors import RankseamError
+from rankseam.version import __version__
 
 #: name -> "module:attribute" of a click command, imported on first use.
 LAZY_COMMANDS: dict[str, str] = {

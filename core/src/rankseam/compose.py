@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import inspect
 import os
+import sys
 import tomllib
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -45,15 +46,19 @@ from typing import Any
 
 import attrs
 
-from rankseam.checks import is_int
-from rankseam.decision import DecisionBackend, Role, wrap_for_role
+from rankseam.checks import is_int, is_real
+from rankseam.decision import WRITE_GATE_ROLE, DecisionBackend, Role, wrap_for_role
+from rankseam.embedding import Embedder, EmbedderDescriptor
 from rankseam.errors import ConfigurationError, ValidationError
 from rankseam.generation import GenerationBackend
 from rankseam.plugins import get_registry
 from rankseam.registry import Registry
+from rankseam.retrieval.base import CandidateSource
+from rankseam.retrieval.fusion import DEFAULT_FUSION, FUSION_METHODS, SCALES
 from rankseam.seam import (
     DEFAULT_MAX_CHARS,
     DEFAULT_POOL,
+    Reranker,
     as_async_reranker,
     validate_on_error,
     validate_pool_size,
@@ -61,11 +66,13 @@ from rankseam.seam import (
 
 __all__ = [
     "TABLE_FOR_KIND",
+    "Assembly",
     "ComponentContext",
     "Config",
     "SearchConfig",
-    "check_options",
-    "resolve_env_refs",
+    "assemble",
+    "default_db_path",
+    "resolve_config",
 ]
 
 #: The configuration table that holds each component kind's options.
@@ -105,10 +112,6 @@ def _on_error(_inst: object, _attr: object, value: str) -> None:
         raise ConfigurationError(f"search.on_error: {exc}") from None
 
 
-#: Fusion methods (kept equal to ``rankseam.retrieval.fusion.FUSION_METHODS`` by a test).
-FUSION_METHODS = ("convex", "rrf")
-
-
 def _fusion(_inst: object, _attr: object, value: str) -> None:
     if value == "weighted":
         raise ConfigurationError(
@@ -123,23 +126,19 @@ def _fusion(_inst: object, _attr: object, value: str) -> None:
         )
 
 
-#: Scales a configuration may give a channel (``rankseam.retrieval.fusion.SCALES``).
-SCALES = ("max", "unit", "minmax")
-
-
-def _scales(_inst: object, _attr: object, value: Mapping[str, Any]) -> None:
+def _scales(value: object) -> Mapping[str, str]:
+    if not isinstance(value, Mapping):
+        raise ConfigurationError(
+            f"search.scales must be a table of channel name -> scale, e.g. "
+            f'{{vector = "max"}}, got {value!r}'
+        )
     for name, scale in value.items():
         if scale not in SCALES:
             raise ConfigurationError(
                 f"search.scales.{name} must be one of {', '.join(repr(s) for s in SCALES)}, "
                 f"got {scale!r}"
             )
-
-
-def _weights(_inst: object, _attr: object, value: Mapping[str, Any]) -> None:
-    for name, weight in value.items():
-        if isinstance(weight, bool) or not isinstance(weight, int | float) or not weight >= 0:
-            raise ConfigurationError(f"search.weights.{name} must be a number >= 0, got {weight!r}")
+    return _freeze(value)
 
 
 def _positive_int(_inst: object, attr: attrs.Attribute[Any], value: object) -> None:
@@ -147,17 +146,98 @@ def _positive_int(_inst: object, attr: attrs.Attribute[Any], value: object) -> N
         raise ConfigurationError(f"search.{attr.name} must be an integer >= 1, got {value!r}")
 
 
+def _source_names(value: object) -> tuple[str, ...]:
+    if isinstance(value, str) or not isinstance(value, Iterable):
+        raise ConfigurationError(
+            f"search.sources must be a list of source names, e.g. ['lexical', 'vector'], "
+            f"got {value!r}"
+        )
+    names = tuple(value)
+    bad = [name for name in names if not isinstance(name, str) or not name]
+    if bad:
+        raise ConfigurationError(
+            f"search.sources must hold source names (non-empty strings), got {bad!r} in "
+            f"{list(names)!r}"
+        )
+    return names
+
+
+def _weights(value: object) -> Mapping[str, float]:
+    if not isinstance(value, Mapping):
+        raise ConfigurationError(
+            f"search.weights must be a table of channel name -> weight, e.g. "
+            f"{{lexical = 1.0, vector = 0.5}}, got {value!r}"
+        )
+    bad = {k: v for k, v in value.items() if not isinstance(k, str) or not is_real(v) or v < 0}
+    if bad:
+        raise ConfigurationError(f"search.weights maps channel names to numbers >= 0; fix {bad!r}")
+    return _freeze(value)
+
+
+def _optional_name(_inst: object, attr: attrs.Attribute[Any], value: object) -> None:
+    if value is not None and (not isinstance(value, str) or not value):
+        raise ConfigurationError(
+            f"search.{attr.name} must be a component name (a string) or none, got {value!r}"
+        )
+
+
+def _bool(where: str) -> Any:
+    def check(_inst: object, attr: attrs.Attribute[Any], value: object) -> None:
+        if not isinstance(value, bool):
+            raise ConfigurationError(f"{where}{attr.name} must be true or false, got {value!r}")
+
+    return check
+
+
+def _name(_inst: object, attr: attrs.Attribute[Any], value: object) -> None:
+    if not isinstance(value, str) or not value:
+        raise ConfigurationError(f"{attr.name} must be a non-empty string, got {value!r}")
+
+
+def _optional_str(_inst: object, attr: attrs.Attribute[Any], value: object) -> None:
+    if value is not None and not isinstance(value, str):
+        raise ConfigurationError(f"{attr.name} must be a string, got {value!r}")
+
+
+def _write_gate(value: object, source: str) -> tuple[bool, str | None]:
+    """``write_gate = true|false``, or a ``[write_gate]`` table of ``enabled`` and ``backend``."""
+    if isinstance(value, bool):
+        return value, None
+    if not isinstance(value, Mapping):
+        raise ConfigurationError(
+            f"{source}: write_gate must be true, false or a table "
+            f"(enabled = true, backend = 'NAME'), got {value!r}"
+        )
+    unknown = sorted(set(value) - {"enabled", "backend"})
+    if unknown:
+        raise ConfigurationError(
+            f"{source}: unknown [write_gate] key(s) {unknown}; known keys are "
+            "['backend', 'enabled']"
+        )
+    enabled = value.get("enabled", True)
+    if not isinstance(enabled, bool):
+        raise ConfigurationError(
+            f"{source}: write_gate.enabled must be true or false, got {enabled!r}"
+        )
+    backend = value.get("backend")
+    if backend is not None and (not isinstance(backend, str) or not backend):
+        raise ConfigurationError(
+            f"{source}: write_gate.backend must be a decision backend name, got {backend!r}"
+        )
+    return enabled, backend
+
+
 @attrs.frozen
 class SearchConfig:
     pool: int = attrs.field(default=DEFAULT_POOL, validator=_pool)
-    fusion: str = attrs.field(default="convex", validator=_fusion)
-    weights: Mapping[str, float] = attrs.field(factory=dict, converter=_freeze, validator=_weights)
-    scales: Mapping[str, str] = attrs.field(factory=dict, converter=_freeze, validator=_scales)
-    sources: tuple[str, ...] = attrs.field(default=DEFAULT_SOURCES, converter=tuple)
-    reranker: str | None = None
+    fusion: str = attrs.field(default=DEFAULT_FUSION, validator=_fusion)
+    weights: Mapping[str, float] = attrs.field(factory=dict, converter=_weights)
+    scales: Mapping[str, str] = attrs.field(factory=dict, converter=_scales)
+    sources: tuple[str, ...] = attrs.field(default=DEFAULT_SOURCES, converter=_source_names)
+    reranker: str | None = attrs.field(default=None, validator=_optional_name)
     on_error: str = attrs.field(default="raise", validator=_on_error)
     max_chars: int = attrs.field(default=DEFAULT_MAX_CHARS, validator=_positive_int)
-    trace_text: bool = True
+    trace_text: bool = attrs.field(default=True, validator=_bool("search."))
 
 
 @attrs.frozen
@@ -165,15 +245,15 @@ class Config:
     """The whole assembly. ``components`` maps a table name (``rerankers``,
     ``decision_backends``, ...) to ``{component name: options}``."""
 
-    db: str | None = None
-    namespace: str = "default"
-    embedder: str = "hashed"
+    db: str | None = attrs.field(default=None, validator=_optional_str)
+    namespace: str = attrs.field(default="default", validator=_name)
+    embedder: str = attrs.field(default="hashed", validator=_name)
     search: SearchConfig = attrs.field(factory=SearchConfig)
     components: Mapping[str, Mapping[str, Mapping[str, Any]]] = attrs.field(
         factory=dict, converter=_freeze
     )
-    write_gate: bool = False
-    write_gate_backend: str | None = None
+    write_gate: bool = attrs.field(default=False, validator=_bool(""))
+    write_gate_backend: str | None = attrs.field(default=None, validator=_optional_str)
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any], *, source: str = "configuration") -> Config:
@@ -214,11 +294,7 @@ class Config:
                     f"{source}: [{table}] must hold one table per component, e.g. [{table}.NAME]"
                 )
             components[table] = _freeze({k: _freeze(v) for k, v in value.items()})
-        gate = data.get("write_gate", False)
-        gate_backend = None
-        if isinstance(gate, Mapping):
-            gate_backend = gate.get("backend")
-            gate = bool(gate.get("enabled", True))
+        gate, gate_backend = _write_gate(data.get("write_gate", False), source)
         try:
             return cls(
                 db=data.get("db"),
@@ -226,9 +302,11 @@ class Config:
                 embedder=data.get("embedder", "hashed"),
                 search=SearchConfig(**search),
                 components=components,
-                write_gate=bool(gate),
+                write_gate=gate,
                 write_gate_backend=gate_backend,
             )
+        except ConfigurationError as exc:
+            raise ConfigurationError(f"{source}: {exc}") from None
         except TypeError as exc:
             raise ConfigurationError(f"{source}: {exc}") from None
 
@@ -280,31 +358,6 @@ class Config:
         tables = {k: dict(v) for k, v in self.components.items()}
         tables.setdefault(table, {})[name] = _freeze(merged)
         return attrs.evolve(self, components={k: _freeze(v) for k, v in tables.items()})
-
-
-def check_options(where: str, options: Mapping[str, Any], known: Iterable[str]) -> None:
-    """Refuse option names a component does not know (the one place this is worded).
-
-    ``where`` names the component as users write it, e.g. ``"reranker 'mmr'"``.
-    """
-    allowed = sorted(known)
-    unknown = sorted(set(options) - set(allowed))
-    if unknown:
-        raise ConfigurationError(
-            f"{where} has no option(s) {unknown}; known options are {allowed}"
-            if allowed
-            else f"{where} takes no options, got {unknown}; remove them"
-        )
-
-
-def resolve_env_refs(value: Any, *, what: str) -> Any:
-    """Resolve ``{"$env": "NAME"}`` to the environment variable's value (None if unset)."""
-    if isinstance(value, Mapping) and set(value) == {"$env"}:
-        name = value["$env"]
-        if not isinstance(name, str) or not name:
-            raise ConfigurationError(f"{what}: {{'$env': NAME}} needs a variable name")
-        return os.environ.get(name)
-    return value
 
 
 class ComponentContext:
@@ -366,8 +419,9 @@ class ComponentContext:
         if not name:
             have = ", ".join(self.available("decision_backend")) or "none"
             raise ConfigurationError(
-                f"the {role.name} role needs a decision backend; choose one (available: {have}), "
-                "e.g. --decision-backend heuristic or [rerankers.decision] backend = 'heuristic'"
+                f"the {role.name} role needs a decision backend; name one of the installed ones "
+                f"({have}) in the options of the component that asks for it (the write gate: "
+                "[write_gate] backend = 'NAME'; a reranker: its 'backend' option)"
             )
         backend = self.build("decision_backend", name)
         if not isinstance(backend, DecisionBackend) or not inspect.iscoroutinefunction(
@@ -385,8 +439,9 @@ class ComponentContext:
         if not name:
             have = ", ".join(self.available("generation_backend")) or "none"
             raise ConfigurationError(
-                f"the {role_name} role needs a generation backend; choose one (available: {have}), "
-                "e.g. --listwise-backend local or [rerankers.listwise] backend = 'local'"
+                f"the {role_name} role needs a generation backend; name one of the installed "
+                f"ones ({have}) in the options of the component that asks for it (a reranker: "
+                "its 'backend' option)"
             )
         backend = self.build("generation_backend", name)
         if not isinstance(backend, GenerationBackend) or not inspect.iscoroutinefunction(
@@ -397,3 +452,161 @@ class ComponentContext:
                 "(a policy_id string and an async def generate(request))"
             )
         return backend
+
+    def embedder(self, name: str) -> Embedder:
+        """The embedder ``name``, checked against the Embedder protocol."""
+        embedder = self.build("embedder", name)
+        check_embedder(embedder, name)
+        return embedder  # type: ignore[no-any-return]
+
+    def search_reranker(
+        self, choice: object, options: Mapping[str, Any] | None = None
+    ) -> Reranker | None:
+        """The reranker of one search: ``None`` (the coarse order), a registered name (with
+        ``options`` over the configured ones), or a reranker object."""
+        if choice is None:
+            if options:
+                raise ValidationError("reranker_options were given but no reranker is chosen")
+            return None
+        if isinstance(choice, str):
+            if options:
+                return self.reranker(choice, {**self.config.options("reranker", choice), **options})
+            return self.reranker(choice)  # type: ignore[no-any-return]
+        if options:
+            raise ValidationError("reranker_options apply only to a reranker given by name")
+        try:
+            return as_async_reranker(choice)
+        except TypeError as exc:
+            raise ValidationError(
+                f"reranker does not implement the Reranker protocol: {exc}"
+            ) from None
+
+
+def check_embedder(embedder: Any, name: str) -> None:
+    """Refuse a component that is not an :class:`~rankseam.embedding.Embedder`."""
+    if not isinstance(embedder, Embedder) or not isinstance(
+        getattr(embedder, "descriptor", None), EmbedderDescriptor
+    ):
+        raise ConfigurationError(
+            f"embedder {name!r} does not implement the Embedder protocol (a descriptor of type "
+            "EmbedderDescriptor and embed(texts) -> float32 array); fix the plugin or choose "
+            "another embedder"
+        )
+
+
+def default_db_path() -> Path:
+    """The platform's per-user data location for the default store."""
+    if sys.platform == "darwin":
+        base = Path.home() / "Library" / "Application Support"
+    elif os.name == "nt":
+        base = Path(os.environ.get("LOCALAPPDATA") or Path.home() / "AppData" / "Local")
+    else:
+        base = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share")
+    return base / "rankseam" / "memory.sqlite3"
+
+
+_TOP_OVERRIDES = {"db", "namespace", "embedder", "write_gate", "write_gate_backend"}
+_SEARCH_OVERRIDES = {f.name for f in attrs.fields(SearchConfig)}
+
+
+def _apply_overrides(config: Config, overrides: Mapping[str, Any]) -> Config:
+    unknown = sorted(set(overrides) - _TOP_OVERRIDES - _SEARCH_OVERRIDES)
+    if unknown:
+        raise ConfigurationError(
+            f"open_memory() got unknown option(s) {unknown}; known options are "
+            f"{sorted(_TOP_OVERRIDES | _SEARCH_OVERRIDES)}"
+        )
+    top = {k: v for k, v in overrides.items() if k in _TOP_OVERRIDES}
+    search = {k: v for k, v in overrides.items() if k in _SEARCH_OVERRIDES}
+    if search.get("reranker") in ("", "none"):
+        search["reranker"] = None
+    try:
+        return attrs.evolve(config, search=attrs.evolve(config.search, **search), **top)
+    except (TypeError, ValueError) as exc:
+        raise ConfigurationError(f"open_memory(): {exc}") from None
+
+
+def resolve_config(
+    path: str | os.PathLike[str] | None,
+    config: Config | Mapping[str, Any] | None,
+    config_file: str | os.PathLike[str] | None,
+    overrides: Mapping[str, Any],
+) -> Config:
+    """The configuration :func:`~rankseam.open_memory` assembles, its ``db`` resolved: ``path``,
+    else the configuration's ``db``, else ``RANKSEAM_DB``, else :func:`default_db_path`.
+    Environment overrides apply first, then keyword ``overrides``."""
+    if config is not None and config_file is not None:
+        raise ConfigurationError("pass either config= or config_file=, not both")
+    if config_file is not None:
+        base = Config.from_toml(config_file)
+    elif isinstance(config, Config):
+        base = config
+    elif isinstance(config, Mapping):
+        base = Config.from_mapping(config)
+    elif config is None:
+        base = Config()
+    else:
+        raise ConfigurationError(
+            f"config must be a rankseam.compose.Config or a mapping, got {type(config).__name__}"
+        )
+    given_db = overrides.get("db") or base.db
+    cfg = _apply_overrides(base.with_env(), {k: v for k, v in overrides.items() if k != "db"})
+    if path is not None:
+        db = os.fspath(path)
+    elif given_db:
+        db = str(given_db)
+    elif os.environ.get("RANKSEAM_DB"):
+        db = os.environ["RANKSEAM_DB"]
+    else:
+        db = str(default_db_path())
+    if db != ":memory:":
+        db = str(Path(db).expanduser())
+    return attrs.evolve(cfg, db=db)
+
+
+@attrs.frozen(eq=False)
+class Assembly:
+    """The components of one configuration, built and checked."""
+
+    config: Config
+    context: ComponentContext
+    embedder: Embedder
+    sources: tuple[tuple[str, CandidateSource], ...]
+    gate: DecisionBackend | None
+
+
+def assemble(config: Config, registry: Registry | None = None) -> Assembly:
+    """Build every component ``config`` names; any mistake is a ConfigurationError here, not at
+    the first search (the default reranker and the write gate's backend are built too)."""
+    context = ComponentContext(config, registry)
+    embedder = context.embedder(config.embedder)
+    sources = _build_sources(context, config.search.sources)
+    if config.search.reranker is not None:
+        context.reranker(config.search.reranker)
+    gate = None
+    if config.write_gate:
+        gate = context.decision_backend(config.write_gate_backend, WRITE_GATE_ROLE)
+    return Assembly(config, context, embedder, sources, gate)
+
+
+def _build_sources(
+    context: ComponentContext, names: Iterable[str]
+) -> tuple[tuple[str, CandidateSource], ...]:
+    names = list(names)
+    if len(set(names)) != len(names):
+        raise ConfigurationError(f"search.sources lists a source twice: {names}")
+    out = []
+    for name in names:
+        source = context.build("candidate_source", name)
+        if not isinstance(source, CandidateSource):
+            raise ConfigurationError(
+                f"candidate source {name!r} does not implement the CandidateSource protocol "
+                "(admits, needs_query_vector, candidates(request))"
+            )
+        out.append((name, source))
+    if not any(src.admits for _n, src in out):
+        raise ConfigurationError(
+            f"search.sources {names} has no source that admits candidates; include 'lexical' "
+            "or 'vector'"
+        )
+    return tuple(out)

@@ -13,8 +13,9 @@ import attrs
 import numpy as np
 
 from rankseam.checks import is_int
+from rankseam.errors import ConfigurationError
 
-__all__ = ["DEFAULT_FUSION_WEIGHT", "Embedder", "EmbedderDescriptor"]
+__all__ = ["DEFAULT_FUSION_WEIGHT", "Embedder", "EmbedderDescriptor", "embed_checked"]
 
 
 def _positive(_inst: object, attr: attrs.Attribute[int], value: int) -> None:
@@ -77,3 +78,16 @@ class Embedder(Protocol):
     descriptor: EmbedderDescriptor
 
     def embed(self, texts: Sequence[str], /) -> np.ndarray: ...
+
+
+def embed_checked(embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
+    """``embedder.embed(texts)`` as float32, refused unless it has one row of the descriptor's
+    dimensions per text."""
+    vectors = np.asarray(embedder.embed(texts), dtype=np.float32)
+    dims = embedder.descriptor.dimensions
+    if vectors.shape != (len(texts), dims):
+        raise ConfigurationError(
+            f"embedder {embedder.descriptor.name!r} returned shape {vectors.shape}, expected "
+            f"({len(texts)}, {dims}); fix the embedder"
+        )
+    return vectors

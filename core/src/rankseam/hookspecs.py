@@ -25,6 +25,9 @@ if TYPE_CHECKING:
 
 _hookspec = pluggy.HookspecMarker("rankseam")
 
+#: Marker for hook implementations: ``@hookimpl`` (import it from :mod:`rankseam.plugin`).
+hookimpl = pluggy.HookimplMarker("rankseam")
+
 
 @_hookspec
 def register_candidate_sources(register: CandidateSourceRegister) -> None:

@@ -112,17 +112,18 @@ def _register_components(
 ) -> None:
     """Call one plugin's registration hooks into a scratch registry, then merge it.
 
-    Merging only after every hook succeeded means a plugin that fails half-way leaves nothing
-    behind.
+    Each implementation receives only the arguments it names (pluggy's rule, so a hook may gain
+    arguments without breaking older plugins). Merging only after every hook succeeded, and
+    only when no name is taken, means a plugin that fails leaves nothing behind.
     """
     scratch = Registry()
     for hook_name, register_cls in REGISTER_FOR_HOOK.items():
         caller = getattr(pm.hook, hook_name)
+        offered = {"register": register_cls(scratch, name)}
         for impl in caller.get_hookimpls():
             if impl.plugin is plugin:
-                impl.function(register=register_cls(scratch, name))
-    for spec in scratch:
-        registry._add(spec)
+                impl.function(**{arg: offered[arg] for arg in impl.argnames})
+    registry.merge(scratch)
 
 
 def _entry_points() -> Iterable[metadata.EntryPoint]:

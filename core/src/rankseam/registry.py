@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 import attrs
 
@@ -15,6 +15,7 @@ __all__ = [
     "ComponentSpec",
     "DecisionBackendRegister",
     "EmbedderRegister",
+    "FactoryContext",
     "GenerationBackendRegister",
     "Registry",
     "RerankerRegister",
@@ -22,9 +23,44 @@ __all__ = [
 
 T = TypeVar("T")
 
+
+class AssemblyConfig(Protocol):
+    """The part of the configuration a component factory may read."""
+
+    @property
+    def embedder(self) -> str:
+        """The name of the configured embedder."""
+        ...
+
+    def options(self, kind: str, name: str) -> Mapping[str, Any]:
+        """The options table of component ``name`` of ``kind`` (e.g. ``"reranker"``)."""
+        ...
+
+
+class FactoryContext(Protocol):
+    """What a component factory receives besides its options: the assembly it is part of.
+
+    ``build(kind, name)`` builds (once per name) another component, e.g. the configured
+    embedder; ``decision_backend(name, role)`` and ``generation_backend(name, role)`` hand out
+    a backend wrapped for the role's failure policy. Each raises
+    :class:`~rankseam.errors.ConfigurationError` with a fix when the component is missing.
+    """
+
+    @property
+    def config(self) -> AssemblyConfig: ...
+
+    def available(self, kind: str) -> list[str]: ...
+
+    def build(self, kind: str, name: str, options: Mapping[str, Any] | None = None) -> Any: ...
+
+    def decision_backend(self, name: str | None, role: Any) -> Any: ...
+
+    def generation_backend(self, name: str | None, role: Any = None) -> Any: ...
+
+
 #: A component factory: ``factory(options, context) -> component``. ``options`` is the
-#: component's own table from the configuration (a plain mapping); ``context`` is the
-#: :class:`rankseam.compose.ComponentContext` of the assembly.
+#: component's own table from the configuration (a plain mapping); ``context`` is a
+#: :class:`FactoryContext`.
 Factory = Callable[[Mapping[str, Any], Any], T]
 
 _KINDS = ("candidate_source", "embedder", "reranker", "decision_backend", "generation_backend")
@@ -61,7 +97,7 @@ class ComponentRegister(Generic[T]):
                 f"plugin {self._plugin!r} registered {self.kind} {name!r} with a factory that is "
                 f"not callable ({factory!r}); pass a callable factory(options, context)"
             )
-        self._registry._add(ComponentSpec(self.kind, name, factory, self._plugin, summary))
+        self._registry.add(ComponentSpec(self.kind, name, factory, self._plugin, summary))
 
 
 class CandidateSourceRegister(ComponentRegister[Any]):
@@ -99,7 +135,20 @@ class Registry:
     def __init__(self) -> None:
         self._by_kind: dict[str, dict[str, ComponentSpec[Any]]] = {k: {} for k in _KINDS}
 
-    def _add(self, spec: ComponentSpec[Any]) -> None:
+    def add(self, spec: ComponentSpec[Any]) -> None:
+        """Record ``spec``; a name its kind already has is a :class:`PluginError` naming both
+        plugins."""
+        self._check_free(spec)
+        self._by_kind[spec.kind][spec.name] = spec
+
+    def merge(self, other: Registry) -> None:
+        """Add every component of ``other``, or none of them: every name is checked first."""
+        for spec in other:
+            self._check_free(spec)
+        for spec in other:
+            self._by_kind[spec.kind][spec.name] = spec
+
+    def _check_free(self, spec: ComponentSpec[Any]) -> None:
         existing = self._by_kind[spec.kind].get(spec.name)
         if existing is not None:
             raise PluginError(
@@ -107,7 +156,6 @@ class Registry:
                 f"{existing.plugin!r} and by plugin {spec.plugin!r}; uninstall or disable one of "
                 "them (RANKSEAM_DISABLE_PLUGINS)"
             )
-        self._by_kind[spec.kind][spec.name] = spec
 
     def get(self, kind: str, name: str) -> ComponentSpec[Any] | None:
         return self._by_kind[kind].get(name)

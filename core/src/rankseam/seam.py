@@ -8,8 +8,13 @@ Rules (DESIGN.md §4–§5), enforced here whatever the plugin does:
 - Its answer must be a :class:`~rankseam.types.RerankDecision`. Each selected element that is
   not an integer in ``1..n`` (bools and strings included), or repeats an earlier rank, is
   discarded and counted; at most ``limit`` valid ranks are kept, in the plugin's order.
+- Optional per-rank ``scores`` pair with ``selected_ranks`` position for position: a scores
+  tuple of another length is invalid output (a failure, below); a score that is not a finite
+  real number makes its rank invalid (discarded and counted). Kept scores go on the hits
+  (``Hit.rerank_score``) and into the trace; they never change the order.
 - If no valid rank remains, the coarse ranks ``1..min(limit, n)`` are used and
-  ``used_fallback=True`` (status ``fell_back``).
+  ``used_fallback=True`` (status ``fell_back``). Whenever coarse ranks are used (fallback or
+  ``degraded``) no reranker score is shown.
 - Ranks resolve to the original hits: a plugin can never invent or alter an identity.
 - A failing reranker (any ``Exception``, or an answer of the wrong type) raises
   :class:`~rankseam.errors.RerankError` by default (``on_error="raise"``). With
@@ -22,12 +27,14 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
+import math
 import numbers
 import operator
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Literal, Protocol, overload, runtime_checkable
 
+import attrs
 import numpy as np
 
 from rankseam.errors import BackendError, RerankError, ValidationError
@@ -55,6 +62,7 @@ __all__ = [
     "as_async_reranker",
     "make_candidates",
     "normalize_ranks",
+    "normalize_scored_ranks",
     "rerank_pool",
     "trace_candidates",
     "validate_limit",
@@ -153,16 +161,42 @@ def _is_rank(value: object) -> bool:
     return isinstance(value, numbers.Integral) and not isinstance(value, bool | np.bool_)
 
 
+def _as_score(value: object) -> float | None:
+    """``value`` as a finite float, or ``None`` when it is not a finite real number."""
+    if not isinstance(value, numbers.Real) or isinstance(value, bool | np.bool_):
+        return None
+    try:
+        score = float(value)
+    except (OverflowError, TypeError, ValueError):
+        return None
+    return score if math.isfinite(score) else None
+
+
 def normalize_ranks(raw: Sequence[object], n: int, limit: int) -> tuple[tuple[int, ...], int]:
     """Walk ``raw`` in order; keep valid, unseen ranks in ``1..n`` up to ``limit``.
 
     Returns ``(kept, discarded)``. Elements after the ``limit``-th valid rank are ignored and
     not counted (they were never going to be used).
     """
+    kept, _scores, discarded = normalize_scored_ranks(raw, None, n, limit)
+    return kept, discarded
+
+
+def normalize_scored_ranks(
+    raw: Sequence[object], raw_scores: Sequence[object] | None, n: int, limit: int
+) -> tuple[tuple[int, ...], tuple[float, ...] | None, int]:
+    """:func:`normalize_ranks` with optional per-rank scores (``raw_scores[i]`` belongs to
+    ``raw[i]``; the caller has checked the lengths match).
+
+    Returns ``(kept, kept_scores, discarded)``: a rank whose score is not a finite real number
+    is discarded and counted like an invalid rank, and a discarded rank's score goes with it.
+    ``kept_scores`` is ``None`` when ``raw_scores`` is.
+    """
     kept: list[int] = []
+    kept_scores: list[float] = []
     seen: set[int] = set()
     discarded = 0
-    for value in raw:
+    for i, value in enumerate(raw):
         if len(kept) >= limit:
             break
         if not _is_rank(value):
@@ -172,9 +206,15 @@ def normalize_ranks(raw: Sequence[object], n: int, limit: int) -> tuple[tuple[in
         if rank < 1 or rank > n or rank in seen:
             discarded += 1
             continue
+        if raw_scores is not None:
+            score = _as_score(raw_scores[i])
+            if score is None:
+                discarded += 1
+                continue
+            kept_scores.append(score)
         seen.add(rank)
         kept.append(rank)
-    return tuple(kept), discarded
+    return tuple(kept), (None if raw_scores is None else tuple(kept_scores)), discarded
 
 
 def _cut(text: str, max_chars: int) -> str:
@@ -393,6 +433,14 @@ async def rerank_pool(
                 policy_id=policy_id,
                 reason="invalid_output",
             )
+        if decision.scores is not None and len(decision.scores) != len(decision.selected_ranks):
+            raise RerankError(
+                f"reranker {policy_id!r} returned {len(decision.scores)} scores for "
+                f"{len(decision.selected_ranks)} selected ranks; RerankDecision.scores must hold "
+                "exactly one score per element of selected_ranks, in the same order (or be None)",
+                policy_id=policy_id,
+                reason="invalid_output",
+            )
     except asyncio.CancelledError:
         raise
     except Exception as exc:
@@ -426,15 +474,19 @@ async def rerank_pool(
         return pool[:k], trace
 
     latency_ms = (time.perf_counter() - started) * 1000.0
-    selected, seam_discarded = normalize_ranks(decision.selected_ranks, n, k)
+    selected, scores, seam_discarded = normalize_scored_ranks(
+        decision.selected_ranks, decision.scores, n, k
+    )
     discarded = decision.discarded_rank_count + seam_discarded
     note: str | None = None
     if not selected:
         selected = tuple(range(1, k + 1))
+        scores = None
         used_fallback = True
         status = RerankStatus.FELL_BACK
         note = "no valid rank in the reranker's selection; coarse ranks used"
     elif decision.used_fallback:
+        scores = None
         used_fallback = True
         status = RerankStatus.FELL_BACK
         note = "the reranker fell back to coarse ranks"
@@ -443,6 +495,8 @@ async def rerank_pool(
         status = RerankStatus.REPAIRED if discarded else RerankStatus.OK
         if discarded:
             note = f"{discarded} invalid or repeated rank(s) discarded"
+            if decision.scores is not None:
+                note += " (a rank whose score is not a finite number is invalid)"
     log.debug(
         "rerank done",
         extra={"policy_id": policy_id, "status": status.value, "discarded": discarded},
@@ -460,5 +514,10 @@ async def rerank_pool(
         records=decision.records,
         candidate_count=n,
         limit=k,
+        scores=scores,
     )
-    return tuple(pool[r - 1] for r in selected), trace
+    if scores is None:
+        return tuple(pool[r - 1] for r in selected), trace
+    return tuple(
+        attrs.evolve(pool[r - 1], rerank_score=s) for r, s in zip(selected, scores, strict=True)
+    ), trace

@@ -154,7 +154,10 @@ class Usage:
 class Hit:
     """One search result: an exact stored revision, with how it was found.
 
-    ``score`` is the coarse (fused) score; rerankers re-select hits but never rewrite scores.
+    ``score`` is the coarse (fused) score; rerankers re-select hits but never rewrite it.
+    ``rerank_score`` is the reranker's own score for this hit (e.g. a cross-encoder's
+    relevance) when the reranker gave one and its selection was used, else ``None``. It is
+    shown, never used by the host to order hits; it does not take part in equality.
     """
 
     ref: MemoryRef
@@ -168,6 +171,12 @@ class Hit:
     metadata: Mapping[str, Any] = attrs.field(factory=dict, converter=_frozen_mapping, eq=False)
     created_at: float = attrs.field(default=0.0, converter=float)
     content_hash: str = ""
+    rerank_score: float | None = attrs.field(
+        default=None,
+        converter=attrs.converters.optional(float),
+        validator=attrs.validators.optional(_finite),
+        eq=False,
+    )
 
     def to_dict(self, *, text: bool = True) -> dict[str, Any]:
         out: dict[str, Any] = {**self.ref.to_dict()}
@@ -181,6 +190,7 @@ class Hit:
             metadata=dict(self.metadata),
             created_at=self.created_at,
             content_hash=self.content_hash,
+            rerank_score=None if self.rerank_score is None else round(self.rerank_score, 6),
         )
         return out
 
@@ -249,6 +259,10 @@ class CandidateRecord:
         }
 
 
+def _optional_any_tuple(value: Iterable[Any] | None) -> tuple[Any, ...] | None:
+    return None if value is None else tuple(value)
+
+
 @attrs.frozen
 class RerankDecision:
     """What a reranker answers: 1-based coarse positions, best first, plus cost.
@@ -257,6 +271,12 @@ class RerankDecision:
     (non-integers, out-of-range and repeated ranks are discarded and counted). ``used_fallback``
     means the *reranker* fell back to coarse ranks because it had no valid selection; it is not
     a backend degradation (that is ``DecisionResult.used_fallback``).
+
+    ``scores`` (optional) is the reranker's own score for each element of ``selected_ranks``,
+    position for position (``scores[i]`` belongs to ``selected_ranks[i]``). The seam checks it
+    like the ranks: a tuple of another length is invalid output; a score that is not a finite
+    real number makes its rank invalid (discarded and counted). Kept scores are shown on the
+    hits (``Hit.rerank_score``) and in the trace; the host never reorders by them.
     """
 
     selected_ranks: tuple[Any, ...] = attrs.field(converter=_any_tuple)
@@ -264,6 +284,7 @@ class RerankDecision:
     discarded_rank_count: int = attrs.field(default=0, validator=_non_negative_int)
     used_fallback: bool = attrs.field(default=False, validator=attrs.validators.instance_of(bool))
     records: tuple[CandidateRecord, ...] = attrs.field(default=(), converter=_record_tuple)
+    scores: tuple[Any, ...] | None = attrs.field(default=None, converter=_optional_any_tuple)
 
 
 class RerankStatus(str, enum.Enum):
@@ -321,6 +342,9 @@ class RerankTrace:
     records: tuple[CandidateRecord, ...] = ()
     candidate_count: int = 0
     limit: int = 0
+    #: The reranker's scores for ``selected_ranks``, position for position; ``None`` when it
+    #: gave none or its selection was not used (fallback, degraded).
+    scores: tuple[float, ...] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -330,6 +354,7 @@ class RerankTrace:
             "candidate_count": self.candidate_count,
             "limit": self.limit,
             "selected_ranks": list(self.selected_ranks),
+            "scores": None if self.scores is None else [round(s, 6) for s in self.scores],
             "discarded_rank_count": self.discarded_rank_count,
             "used_fallback": self.used_fallback,
             "usage": self.usage.to_dict(),

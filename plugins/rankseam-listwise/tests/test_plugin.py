@@ -40,7 +40,7 @@ def test_assembled_by_name_with_the_local_backend() -> None:
     assert reranker.policy_id == POLICY_ID and reranker.deterministic
     assert reranker.descriptor["backend"] == "local"
     assert reranker.descriptor["window"] == 10 and reranker.descriptor["stride"] == 4
-    assert isinstance(reranker._backend, LocalGenerationBackend)
+    assert reranker.descriptor["backend_policy_id"] == LocalGenerationBackend.policy_id
 
 
 @pytest.mark.parametrize(

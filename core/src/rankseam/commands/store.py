@@ -257,9 +257,10 @@ def _print_hits(result: SearchResult, *, indent: str = "") -> None:
     for i, hit in enumerate(result.hits, start=1):
         r = hit.ref
         channels = ",".join(hit.matched_by) or "-"
+        rerank = "" if hit.rerank_score is None else f"  rerank_score={hit.rerank_score:.4f}"
         click.echo(
             f"{indent}{i:>2}. {r.namespace}/{r.memory_id} r{r.revision}  "
-            f"score={hit.score:.4f}  via {channels}"
+            f"score={hit.score:.4f}{rerank}  via {channels}"
         )
         text = hit.text if len(hit.text) <= 160 else hit.text[:157] + "..."
         click.echo(f"{indent}    {text}")

@@ -5,8 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from rankseam import hookimpl
-from rankseam.registry import CandidateSourceRegister
+from rankseam.plugin import CandidateSourceRegister, hookimpl
 from rankseam.retrieval.importance import ImportanceSource
 from rankseam.retrieval.lexical import LexicalSource
 from rankseam.retrieval.vector import VectorSource

@@ -19,11 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from rankseam import hookimpl
-from rankseam.compose import check_options
-from rankseam.embedding import EmbedderDescriptor
 from rankseam.errors import ConfigurationError
-from rankseam.registry import EmbedderRegister
+from rankseam.plugin import EmbedderDescriptor, EmbedderRegister, check_options, hookimpl
 
 __all__ = ["HashedEmbedder"]
 

@@ -21,12 +21,16 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from rankseam import hookimpl
-from rankseam.checks import is_real
-from rankseam.compose import check_options
-from rankseam.decision import DecisionOutcome, DecisionRequest, DecisionResult
 from rankseam.errors import ConfigurationError
-from rankseam.registry import DecisionBackendRegister
+from rankseam.plugin import (
+    DecisionBackendRegister,
+    DecisionOutcome,
+    DecisionRequest,
+    DecisionResult,
+    check_options,
+    hookimpl,
+    is_real,
+)
 from rankseam.types import Usage
 
 __all__ = ["HeuristicDecisionBackend", "content_terms"]

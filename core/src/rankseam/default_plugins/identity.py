@@ -5,9 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from rankseam import hookimpl
-from rankseam.compose import check_options
-from rankseam.registry import RerankerRegister
+from rankseam.plugin import RerankerRegister, check_options, hookimpl
 from rankseam.types import Candidate, RerankDecision
 
 

@@ -11,10 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from rankseam.embedding import EmbedderDescriptor
 from rankseam.errors import ConfigurationError
-from rankseam.retrieval.base import ScoredKey, SourceRequest
-from rankseam.retrieval.fusion import ScoreSpec
+from rankseam.plugin import EmbedderDescriptor, ScoredKey, ScoreSpec, SourceRequest
 
 __all__ = ["IMPORTANCE_WEIGHT", "ImportanceSource"]
 

@@ -22,11 +22,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from rankseam.compose import check_options
-from rankseam.embedding import EmbedderDescriptor
 from rankseam.errors import ConfigurationError
-from rankseam.retrieval.base import ScoredKey, SourceRequest
-from rankseam.retrieval.fusion import ScoreSpec
+from rankseam.plugin import EmbedderDescriptor, ScoredKey, ScoreSpec, SourceRequest, check_options
 
 __all__ = ["MAX_TERMS", "STOPWORDS", "LexicalSource", "match_expression", "query_terms"]
 

@@ -5,11 +5,15 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from rankseam.compose import check_options
-from rankseam.embedding import DEFAULT_FUSION_WEIGHT, EmbedderDescriptor
 from rankseam.errors import ConfigurationError
-from rankseam.retrieval.base import ScoredKey, SourceRequest
-from rankseam.retrieval.fusion import ScoreSpec
+from rankseam.plugin import (
+    DEFAULT_FUSION_WEIGHT,
+    EmbedderDescriptor,
+    ScoredKey,
+    ScoreSpec,
+    SourceRequest,
+    check_options,
+)
 
 __all__ = ["VectorSource"]
 

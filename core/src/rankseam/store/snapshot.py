@@ -395,7 +395,7 @@ def export_snapshot(
 
 
 def _created_by() -> str:
-    from rankseam import __version__
+    from rankseam.version import __version__
 
     return f"rankseam {__version__}"
 

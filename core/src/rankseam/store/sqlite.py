@@ -130,7 +130,7 @@ class StoreReader:
 
     def live_count(self) -> int:
         """Live revisions in the whole store (all namespaces; the FTS index's size)."""
-        return self._store._cached(
+        return self._store.cached_count(
             ("live", self.write_version()),
             lambda: int(
                 self._conn.execute("SELECT count(*) FROM revisions WHERE live = 1").fetchone()[0]
@@ -139,7 +139,7 @@ class StoreReader:
 
     def document_frequency(self, term: str, cap: int) -> int:
         """How many live revisions contain ``term`` (an FTS5 string), counted up to ``cap``."""
-        return self._store._cached(
+        return self._store.cached_count(
             ("df", self.write_version(), term, cap),
             lambda: int(
                 self._conn.execute(
@@ -291,8 +291,9 @@ class SQLiteStore:
                 "another path (--db / RANKSEAM_DB)"
             ) from None
 
-    def _cached(self, key: tuple[Any, ...], compute: Callable[[], int]) -> int:
-        """Small memo for snapshot-keyed counts (keys carry the write version)."""
+    def cached_count(self, key: tuple[Any, ...], compute: Callable[[], int]) -> int:
+        """A small memo for counts its readers compute (keys carry the write version, so a
+        write makes every older entry unreachable)."""
         value = self._memo.get(key)
         if value is None:
             value = compute()

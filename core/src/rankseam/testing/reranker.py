@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
+import numbers
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
@@ -99,6 +101,13 @@ class RerankerContract(ContractBase):
         assert len(set(ranks)) == len(ranks), f"repeated rank: {ranks}"
         assert 1 <= len(ranks) <= min(limit, n), f"{len(ranks)} ranks for limit {limit}, n {n}"
         assert isinstance(decision.usage, Usage)
+        if decision.scores is not None:
+            scores = decision.scores
+            assert len(scores) == len(ranks), f"{len(scores)} scores for {len(ranks)} ranks"
+            assert all(
+                isinstance(s, numbers.Real) and not isinstance(s, bool) and math.isfinite(s)
+                for s in scores
+            ), f"every score must be a finite real number: {scores}"
 
     # standard tests -------------------------------------------------------------------------
     def test_protocol_shape(self) -> None:
@@ -134,6 +143,8 @@ class RerankerContract(ContractBase):
         assert len({h.ref for h in out}) == len(out)
         for hit in out:
             assert hit in hits  # the exact stored hit, identity and text untouched
+        if trace.scores is not None:  # the reranker's own scores, shown on its hits
+            assert [h.rerank_score for h in out] == list(trace.scores)
 
     def test_inputs_not_mutated(self) -> None:
         reranker = self.make_reranker()

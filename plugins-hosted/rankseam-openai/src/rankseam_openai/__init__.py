@@ -17,8 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from rankseam import hookimpl
-from rankseam.registry import DecisionBackendRegister, GenerationBackendRegister
+from rankseam.plugin import DecisionBackendRegister, GenerationBackendRegister, hookimpl
 from rankseam_openai.backends import (
     DECISION_POLICY_ID,
     GENERATION_POLICY_ID,

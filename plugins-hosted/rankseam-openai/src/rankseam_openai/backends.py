@@ -16,9 +16,16 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from rankseam.decision import DecisionOutcome, DecisionRequest, DecisionResult
 from rankseam.errors import InvalidOutputError
-from rankseam.generation import GenerationRequest, GenerationResult, parse_output, thaw
+from rankseam.plugin import (
+    DecisionOutcome,
+    DecisionRequest,
+    DecisionResult,
+    GenerationRequest,
+    GenerationResult,
+    parse_output,
+    thaw,
+)
 from rankseam_openai.client import ChatClient, Completion, attach
 from rankseam_openai.config import OpenAISettings
 

@@ -41,13 +41,13 @@ import certifi
 import httpx
 import tenacity
 
-from rankseam.checks import is_int
 from rankseam.errors import (
     BackendError,
     BackendTimeoutError,
     BackendUnavailableError,
     InvalidOutputError,
 )
+from rankseam.plugin import is_int
 from rankseam.types import Usage
 from rankseam_openai.config import OpenAISettings, public_url
 

@@ -16,9 +16,8 @@ from urllib.parse import urlsplit, urlunsplit
 
 import attrs
 
-from rankseam.checks import is_int, is_real
-from rankseam.compose import check_options, resolve_env_refs
 from rankseam.errors import ConfigurationError
+from rankseam.plugin import check_options, is_int, is_real, resolve_env_refs
 
 __all__ = [
     "DEFAULT_BASE_URL",

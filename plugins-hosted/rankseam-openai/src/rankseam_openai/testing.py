@@ -237,8 +237,8 @@ class _Handler(BaseHTTPRequestHandler):
         request = RecordedRequest(
             self.command, self.path, dict(self.headers.items()), body, time.monotonic()
         )
-        reply = owner._next_reply(request)
-        if reply.delay_s and owner._stopping.wait(reply.delay_s):
+        reply = owner.next_reply(request)
+        if reply.delay_s and owner.stopping.wait(reply.delay_s):
             return
         self.close_connection = True
         if reply.action == "reset":
@@ -257,7 +257,7 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(reply.body)
             self.wfile.flush()
             if reply.action == "hang":
-                owner._stopping.wait(owner.hang_s)
+                owner.stopping.wait(owner.hang_s)
         except OSError:
             pass  # the client gave up (timeout) — expected in fault tests
 
@@ -290,7 +290,7 @@ class FakeOpenAIServer:
         self._fault: str | None = None
         self._fault_left: int | None = None
         self._lock = threading.Lock()
-        self._stopping = threading.Event()
+        self.stopping = threading.Event()
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
 
@@ -306,7 +306,7 @@ class FakeOpenAIServer:
         return self
 
     def stop(self) -> None:
-        self._stopping.set()
+        self.stopping.set()
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
@@ -378,7 +378,8 @@ class FakeOpenAIServer:
     def chat_requests(self) -> list[RecordedRequest]:
         return [r for r in self.requests if _is_chat(r.path)]
 
-    def _next_reply(self, request: RecordedRequest) -> Reply:
+    def next_reply(self, request: RecordedRequest) -> Reply:
+        """Record ``request`` and choose its reply (called by the request handler)."""
         with self._lock:
             self.requests.append(request)
             if not _is_chat(request.path):

@@ -6,8 +6,7 @@ Registers the ``decision`` reranker. See :mod:`rankseam_decision.reranker` for t
 
 from __future__ import annotations
 
-from rankseam import hookimpl
-from rankseam.registry import RerankerRegister
+from rankseam.plugin import RerankerRegister, hookimpl
 from rankseam_decision.reranker import POLICY_ID, DecisionReranker, from_options
 
 __all__ = ["POLICY_ID", "DecisionReranker", "from_options"]

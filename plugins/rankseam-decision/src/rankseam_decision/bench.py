@@ -16,8 +16,7 @@ import json
 import math
 import time
 
-from rankseam.decision import DecisionOutcome, DecisionRequest, DecisionResult
-from rankseam.seam import make_candidates
+from rankseam.plugin import DecisionOutcome, DecisionRequest, DecisionResult, make_candidates
 from rankseam.types import Hit, MemoryRef, Usage
 from rankseam_decision.reranker import DecisionReranker
 

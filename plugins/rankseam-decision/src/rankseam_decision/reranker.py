@@ -47,20 +47,21 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from rankseam.checks import is_int, is_real
-from rankseam.compose import check_options
-from rankseam.decision import (
+from rankseam.errors import ConfigurationError, RerankError
+from rankseam.plugin import (
+    MAX_POOL,
     RERANK_DECISION_KIND,
     RERANK_ROLE,
     DecisionBackend,
     DecisionOutcome,
     DecisionResult,
+    check_options,
     checked_result,
+    is_int,
+    is_real,
     rerank_request,
     unwrap,
 )
-from rankseam.errors import ConfigurationError, RerankError
-from rankseam.seam import MAX_POOL
 from rankseam.types import Candidate, CandidateRecord, RerankDecision, Usage
 
 __all__ = ["DEFAULT_DEADLINE_S", "DEFAULT_KEEP", "POLICY_ID", "DecisionReranker", "from_options"]

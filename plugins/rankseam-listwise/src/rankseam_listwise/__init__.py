@@ -16,8 +16,7 @@ See docs/plugins/listwise.md for the policy, the call-count formula and failure 
 
 from __future__ import annotations
 
-import rankseam
-from rankseam.registry import GenerationBackendRegister, RerankerRegister
+from rankseam.plugin import GenerationBackendRegister, RerankerRegister, hookimpl
 from rankseam_listwise.instructions import (
     INSTRUCTIONS,
     INSTRUCTIONS_VERSION,
@@ -58,7 +57,7 @@ __all__ = [
 ]
 
 
-@rankseam.hookimpl
+@hookimpl
 def register_rerankers(register: RerankerRegister) -> None:
     register(
         "listwise",
@@ -67,7 +66,7 @@ def register_rerankers(register: RerankerRegister) -> None:
     )
 
 
-@rankseam.hookimpl
+@hookimpl
 def register_generation_backends(register: GenerationBackendRegister) -> None:
     register(
         "local",

@@ -16,11 +16,17 @@ from typing import Any
 
 import attrs
 
-from rankseam.checks import is_int
-from rankseam.compose import check_options
 from rankseam.errors import ConfigurationError, InvalidOutputError, RerankError
-from rankseam.generation import GenerationBackend, GenerationResult, validate_output
-from rankseam.seam import DEFAULT_MAX_CHARS, normalize_ranks
+from rankseam.plugin import (
+    DEFAULT_MAX_CHARS,
+    RERANK_ROLE,
+    GenerationBackend,
+    GenerationResult,
+    check_options,
+    is_int,
+    normalize_ranks,
+    validate_output,
+)
 from rankseam.types import Candidate, RerankDecision, Usage
 from rankseam_listwise.instructions import INSTRUCTIONS_VERSION, OUTPUT_SCHEMA, build_request
 from rankseam_listwise.windows import call_count, plan_windows
@@ -224,8 +230,6 @@ class ListwiseReranker:
 def make_reranker(options: Mapping[str, Any], context: Any) -> ListwiseReranker:
     """Factory: validate ``options``, fetch the generation backend for the rerank role (fail
     closed: the unwrapped handle), and check the call budget against the configured pool."""
-    from rankseam.decision import RERANK_ROLE
-
     opts = ListwiseOptions.from_mapping(options)
     backend = context.generation_backend(opts.backend, RERANK_ROLE)
     pool = getattr(getattr(getattr(context, "config", None), "search", None), "pool", None)

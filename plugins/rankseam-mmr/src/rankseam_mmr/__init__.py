@@ -14,9 +14,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-import rankseam
 from rankseam.errors import ConfigurationError
-from rankseam.registry import RerankerRegister
+from rankseam.plugin import RerankerRegister, hookimpl
 from rankseam_mmr.reranker import (
     DEFAULT_LAMBDA,
     MAX_CANDIDATES,
@@ -54,7 +53,7 @@ def make_reranker(options: Mapping[str, Any], context: Any) -> MMRReranker:
     return MMRReranker(opts, embedder)
 
 
-@rankseam.hookimpl
+@hookimpl
 def register_rerankers(register: RerankerRegister) -> None:
     register(
         "mmr",

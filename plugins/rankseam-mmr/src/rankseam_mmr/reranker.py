@@ -30,10 +30,8 @@ from typing import Any, ClassVar
 import attrs
 import numpy as np
 
-from rankseam.checks import is_real
-from rankseam.compose import check_options
 from rankseam.errors import ConfigurationError, ValidationError
-from rankseam.seam import MAX_POOL, CandidateViews
+from rankseam.plugin import MAX_POOL, CandidateViews, check_options, is_real
 from rankseam.types import Candidate, CandidateRecord, RerankDecision, Usage
 from rankseam_mmr.algorithm import minmax, select, select_raw, unit_rows
 
@@ -194,7 +192,7 @@ class MMRReranker:
         if self.options.relevance == "query_cosine" and self.embedder is None:
             raise ConfigurationError(
                 "mmr relevance 'query_cosine' needs an embedder for the query; build the "
-                "reranker through the configuration (rankseam.compose.ComponentContext) or "
+                "reranker through the configuration (its factory receives the assembly context) or "
                 "pass embedder=..."
             )
 

@@ -13,8 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-import rankseam
-from rankseam.registry import DecisionBackendRegister, EmbedderRegister
+from rankseam.plugin import DecisionBackendRegister, EmbedderRegister, hookimpl
 from rankseam_sentence_transformers.embedder import EMBEDDER_OPTIONS, SentenceTransformerEmbedder
 from rankseam_sentence_transformers.model import DEFAULT_MODEL
 from rankseam_sentence_transformers.similarity import (
@@ -54,7 +53,7 @@ def make_similarity_backend(options: Mapping[str, Any], context: Any) -> Similar
     return backend
 
 
-@rankseam.hookimpl
+@hookimpl
 def register_embedders(register: EmbedderRegister) -> None:
     register(
         "sentence-transformers",
@@ -63,7 +62,7 @@ def register_embedders(register: EmbedderRegister) -> None:
     )
 
 
-@rankseam.hookimpl
+@hookimpl
 def register_decision_backends(register: DecisionBackendRegister) -> None:
     register(
         "similarity",

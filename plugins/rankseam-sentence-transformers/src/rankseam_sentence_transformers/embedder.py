@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from rankseam.embedding import EmbedderDescriptor
 from rankseam.errors import ConfigurationError
+from rankseam.plugin import EmbedderDescriptor
 from rankseam_sentence_transformers.model import LoadedModel, ModelFiles, load_model, resolve_model
 from rankseam_sentence_transformers.options import MODEL_OPTIONS, check_known, model_options
 

@@ -196,9 +196,7 @@ class LoadedModel:
                 f"{files.dimensions}; the model directory {str(files.path)!r} is inconsistent"
             )
         self._tokenize = getattr(self._model, "preprocess", None) or self._model.tokenize
-        self.normalizes = any(
-            type(m).__name__ == "Normalize" for m in self._model._modules.values()
-        )
+        self.normalizes = any(type(m).__name__ == "Normalize" for m in self._model.children())
 
     def encode(self, texts: Sequence[str], *, batch_size: int, normalize: bool) -> np.ndarray:
         with self._lock:

@@ -6,9 +6,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from rankseam.checks import is_real
-from rankseam.compose import check_options
 from rankseam.errors import ConfigurationError
+from rankseam.plugin import check_options, is_real
 from rankseam_sentence_transformers.model import DEFAULT_MODEL
 
 __all__ = ["MODEL_OPTIONS", "check_known", "fraction", "model_options"]

@@ -29,13 +29,8 @@ from typing import Any
 
 import numpy as np
 
-from rankseam.decision import (
-    RERANK_DECISION_KIND,
-    DecisionOutcome,
-    DecisionRequest,
-    DecisionResult,
-)
 from rankseam.errors import ConfigurationError
+from rankseam.plugin import RERANK_DECISION_KIND, DecisionOutcome, DecisionRequest, DecisionResult
 from rankseam.types import Usage
 from rankseam_sentence_transformers.model import LoadedModel, ModelFiles, load_model, resolve_model
 from rankseam_sentence_transformers.options import (

@@ -1,0 +1,112 @@
+"""The public plugin API: the one module a plugin imports, with :mod:`rankseam.types`,
+:mod:`rankseam.errors` and :mod:`rankseam.testing`.
+
+Everything a plugin author needs to write a candidate source, an embedder, a reranker, a
+decision backend or a generation backend is here: the hook marker, the register types, the
+component Protocols, the option helpers, the numeric checks and the seam helpers. Names leave
+this module only through a deprecation; other ``rankseam.*`` modules are internal and may
+change in any release. docs/writing-plugins.md documents each name.
+"""
+
+from __future__ import annotations
+
+from rankseam.checks import is_int, is_real
+from rankseam.decision import (
+    RERANK_DECISION_KIND,
+    RERANK_QUESTION,
+    RERANK_ROLE,
+    WRITE_GATE_DECISION_KIND,
+    WRITE_GATE_QUESTION,
+    WRITE_GATE_ROLE,
+    DecisionBackend,
+    DecisionOutcome,
+    DecisionRequest,
+    DecisionResult,
+    FailurePolicy,
+    Role,
+    checked_result,
+    rerank_request,
+    unwrap,
+    write_gate_request,
+)
+from rankseam.embedding import DEFAULT_FUSION_WEIGHT, Embedder, EmbedderDescriptor
+from rankseam.generation import (
+    GenerationBackend,
+    GenerationRequest,
+    GenerationResult,
+    parse_output,
+    thaw,
+    validate_output,
+)
+from rankseam.hookspecs import hookimpl
+from rankseam.options import check_options, resolve_env_refs
+from rankseam.registry import (
+    AssemblyConfig,
+    CandidateSourceRegister,
+    DecisionBackendRegister,
+    EmbedderRegister,
+    FactoryContext,
+    GenerationBackendRegister,
+    RerankerRegister,
+)
+from rankseam.retrieval.base import CandidateSource, ScoredKey, SourceRequest
+from rankseam.retrieval.fusion import SCALES, ScoreSpec
+from rankseam.seam import (
+    DEFAULT_MAX_CHARS,
+    MAX_POOL,
+    CandidateViews,
+    Reranker,
+    make_candidates,
+    normalize_ranks,
+)
+
+__all__ = [
+    "DEFAULT_FUSION_WEIGHT",
+    "DEFAULT_MAX_CHARS",
+    "MAX_POOL",
+    "RERANK_DECISION_KIND",
+    "RERANK_QUESTION",
+    "RERANK_ROLE",
+    "SCALES",
+    "WRITE_GATE_DECISION_KIND",
+    "WRITE_GATE_QUESTION",
+    "WRITE_GATE_ROLE",
+    "AssemblyConfig",
+    "CandidateSource",
+    "CandidateSourceRegister",
+    "CandidateViews",
+    "DecisionBackend",
+    "DecisionBackendRegister",
+    "DecisionOutcome",
+    "DecisionRequest",
+    "DecisionResult",
+    "Embedder",
+    "EmbedderDescriptor",
+    "EmbedderRegister",
+    "FactoryContext",
+    "FailurePolicy",
+    "GenerationBackend",
+    "GenerationBackendRegister",
+    "GenerationRequest",
+    "GenerationResult",
+    "Reranker",
+    "RerankerRegister",
+    "Role",
+    "ScoreSpec",
+    "ScoredKey",
+    "SourceRequest",
+    "check_options",
+    "checked_result",
+    "hookimpl",
+    "is_int",
+    "is_real",
+    "make_candidates",
+    "normalize_ranks",
+    "parse_output",
+    "rerank_request",
+    "resolve_env_refs",
+    "thaw",
+    "unwrap",
+    "validate_output",
+    "write_gate_request",
+]

@@ -1,0 +1,3 @@
+"""The version of rankseam (kept equal to ``core/pyproject.toml``)."""
+
+__version__ = "0.1.0"

@@ -278,7 +278,9 @@ def _sizes(value: str | None) -> list[int] | None:
     show_default=True,
     metavar="NAME,NAME,...",
     help="Policies timed in whole searches, interleaved query by query: 'none' (no "
-    "reranker) and reranker names, built with the --option values, e.g. none,identity,mmr.",
+    "reranker) and reranker names, built with the --option values, e.g. none,identity,mmr; "
+    "NAME@VARIANT searches with a search variant as in `bench quality --search`, e.g. "
+    "none,none@fusion=rrf compares the default fusion with RRF.",
 )
 @click.option(
     "--out",

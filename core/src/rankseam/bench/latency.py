@@ -305,8 +305,17 @@ def _search_child(
     config: Mapping[str, Any],
 ) -> dict[str, Any]:
     import rankseam
+    from rankseam.bench.policies import parse_search
 
-    memory = rankseam.open_memory(path, config=config)
+    # "NAME@VARIANT" searches a second Memory over the same store, assembled with the search
+    # variant (e.g. none@fusion=rrf), so assemblies are compared query by query in one process.
+    memories: dict[str, Any] = {}
+    for name in policies:
+        _reranker, _at, variant = name.partition("@")
+        if variant not in memories:
+            memories[variant] = rankseam.open_memory(
+                path, config=parse_search(variant).config(config) if variant else config
+            )
     times: dict[str, list[float]] = {p: [] for p in policies}
     calls: dict[str, list[float]] = {p: [] for p in policies}
     qs = synthetic.queries(count + 3)
@@ -315,7 +324,9 @@ def _search_child(
         for i, q in enumerate(qs):
             rotated = list(policies[i % len(policies) :]) + list(policies[: i % len(policies)])
             for name in rotated:
-                reranker = None if name == "none" else name
+                base, _at, variant = name.partition("@")
+                reranker = None if base == "none" else base
+                memory = memories[variant]
                 t0 = time.perf_counter()
                 result = memory.search(q, limit=limit, reranker=reranker, pool=pool)
                 if i >= 3:  # the first queries warm caches
@@ -327,9 +338,8 @@ def _search_child(
     finally:
         if bar is not None:
             bar.close()
-        close = getattr(memory, "close", None)
-        if callable(close):
-            close()
+        for memory in memories.values():
+            memory.close()
     out: dict[str, Any] = {p: _stats(t) for p, t in times.items()}
     for p, c in calls.items():
         if c:
@@ -413,6 +423,12 @@ def run_latency(
     built, skipped = _build_rerankers(names, reranker_options, config)
     search_policies = list(dict.fromkeys(search_policies))  # each once, in the order given
     for policy in search_policies:
+        policy, _at, variant = policy.partition("@")
+        if variant:
+            from rankseam.bench.policies import parse_search
+            from rankseam.compose import Config
+
+            Config.from_mapping(parse_search(variant).config(config), source=f"@{variant}")
         if policy != "none" and policy not in built:
             why = skipped.get(policy) or f"no reranker named {policy!r} is installed"
             raise ConfigurationError(

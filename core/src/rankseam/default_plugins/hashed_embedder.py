@@ -22,7 +22,12 @@ import numpy as np
 from rankseam.errors import ConfigurationError
 from rankseam.plugin import EmbedderDescriptor, EmbedderRegister, check_options, hookimpl
 
-__all__ = ["HashedEmbedder"]
+__all__ = ["FUSION_WEIGHT", "HashedEmbedder"]
+
+#: The vector channel's weight in the convex fusion (lexical: 1). Hashed n-grams are a weak,
+#: lexical-like channel: chosen on the development data (docs/benchmarks.md, "Fusion"), where
+#: 0.2-0.3 was best on both sets and 0.7 or more fell below BM25 alone on SciFact.
+FUSION_WEIGHT = 0.3
 
 _OPTIONS = ("dimensions", "char_ngrams", "word_ngrams", "char_weight", "stop_words")
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -83,6 +88,7 @@ class HashedEmbedder:
         )
         self.descriptor = EmbedderDescriptor(
             name="hashed",
+            fusion_weight=FUSION_WEIGHT,
             dimensions=dimensions,
             normalization="l2",
             revision=(

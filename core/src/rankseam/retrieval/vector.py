@@ -31,7 +31,7 @@ class VectorSource:
     admits = True
     needs_query_vector = True
 
-    def __init__(self, *, min_score: float | None = None, complete: bool = True) -> None:
+    def __init__(self, *, min_score: float | None = None, complete: bool = False) -> None:
         self.min_score = min_score
         self.complete = complete
 
@@ -61,7 +61,7 @@ class VectorSource:
     @classmethod
     def from_options(cls, options: Mapping[str, Any]) -> VectorSource:
         check_options("candidate source 'vector'", options, ["min_score", "complete"])
-        complete = options.get("complete", True)
+        complete = options.get("complete", False)
         if not isinstance(complete, bool):
             raise ConfigurationError(
                 f"[sources.vector] complete must be true or false, got {complete!r}"

@@ -61,6 +61,8 @@ for _name in sorted(PIP_ONLY):
         if preinstall:
             session.install(*preinstall)
         session.install("-e", f"{DISTS['rankseam']}[testing]")
+        for other in _tool(path).get("test-with", []):
+            session.install("-e", str(DISTS[other]))  # from this checkout, never an index
         session.install("-e", f"{path}[test]" if _has_extra(path, "test") else str(path))
         session.run("pytest", "-q", "-p", "no:cacheprovider", str(path / "tests"), *session.posargs)
 
@@ -79,6 +81,8 @@ def tests(session: nox.Session, dist: str) -> None:
         # lint-rule tests show that the lint session's rules catch what they are meant to.
         session.install("uv", "ruff", "import-linter")
     else:
+        for other in _tool(path).get("test-with", []):
+            session.install("-e", str(DISTS[other]))  # from this checkout, never an index
         session.install("-e", f"{path}[test]" if _has_extra(path, "test") else str(path))
     session.run(
         "pytest",

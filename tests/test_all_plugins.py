@@ -17,6 +17,10 @@ FIRST_PARTY = {
     "decision": {"reranker": ["decision"]},
     "listwise": {"reranker": ["listwise"], "generation_backend": ["local"]},
     "openai": {"decision_backend": ["openai"], "generation_backend": ["openai"]},
+    # integrations: they add classes for LangChain / LlamaIndex and a command, no components
+    "langchain": {},
+    "llamaindex": {},
+    "mcp": {},
 }
 
 RERANKERS = {

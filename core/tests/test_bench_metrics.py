@@ -1,4 +1,4 @@
-"""Metric functions on hand-computed examples (DESIGN.md §8)."""
+"""Metric functions on hand-computed examples (docs/benchmarks.md)."""
 
 from __future__ import annotations
 

@@ -48,3 +48,16 @@ def test_duplicates_removed_and_errors_say_how_to_fix():
         parse_policies(",")
     with pytest.raises(ConfigurationError, match="NAME.KEY=VALUE"):
         option_defaults(["lambda=0.7"])
+
+
+def test_the_reranker_named_rerankers_takes_options_like_any_other():
+    # "rerankers" is both a configuration table and the name of rankseam-rerankers' reranker:
+    # two parts mean NAME.KEY, three mean TABLE.NAME.KEY.
+    defaults = option_defaults(
+        ["rerankers.model=/models/ce", "rerankers.rerankers.model_type=cross-encoder"]
+    )
+    assert defaults == {"rerankers": {"model": "/models/ce", "model_type": "cross-encoder"}}
+    specs = parse_policies("none,rerankers:model=/models/ms-marco:batch-size=8")
+    assert specs[1].reranker == "rerankers"
+    assert dict(specs[1].options) == {"model": "/models/ms-marco", "batch_size": 8}
+    assert specs[1].label == "rerankers:batch_size=8:model=/models/ms-marco"

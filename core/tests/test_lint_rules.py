@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import pkgutil
+import re
 import shutil
 import subprocess
 import sys
@@ -152,3 +153,36 @@ def test_every_internal_module_is_forbidden_to_plugins() -> None:
         listed = info.name in forbidden or info.name in contract["source_modules"]
         assert listed, f"list {info.name} as a forbidden module or as a built-in source"
     assert not forbidden & PUBLIC
+
+
+def test_every_plugin_distribution_is_under_the_public_api_rule() -> None:
+    """A new plugin's package must be listed, or the rule would not look at it."""
+    config = tomllib.loads(PYPROJECT.read_text(encoding="utf-8"))["tool"]["importlinter"]
+    (contract,) = [c for c in config["contracts"] if c["id"] == "public-plugin-api"]
+    packages = {
+        path.name
+        for src in sorted(ROOT.glob("plugins*/*/src"))
+        for path in src.iterdir()
+        if (path / "__init__.py").is_file()
+    }
+    assert packages, "no plugin package found under plugins*/*/src"
+    missing_root = packages - set(config["root_packages"])
+    missing_rule = packages - set(contract["source_modules"])
+    assert not missing_root, f"add {sorted(missing_root)} to root_packages in pyproject.toml"
+    assert not missing_rule, f"add {sorted(missing_rule)} to the public-plugin-api source_modules"
+
+
+def test_the_layers_page_and_the_checked_layers_agree() -> None:
+    """docs/architecture.md lists the same layers, in the same order, as the contract."""
+    config = tomllib.loads(PYPROJECT.read_text(encoding="utf-8"))["tool"]["importlinter"]
+    (contract,) = [c for c in config["contracts"] if c["id"] == "layers"]
+    checked = [
+        sorted(name.strip().removeprefix("rankseam.") for name in re.split(r"[|:]", layer))
+        for layer in contract["layers"]
+    ]
+    page = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    documented = [
+        sorted(re.findall(r"`([\w.]+)`", modules))
+        for modules in re.findall(r"^\| \d+ \| ([^|]+) \|", page, flags=re.M)
+    ]
+    assert documented == checked

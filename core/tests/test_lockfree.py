@@ -1,4 +1,4 @@
-"""The search path holds no lock while a reranker runs (DESIGN.md §4): a search whose reranker
+"""The search path holds no lock while a reranker runs (docs/store.md): a search whose reranker
 sleeps 1 s does not delay a write or another search of the same namespace, and its hits still
 cite exact revisions when a write lands meanwhile. Timings are measured inside the test with
 generous margins (this is a behaviour check, not a benchmark)."""

@@ -1,4 +1,4 @@
-"""The seam's rules, whatever a plugin answers (DESIGN.md §4–§5)."""
+"""The seam's rules, whatever a plugin answers (docs/seam.md)."""
 
 from __future__ import annotations
 

@@ -13,13 +13,12 @@ from typing import Any
 import pytest
 
 from rankseam.memory import Memory, open_memory
-from rankseam.store import snapshot as snapshot_module
 from rankseam.store.snapshot import (
     SnapshotError,
-    export_snapshot,
     import_snapshot,
     verify_snapshot,
 )
+from rankseam.store.snapshot.format import snapshot_id
 
 
 def _fill(memory: Memory) -> None:
@@ -34,7 +33,7 @@ def _fill(memory: Memory) -> None:
 def snapshot(tmp_path: Path) -> Path:
     with open_memory(tmp_path / "source.sqlite3") as memory:
         _fill(memory)
-        export_snapshot(memory, tmp_path / "snap")
+        memory.export_snapshot(tmp_path / "snap")
     return tmp_path / "snap"
 
 
@@ -75,7 +74,7 @@ def _rehash(snap: Path) -> None:
 def _forge_id(snap: Path) -> None:
     """What a forger does on top: recompute the snapshot id of the edited manifest."""
     manifest = _manifest(snap)
-    manifest["snapshot_id"] = snapshot_module._snapshot_id(manifest)  # noqa: SLF001
+    manifest["snapshot_id"] = snapshot_id(manifest)
     _write_manifest(snap, manifest)
 
 
@@ -182,13 +181,13 @@ def test_bad_snapshot_is_refused_and_target_untouched(
     # a clean target (plain import) and a non-empty one (merge): both stay as they were
     with open_memory(tmp_path / "clean.sqlite3") as clean:
         with pytest.raises(SnapshotError) as import_error:
-            import_snapshot(clean, snapshot)
+            clean.import_snapshot(snapshot)
         assert import_error.value.reason == reason
         assert clean.stats()["memories"] == 0 and clean.namespaces() == []
     with _target(tmp_path) as target:
         before = _state(target)
         with pytest.raises(SnapshotError) as import_error:
-            import_snapshot(target, snapshot, merge=True)
+            target.import_snapshot(snapshot, merge=True)
         assert import_error.value.reason == reason
         assert _state(target) == before
         assert [h.ref.memory_id for h in target.search("survive", namespace="t").hits] == ["keep"]
@@ -197,7 +196,7 @@ def test_bad_snapshot_is_refused_and_target_untouched(
 def test_truncated_gzip_is_refused(tmp_path: Path) -> None:
     with open_memory(tmp_path / "s.sqlite3") as memory:
         _fill(memory)
-        export_snapshot(memory, tmp_path / "snap", gzip=True)
+        memory.export_snapshot(tmp_path / "snap", gzip=True)
     data = tmp_path / "snap" / "memories.jsonl.gz"
     data.write_bytes(data.read_bytes()[:-40])
     with pytest.raises(SnapshotError, match="truncated") as err:
@@ -210,7 +209,7 @@ def test_content_error_midway_rolls_back_everything(tmp_path: Path) -> None:
     stays (the import is one transaction)."""
     with open_memory(tmp_path / "s.sqlite3") as memory:
         memory.ingest({"id": f"n{i}", "text": f"note {i} on rivers"} for i in range(2100))
-        export_snapshot(memory, tmp_path / "snap")
+        memory.export_snapshot(tmp_path / "snap")
     snap = tmp_path / "snap"
     lines = (snap / "memories.jsonl").read_bytes().splitlines(keepends=True)
     record = json.loads(lines[-3])
@@ -221,7 +220,7 @@ def test_content_error_midway_rolls_back_everything(tmp_path: Path) -> None:
     _forge_id(snap)  # a forger who recomputes the snapshot id still meets record validation
     with open_memory(tmp_path / "clean.sqlite3") as clean:
         with pytest.raises(SnapshotError, match="importance") as err:
-            import_snapshot(clean, snap)
+            clean.import_snapshot(snap)
         assert err.value.reason == "content"
         assert clean.namespaces() == []
         assert clean.stats()["memories"] == 0
@@ -244,7 +243,7 @@ def test_clean_import_refuses_a_non_empty_target(snapshot: Path, tmp_path: Path)
     with _target(tmp_path) as target:
         before = _state(target)
         with pytest.raises(SnapshotError, match="--merge") as err:
-            import_snapshot(target, snapshot)
+            target.import_snapshot(snapshot)
         assert err.value.reason == "target_not_empty"
         assert _state(target) == before
 
@@ -255,11 +254,11 @@ def test_export_refuses_an_existing_folder(tmp_path: Path) -> None:
     with open_memory(tmp_path / "s.sqlite3") as memory:
         memory.add("hello world")
         with pytest.raises(SnapshotError, match="already exists") as err:
-            export_snapshot(memory, tmp_path / "out")
+            memory.export_snapshot(tmp_path / "out")
         assert err.value.reason == "exists"
         # an empty folder is fine, and no partial folder is left behind
         (tmp_path / "empty").mkdir()
-        export_snapshot(memory, tmp_path / "empty")
+        memory.export_snapshot(tmp_path / "empty")
     assert sorted(p.name for p in tmp_path.iterdir() if "partial" in p.name) == []
     assert verify_snapshot(tmp_path / "empty").memories == 1
 
@@ -280,7 +279,7 @@ def test_gzip_member_is_plain_gzip(tmp_path: Path) -> None:
     """The documented layout: any gzip tool reads the data file."""
     with open_memory(tmp_path / "s.sqlite3") as memory:
         _fill(memory)
-        export_snapshot(memory, tmp_path / "z", gzip=True)
-        export_snapshot(memory, tmp_path / "p")
+        memory.export_snapshot(tmp_path / "z", gzip=True)
+        memory.export_snapshot(tmp_path / "p")
     unpacked = gzip.decompress((tmp_path / "z" / "memories.jsonl.gz").read_bytes())
     assert unpacked == (tmp_path / "p" / "memories.jsonl").read_bytes()

@@ -11,7 +11,6 @@ from click.testing import CliRunner
 
 from rankseam.cli import cli
 from rankseam.memory import open_memory
-from rankseam.store.snapshot import export_snapshot, import_snapshot
 from rankseam.types import MemoryRef
 
 
@@ -25,7 +24,7 @@ def test_merge_adds_missing_fast_forwards_and_never_overwrites(tmp_path: Path) -
         a.add("only in the snapshot", memory_id="new")
         a.add("deleted in the snapshot", memory_id="gone")
         a.delete("gone")
-        export_snapshot(a, tmp_path / "snap")
+        a.export_snapshot(tmp_path / "snap")
     with open_memory(tmp_path / "b.sqlite3") as b:
         b.add("shared and never changed", memory_id="same")
         b.add("first words", memory_id="ahead")
@@ -34,7 +33,7 @@ def test_merge_adds_missing_fast_forwards_and_never_overwrites(tmp_path: Path) -
         b.add("b's version", memory_id="split")
         b.add("deleted in the snapshot", memory_id="gone")
         b.add("only in the target", memory_id="mine")
-        report = import_snapshot(b, tmp_path / "snap", merge=True)
+        report = b.import_snapshot(tmp_path / "snap", merge=True)
         assert (report.added, report.updated, report.unchanged) == (1, 1, 1)
         # "behind" (target newer) and "gone" (same head revision, other tombstone state)
         assert (report.kept_newer, report.conflicts) == (2, 1)
@@ -55,18 +54,18 @@ def test_merge_adds_missing_fast_forwards_and_never_overwrites(tmp_path: Path) -
         assert all(h.ref.revision == live[h.ref.memory_id] for h in hits)
         assert "split" in {h.ref.memory_id for h in b.search("version", 10).hits}
         # merging the same snapshot again changes nothing
-        again = import_snapshot(b, tmp_path / "snap", merge=True)
+        again = b.import_snapshot(tmp_path / "snap", merge=True)
         assert (again.added, again.updated, again.revisions_written) == (0, 0, 0)
 
 
 def test_import_note_when_the_active_embedder_has_no_vectors(tmp_path: Path) -> None:
     with open_memory(tmp_path / "a.sqlite3") as a:
         a.add("hello vectors")
-        export_snapshot(a, tmp_path / "snap")
+        a.export_snapshot(tmp_path / "snap")
     manifest = json.loads((tmp_path / "snap" / "manifest.json").read_text())
     assert [s["vectors"] for s in manifest["spaces"]] == [1]
     with open_memory(tmp_path / "b.sqlite3") as b:
-        report = import_snapshot(b, tmp_path / "snap")
+        report = b.import_snapshot(tmp_path / "snap")
         assert report.notes == ()
         assert report.vectors_written == 1
 

@@ -1,6 +1,6 @@
 """Clone equivalence: export a store, import it into a clean database, and every search answers
 identically (same ids, order, revisions and scores to 6 decimals), with and without a reranker,
-from a plain and from a gzipped snapshot. DESIGN.md §4."""
+from a plain and from a gzipped snapshot. docs/snapshots.md."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import pytest
 
 from rankseam.bench.datasets import LOCOMO_FILE, load_locomo
 from rankseam.memory import Memory, open_memory
-from rankseam.store.snapshot import export_snapshot, import_snapshot, verify_snapshot
+from rankseam.store.snapshot import verify_snapshot
 from rankseam.types import MemoryRef
 
 HAVE_MMR = importlib.util.find_spec("rankseam_mmr") is not None
@@ -97,11 +97,11 @@ def test_generated_store_answers_identically_after_import(
     rerankers = RERANKERS + (["mmr"] if HAVE_MMR else [])
     expected = _answers(source, questions, rerankers)
     out = root / f"snap-{'gz' if use_gzip else 'plain'}"
-    exported = export_snapshot(source, out, gzip=use_gzip)
+    exported = source.export_snapshot(out, gzip=use_gzip)
     assert (out / ("memories.jsonl.gz" if use_gzip else "memories.jsonl")).is_file()
     assert verify_snapshot(out).snapshot_id == exported.snapshot_id
     with open_memory(root / f"clone-{use_gzip}.sqlite3") as clone:
-        report = import_snapshot(clone, out)
+        report = clone.import_snapshot(out)
         assert report.memories == exported.memories == 3 * 120
         assert report.revisions_written == exported.revisions
         got = _answers(clone, questions, rerankers)
@@ -116,7 +116,7 @@ def test_generated_store_answers_identically_after_import(
         old = MemoryRef("alpha", "alpha-000", 1)
         assert clone.get(old).to_dict() == source.get(old).to_dict()
         # an imported store exports to the very same snapshot (the id names the content)
-        again = export_snapshot(clone, root / f"again-{use_gzip}")
+        again = clone.export_snapshot(root / f"again-{use_gzip}")
         assert again.snapshot_id == exported.snapshot_id
 
 
@@ -124,12 +124,12 @@ def test_plain_and_gzip_exports_share_the_snapshot_id(
     generated: tuple[Memory, list[tuple[str, str]], Path],
 ) -> None:
     source, _questions, root = generated
-    plain = export_snapshot(source, root / "id-plain")
-    packed = export_snapshot(source, root / "id-gzip", gzip=True)
+    plain = source.export_snapshot(root / "id-plain")
+    packed = source.export_snapshot(root / "id-gzip", gzip=True)
     assert plain.snapshot_id == packed.snapshot_id
     assert packed.bytes < plain.bytes
     # exports are byte-for-byte reproducible (gzip without a timestamp)
-    again = export_snapshot(source, root / "id-gzip-2", gzip=True)
+    again = source.export_snapshot(root / "id-gzip-2", gzip=True)
     assert (root / "id-gzip-2" / "memories.jsonl.gz").read_bytes() == (
         root / "id-gzip" / "memories.jsonl.gz"
     ).read_bytes()
@@ -139,18 +139,18 @@ def test_plain_and_gzip_exports_share_the_snapshot_id(
 def test_a_write_changes_the_snapshot_id(tmp_path: Path) -> None:
     with open_memory(tmp_path / "s.sqlite3") as memory:
         memory.add("one memory", memory_id="a")
-        first = export_snapshot(memory, tmp_path / "one")
+        first = memory.export_snapshot(tmp_path / "one")
         memory.update("a", "one memory, edited")
-        second = export_snapshot(memory, tmp_path / "two")
+        second = memory.export_snapshot(tmp_path / "two")
     assert first.snapshot_id != second.snapshot_id
 
 
 def test_an_empty_store_round_trips(tmp_path: Path) -> None:
     with open_memory(tmp_path / "s.sqlite3") as memory:
-        exported = export_snapshot(memory, tmp_path / "snap")
+        exported = memory.export_snapshot(tmp_path / "snap")
     assert exported.memories == 0
     with open_memory(tmp_path / "t.sqlite3") as clone:
-        assert import_snapshot(clone, tmp_path / "snap").memories == 0
+        assert clone.import_snapshot(tmp_path / "snap").memories == 0
         assert clone.namespaces() == []
 
 
@@ -168,7 +168,7 @@ def _locomo_path() -> Path | None:
 def _pool_signature(memory: Memory, query: str, namespace: str) -> list[Any]:
     """One search with the identity reranker answers both ways: its hits are the reranked
     answer and its trace holds the whole coarse pool, which is exactly the no-reranker order
-    (DESIGN.md §4); the plain no-reranker path is also checked directly on a sample."""
+    (docs/snapshots.md); the plain no-reranker path is also checked directly on a sample."""
     result = memory.search(query, 10, namespace=namespace, reranker="identity")
     hits = [(h.ref, f"{h.score:.6f}", h.text) for h in result.hits]
     coarse = [(c.ref, f"{c.score:.6f}", c.matched_by) for c in result.trace.coarse]
@@ -193,20 +193,20 @@ def test_locomo_store_answers_every_question_identically_after_import(tmp_path: 
         expected = {(ns, q): _pool_signature(source, q, ns) for ns, q in questions}
         expected_sample = _answers(source, sample, others)
         expected_mmr = _answers(source, mmr_sample, ["mmr"]) if HAVE_MMR else {}
-        plain = export_snapshot(source, tmp_path / "plain")
-        packed = export_snapshot(source, tmp_path / "packed", gzip=True)
+        plain = source.export_snapshot(tmp_path / "plain")
+        packed = source.export_snapshot(tmp_path / "packed", gzip=True)
     assert plain.memories == dataset.record_count
     assert plain.snapshot_id == packed.snapshot_id
     with open_memory(tmp_path / "clone.sqlite3") as clone:
-        import_snapshot(clone, tmp_path / "plain")
+        clone.import_snapshot(tmp_path / "plain")
         assert {(ns, q): _pool_signature(clone, q, ns) for ns, q in questions} == expected
         assert _answers(clone, sample, others) == expected_sample
         if HAVE_MMR:
             assert _answers(clone, mmr_sample, ["mmr"]) == expected_mmr
     with open_memory(tmp_path / "clone-gz.sqlite3") as clone:
-        import_snapshot(clone, tmp_path / "packed")
+        clone.import_snapshot(tmp_path / "packed")
         # the gzip clone holds the same content (same snapshot id again) and answers the same
-        assert export_snapshot(clone, tmp_path / "again").snapshot_id == plain.snapshot_id
+        assert clone.export_snapshot(tmp_path / "again").snapshot_id == plain.snapshot_id
         assert _answers(clone, sample, others) == expected_sample
         assert {(ns, q): _pool_signature(clone, q, ns) for ns, q in sample} == {
             k: expected[k] for k in sample

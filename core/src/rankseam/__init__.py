@@ -34,6 +34,7 @@ from rankseam.types import (
 from rankseam.version import __version__
 
 if TYPE_CHECKING:
+    from rankseam.documents import DocumentReranker, open_reranker
     from rankseam.memory import Memory, open_memory
 
 
@@ -44,6 +45,7 @@ __all__ = [
     "Candidate",
     "CandidateRecord",
     "ConfigurationError",
+    "DocumentReranker",
     "Hit",
     "InvalidOutputError",
     "Memory",
@@ -61,6 +63,7 @@ __all__ = [
     "__version__",
     "hookimpl",
     "open_memory",
+    "open_reranker",
 ]
 
 
@@ -69,4 +72,8 @@ def __getattr__(name: str) -> Any:
         from rankseam import memory
 
         return getattr(memory, name)
+    if name in ("open_reranker", "DocumentReranker"):
+        from rankseam import documents
+
+        return getattr(documents, name)
     raise AttributeError(f"module 'rankseam' has no attribute {name!r}")

@@ -4,9 +4,9 @@ is decided)."""
 from __future__ import annotations
 
 import math
-from typing import TypeGuard
+from typing import Any, TypeGuard
 
-__all__ = ["is_int", "is_real"]
+__all__ = ["is_int", "is_real", "non_empty_str"]
 
 
 def is_int(value: object) -> TypeGuard[int]:
@@ -17,3 +17,11 @@ def is_int(value: object) -> TypeGuard[int]:
 def is_real(value: object) -> TypeGuard[int | float]:
     """A finite ``int`` or ``float`` that is not a ``bool`` (no NaN, no infinities)."""
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def non_empty_str(instance: object, attribute: Any, value: Any) -> None:
+    """An attrs validator: a string with something besides white space."""
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError(
+            f"{type(instance).__name__}.{attribute.name} must be a non-empty string, got {value!r}"
+        )

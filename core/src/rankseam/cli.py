@@ -31,6 +31,12 @@ LAZY_COMMANDS: dict[str, str] = {
 }
 
 
+class CommandError(click.ClickException):
+    """A command failed for a reason the user can fix: ``Error: <message>``, exit status 2."""
+
+    exit_code = 2
+
+
 class RankseamGroup(click.Group):
     """Built-in commands load lazily; plugin commands join on first listing or lookup."""
 
@@ -63,6 +69,13 @@ class RankseamGroup(click.Group):
         names = set(self.commands)
         names.update(n for n in LAZY_COMMANDS if self._lazy(n) is not None)
         return sorted(names)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        """Every command's rankseam errors end it the same way: one line, exit status 2."""
+        try:
+            return super().invoke(ctx)
+        except RankseamError as exc:
+            raise CommandError(str(exc)) from None
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name in self.commands:
@@ -104,7 +117,7 @@ def plugins(show_all: bool, requirements: bool) -> None:
 
 
 def main(argv: list[str] | None = None) -> Any:
-    """Console entry point: rankseam errors become a one-line message and exit status 2."""
+    """Console entry point: a failed command prints one line and exits with status 2."""
     try:
         return cli.main(args=argv, prog_name="rankseam", standalone_mode=False)
     except click.exceptions.Abort:
@@ -113,8 +126,5 @@ def main(argv: list[str] | None = None) -> Any:
     except click.ClickException as exc:
         exc.show()
         sys.exit(exc.exit_code)
-    except RankseamError as exc:
-        click.echo(f"Error: {exc}", err=True)
-        sys.exit(2)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)

@@ -63,6 +63,7 @@ from rankseam.seam import (
     validate_on_error,
     validate_pool_size,
 )
+from rankseam.types import frozen_mapping
 
 __all__ = [
     "TABLE_FOR_KIND",
@@ -92,10 +93,6 @@ _KIND_WORDS = {
 }
 
 DEFAULT_SOURCES = ("lexical", "vector", "importance")
-
-
-def _freeze(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
-    return MappingProxyType({k: v for k, v in (value or {}).items()})
 
 
 def _pool(_inst: object, _attr: object, value: int) -> None:
@@ -138,7 +135,7 @@ def _scales(value: object) -> Mapping[str, str]:
                 f"search.scales.{name} must be one of {', '.join(repr(s) for s in SCALES)}, "
                 f"got {scale!r}"
             )
-    return _freeze(value)
+    return frozen_mapping(value)
 
 
 def _positive_int(_inst: object, attr: attrs.Attribute[Any], value: object) -> None:
@@ -171,7 +168,7 @@ def _weights(value: object) -> Mapping[str, float]:
     bad = {k: v for k, v in value.items() if not isinstance(k, str) or not is_real(v) or v < 0}
     if bad:
         raise ConfigurationError(f"search.weights maps channel names to numbers >= 0; fix {bad!r}")
-    return _freeze(value)
+    return frozen_mapping(value)
 
 
 def _optional_name(_inst: object, attr: attrs.Attribute[Any], value: object) -> None:
@@ -250,7 +247,7 @@ class Config:
     embedder: str = attrs.field(default="hashed", validator=_name)
     search: SearchConfig = attrs.field(factory=SearchConfig)
     components: Mapping[str, Mapping[str, Mapping[str, Any]]] = attrs.field(
-        factory=dict, converter=_freeze
+        factory=dict, converter=frozen_mapping
     )
     write_gate: bool = attrs.field(default=False, validator=_bool(""))
     write_gate_backend: str | None = attrs.field(default=None, validator=_optional_str)
@@ -293,7 +290,7 @@ class Config:
                 raise ConfigurationError(
                     f"{source}: [{table}] must hold one table per component, e.g. [{table}.NAME]"
                 )
-            components[table] = _freeze({k: _freeze(v) for k, v in value.items()})
+            components[table] = frozen_mapping({k: frozen_mapping(v) for k, v in value.items()})
         gate, gate_backend = _write_gate(data.get("write_gate", False), source)
         try:
             return cls(
@@ -356,8 +353,8 @@ class Config:
         table = TABLE_FOR_KIND[kind]
         merged = {**self.options(kind, name), **options}
         tables = {k: dict(v) for k, v in self.components.items()}
-        tables.setdefault(table, {})[name] = _freeze(merged)
-        return attrs.evolve(self, components={k: _freeze(v) for k, v in tables.items()})
+        tables.setdefault(table, {})[name] = frozen_mapping(merged)
+        return attrs.evolve(self, components={k: frozen_mapping(v) for k, v in tables.items()})
 
 
 class ComponentContext:

@@ -23,7 +23,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import attrs
 
-from rankseam.checks import is_real
+from rankseam.checks import is_real, non_empty_str
 from rankseam.errors import InvalidOutputError
 from rankseam.types import Usage
 
@@ -64,11 +64,6 @@ class DecisionOutcome(enum.StrEnum):
     ABSTAIN = "abstain"
 
 
-def _non_empty(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    if not isinstance(value, str) or not value.strip():
-        raise ValueError(f"{attribute.name} must be a non-empty string, got {value!r}")
-
-
 def _evidence(value: object) -> tuple[str, ...]:
     if isinstance(value, str | bytes):
         raise TypeError(
@@ -94,8 +89,8 @@ class DecisionRequest:
     ``evidence`` is a tuple of supporting strings (for reranking: the query).
     """
 
-    decision_kind: str = attrs.field(validator=_non_empty)
-    question: str = attrs.field(validator=_non_empty)
+    decision_kind: str = attrs.field(validator=non_empty_str)
+    question: str = attrs.field(validator=non_empty_str)
     subject: str = attrs.field(validator=attrs.validators.instance_of(str))
     evidence: tuple[str, ...] = attrs.field(default=(), converter=_evidence)
 
@@ -117,7 +112,7 @@ class DecisionResult:
     """
 
     outcome: DecisionOutcome = attrs.field(converter=DecisionOutcome)
-    policy_id: str = attrs.field(validator=_non_empty)
+    policy_id: str = attrs.field(validator=non_empty_str)
     usage: Usage = attrs.field(factory=Usage.zero, validator=attrs.validators.instance_of(Usage))
     rationale: str | None = attrs.field(
         default=None, validator=attrs.validators.optional(attrs.validators.instance_of(str))
@@ -166,7 +161,7 @@ class Role:
     consumer keeps its own deadline (the decision reranker's ``deadline_s``).
     """
 
-    name: str = attrs.field(validator=_non_empty)
+    name: str = attrs.field(validator=non_empty_str)
     failure_policy: FailurePolicy = attrs.field(converter=FailurePolicy)
     timeout_s: float | None = attrs.field(default=None, validator=_timeout)
 

@@ -35,6 +35,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import attrs
 
+from rankseam.checks import is_int, is_real, non_empty_str
 from rankseam.errors import InvalidOutputError
 from rankseam.types import Usage
 
@@ -132,9 +133,9 @@ def _type_ok(value: Any, kind: str) -> bool:
     if kind == "array":
         return isinstance(value, list | tuple)
     if kind == "integer":
-        return isinstance(value, int) and not isinstance(value, bool)
+        return is_int(value)
     if kind == "number":
-        return isinstance(value, int | float) and not isinstance(value, bool)
+        return is_real(value)  # JSON has no NaN or infinity
     if kind == "string":
         return isinstance(value, str)
     if kind == "boolean":
@@ -230,11 +231,6 @@ def parse_output(raw_text: str, schema: Mapping[str, Any]) -> Any:
 # --------------------------------------------------------------------------- value objects
 
 
-def _non_empty(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    if not isinstance(value, str) or not value.strip():
-        raise ValueError(f"GenerationRequest.{attribute.name} must be a non-empty string")
-
-
 def _json_object(value: Any, where: str) -> Mapping[str, Any]:
     if not isinstance(value, Mapping):
         raise ValueError(
@@ -268,8 +264,8 @@ class GenerationRequest:
     Use :func:`thaw` to get plain ``dict``/``list`` copies for serialisation.
     """
 
-    name: str = attrs.field(validator=_non_empty)
-    instructions: str = attrs.field(validator=_non_empty)
+    name: str = attrs.field(validator=non_empty_str)
+    instructions: str = attrs.field(validator=non_empty_str)
     input: Mapping[str, Any] = attrs.field(converter=_input_object)
     output_schema: Mapping[str, Any] = attrs.field(converter=_schema_object, validator=_schema)
 

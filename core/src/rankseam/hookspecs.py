@@ -43,7 +43,7 @@ def register_embedders(register: EmbedderRegister) -> None:
     """Register text embedders: ``register(name, factory, summary=...)``.
 
     An embedder turns texts into vectors and describes its space with an
-    :class:`~rankseam.embedding.EmbedderDescriptor` (name, dimensions, normalisation).
+    :class:`~rankseam.plugin.EmbedderDescriptor` (name, dimensions, normalisation).
     """
 
 
@@ -61,7 +61,7 @@ def register_decision_backends(register: DecisionBackendRegister) -> None:
     """Register decision backends: ``register(name, factory, summary=...)``.
 
     A decision backend answers one narrow yes/no/abstain question
-    (:class:`~rankseam.decision.DecisionBackend`).
+    (:class:`~rankseam.plugin.DecisionBackend`).
     """
 
 
@@ -69,8 +69,8 @@ def register_decision_backends(register: DecisionBackendRegister) -> None:
 def register_generation_backends(register: GenerationBackendRegister) -> None:
     """Register structured-generation backends: ``register(name, factory, summary=...)``.
 
-    A generation backend turns a :class:`~rankseam.generation.GenerationRequest` into a
-    parsed JSON object (:class:`~rankseam.generation.GenerationBackend`).
+    A generation backend turns a :class:`~rankseam.plugin.GenerationRequest` into a
+    parsed JSON object (:class:`~rankseam.plugin.GenerationBackend`).
     """
 
 

@@ -4,12 +4,15 @@ batches, re-embedding into another vector space)."""
 from __future__ import annotations
 
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 import attrs
 
+from rankseam.checks import is_int
 from rankseam.decision import GateVerdict
 from rankseam.embedding import Embedder, embed_checked
 from rankseam.errors import ValidationError
@@ -105,6 +108,8 @@ class Writer:
         self._store = store
         self._embedder = embedder
         self._namespace = namespace
+        self._lock = threading.Lock()
+        self._executor: ThreadPoolExecutor | None = None
 
     def namespace(self, namespace: str | None) -> str:
         """``namespace``, or the configured one when None, checked."""
@@ -152,47 +157,77 @@ class Writer:
         progress: bool | Callable[[int], None],
     ) -> IngestReport:
         """Bulk-write records, one transaction per batch (see :meth:`Memory.ingest`)."""
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        if not is_int(batch_size) or batch_size < 1:
             raise ValidationError(f"batch_size must be an integer >= 1, got {batch_size!r}")
         tick, done_bar = _progress(progress)
         started = time.perf_counter()
         totals = [0, 0, 0, 0]
         batch: list[PreparedRecord] = []
         space = self._embedder.descriptor.key
+        # The write of one batch (SQLite works without the GIL) overlaps the checks and the
+        # embedding of the next; batches are still written one at a time, in order.
+        writing: list[tuple[Future[Any], int]] = []
+
+        def settle() -> None:
+            while writing:
+                future, size = writing.pop()
+                counts = future.result()
+                totals[0] += counts.added
+                totals[1] += counts.updated
+                totals[2] += counts.unchanged
+                totals[3] += 1
+                tick(size)
 
         def flush() -> None:
             if not batch:
                 return
             vectors = embed_checked(self._embedder, [r.text for r in batch])
-            recs = [attrs.evolve(r, vector=v) for r, v in zip(batch, vectors, strict=True)]
-            counts = self._store.write_batch(recs, space=space)
-            totals[0] += counts.added
-            totals[1] += counts.updated
-            totals[2] += counts.unchanged
-            totals[3] += 1
-            tick(len(batch))
+            recs = list(batch)
             batch.clear()
+            settle()
+            future = self._write_thread().submit(
+                self._store.write_batch, recs, space=space, vectors=vectors
+            )
+            writing.append((future, len(recs)))
 
         try:
-            for index, raw in enumerate(records, start=1):
-                try:
-                    batch.append(self._ingest_record(raw, namespace))
-                except ValidationError as exc:
-                    committed = totals[0] + totals[1] + totals[2]
-                    raise IngestError(
-                        f"record {index}: {exc}; nothing of its batch was written "
-                        f"({committed} earlier record(s) were committed)",
-                        index=index,
-                        committed=committed,
-                    ) from None
-                if len(batch) >= batch_size:
-                    flush()
-            flush()
+            try:
+                for index, raw in enumerate(records, start=1):
+                    try:
+                        batch.append(self._ingest_record(raw, namespace))
+                    except ValidationError as exc:
+                        settle()
+                        committed = totals[0] + totals[1] + totals[2]
+                        raise IngestError(
+                            f"record {index}: {exc}; nothing of its batch was written "
+                            f"({committed} earlier record(s) were committed)",
+                            index=index,
+                            committed=committed,
+                        ) from None
+                    if len(batch) >= batch_size:
+                        flush()
+                flush()
+            finally:
+                settle()
         finally:
             done_bar()
         return IngestReport(
             totals[0], totals[1], totals[2], totals[3], time.perf_counter() - started
         )
+
+    def _write_thread(self) -> ThreadPoolExecutor:
+        """The one thread that writes ingest batches (started on first use)."""
+        with self._lock:
+            if self._executor is None:
+                self._executor = ThreadPoolExecutor(1, thread_name_prefix="rankseam-ingest")
+            return self._executor
+
+    def close(self) -> None:
+        """Stop the ingest thread (after its last write)."""
+        with self._lock:
+            executor, self._executor = self._executor, None
+        if executor is not None:
+            executor.shutdown(wait=True)
 
     def _ingest_record(self, raw: object, namespace: str | None) -> PreparedRecord:
         if not isinstance(raw, Mapping):

@@ -50,10 +50,15 @@ class LoopRunner:
 
 
 def complete_now(coro: Coroutine[Any, Any, T]) -> T:
-    """Run a coroutine that never suspends (the seam with no reranker) without a loop."""
+    """Run a coroutine that never suspends (the seam with no reranker, or with one that
+    declares ``needs_event_loop = False``) without a loop."""
     try:
         coro.send(None)
     except StopIteration as done:
         return done.value  # type: ignore[no-any-return]
     coro.close()
-    raise RuntimeError("coroutine suspended; it needs an event loop")
+    raise RuntimeError(
+        "coroutine suspended; it needs an event loop (a reranker that declares "
+        "needs_event_loop = False must not await anything that suspends; remove the "
+        "declaration or the await)"
+    )

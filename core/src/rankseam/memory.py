@@ -32,12 +32,15 @@ from rankseam.errors import ConfigurationError
 from rankseam.ingest import AddResult, IngestError, IngestReport, ReembedReport, Writer
 from rankseam.loop import LoopRunner, complete_now
 from rankseam.retrieval.base import CandidateSource
+from rankseam.seam import runs_inline
 from rankseam.search import MAX_QUERY_BYTES, SearchPipeline, SearchPlan
+from rankseam.store.ann import setting_from_env as ann_setting_from_env
 from rankseam.store.records import MemoryNotFoundError, StoredMemory, check_memory_id
 from rankseam.store.sqlite import SQLiteStore
 from rankseam.types import MemoryRef, SearchResult
 
 if TYPE_CHECKING:
+    from rankseam.store.ann import AnnManifest
     from rankseam.store.snapshot import ExportReport, ImportReport, VerifyReport
 
 __all__ = [
@@ -90,7 +93,7 @@ def open_memory(
             "(`rankseam add`, `rankseam ingest`, or open_memory(..., create=True))"
         )
     parts = assemble(cfg)
-    store = SQLiteStore(db)
+    store = SQLiteStore(db, ann=ann_setting_from_env())
     try:
         store.register_space(parts.embedder.descriptor)
     except BaseException:
@@ -151,6 +154,7 @@ class Memory:
 
     def close(self) -> None:
         self._runner.close()
+        self._writer.close()
         self._store.close()
 
     def __repr__(self) -> str:
@@ -236,6 +240,16 @@ class Memory:
             records, namespace=namespace, batch_size=batch_size, progress=progress
         )
 
+    def maintain_index(
+        self, namespace: str | None = None, *, force: bool = False
+    ) -> AnnManifest | None:
+        """Bring the namespace's ANN index (docs/store.md) up to date now: merge what was
+        written since it was built, or build it. Searches do this in the background when it
+        is due; call it after a large ingest so that the next search finds it ready. Returns
+        the index's manifest, or None when the namespace is below the size where an index is
+        used (``force=True`` builds one anyway)."""
+        return self._store.maintain_ann(self._ns(namespace), self._embedder.descriptor, force=force)
+
     def reembed(
         self, embedder: str | Embedder | None = None, *, batch_size: int = 500
     ) -> ReembedReport:
@@ -284,7 +298,7 @@ class Memory:
         """Write a portable snapshot of the whole store into the new folder ``out``."""
         from rankseam.store.snapshot import export_snapshot
 
-        return export_snapshot(self, out, gzip=gzip)
+        return export_snapshot(self._store, out, gzip=gzip)
 
     @staticmethod
     def verify_snapshot(path: str | os.PathLike[str]) -> VerifyReport:
@@ -298,7 +312,7 @@ class Memory:
         unless ``merge=True``; a merge never overwrites a revision the store holds."""
         from rankseam.store.snapshot import import_snapshot
 
-        return import_snapshot(self, path, merge=merge)
+        return import_snapshot(self._store, path, merge=merge, active_space=self._space)
 
     # -- search ----------------------------------------------------------------------------
 
@@ -340,7 +354,8 @@ class Memory:
         ``degraded`` status)."""
         plan = self._plan(query, limit, namespace, reranker, reranker_options, pool, on_error)
         pool_hits, rids = self._search.coarse(plan)
-        if plan.reranker is None:
+        if plan.reranker is None or runs_inline(plan.reranker):
+            # no reranker, or one that never suspends: no hop to the loop thread
             return complete_now(self._search.finish(plan, pool_hits, rids))
         return self._runner.run(self._search.finish(plan, pool_hits, rids))
 

@@ -61,7 +61,7 @@ class FactoryContext(Protocol):
 #: A component factory: ``factory(options, context) -> component``. ``options`` is the
 #: component's own table from the configuration (a plain mapping); ``context`` is a
 #: :class:`FactoryContext`.
-Factory = Callable[[Mapping[str, Any], Any], T]
+Factory = Callable[[Mapping[str, Any], FactoryContext], T]
 
 _KINDS = ("candidate_source", "embedder", "reranker", "decision_backend", "generation_backend")
 

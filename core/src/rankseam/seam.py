@@ -1,6 +1,6 @@
 """The rerank seam: the only place where plugin output meets stored memories.
 
-Rules (DESIGN.md §4–§5), enforced here whatever the plugin does:
+Rules (docs/seam.md), enforced here whatever the plugin does:
 
 - The reranker is called only when one is assembled and the pool is non-empty, with
   ``limit = min(requested limit, pool size)`` and read-only :class:`~rankseam.types.Candidate`
@@ -37,6 +37,7 @@ from typing import Any, Literal, Protocol, overload, runtime_checkable
 import attrs
 import numpy as np
 
+from rankseam.checks import is_int
 from rankseam.errors import BackendError, RerankError, ValidationError
 from rankseam.types import (
     Candidate,
@@ -64,6 +65,7 @@ __all__ = [
     "normalize_ranks",
     "normalize_scored_ranks",
     "rerank_pool",
+    "runs_inline",
     "trace_candidates",
     "validate_limit",
     "validate_pool_size",
@@ -98,7 +100,9 @@ class Reranker(Protocol):
 
     Optional attributes the host reads when present: ``descriptor`` (a JSON-able mapping for the
     trace, no secrets), ``needs_embeddings`` (ask the host to attach stored vectors),
-    ``deterministic`` (the conformance kit then checks repeatability).
+    ``deterministic`` (the conformance kit then checks repeatability), ``needs_event_loop``
+    (``False`` declares that an async ``rerank`` never suspends: a synchronous search then runs
+    it inline instead of on the host's event-loop thread; see :func:`runs_inline`).
     """
 
     policy_id: str
@@ -121,6 +125,16 @@ class _SyncRerankerAdapter:
         return await asyncio.to_thread(self._inner.rerank, query, candidates, limit)
 
 
+def runs_inline(reranker: Any) -> bool:
+    """True when ``reranker`` declares ``needs_event_loop = False`` and its ``rerank`` is a
+    coroutine function: it never awaits anything that suspends (no I/O, no thread, no sleep),
+    so a synchronous search can run it to completion without an event loop."""
+    rerank = getattr(reranker, "rerank", None)
+    return getattr(reranker, "needs_event_loop", True) is False and inspect.iscoroutinefunction(
+        rerank
+    )
+
+
 def as_async_reranker(reranker: Any) -> Reranker:
     """Return ``reranker`` itself when its ``rerank`` is async, else the one sync adapter."""
     rerank = getattr(reranker, "rerank", None)
@@ -134,13 +148,13 @@ def as_async_reranker(reranker: Any) -> Reranker:
 
 
 def validate_limit(limit: object) -> int:
-    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+    if not is_int(limit) or limit < 1:
         raise ValidationError(f"limit must be an integer >= 1, got {limit!r}")
     return limit
 
 
 def validate_pool_size(pool: object) -> int:
-    if isinstance(pool, bool) or not isinstance(pool, int) or not MIN_POOL <= pool <= MAX_POOL:
+    if not is_int(pool) or not MIN_POOL <= pool <= MAX_POOL:
         raise ValidationError(
             f"pool size must be an integer in {MIN_POOL}..{MAX_POOL}, got {pool!r}; "
             f"the coarse pool is bounded so that reranking cost stays bounded"
@@ -495,6 +509,8 @@ async def rerank_pool(
         status = RerankStatus.REPAIRED if discarded else RerankStatus.OK
         if discarded:
             note = f"{discarded} invalid or repeated rank(s) discarded"
+            if decision.discarded_rank_count:
+                note += f", {decision.discarded_rank_count} of them counted by the reranker"
             if decision.scores is not None:
                 note += " (a rank whose score is not a finite number is invalid)"
     log.debug(

@@ -130,16 +130,6 @@ class SearchPipeline:
                         reader, plan.namespace, plan.query, k, qvec, space, admitted
                     )
                     results[name] = list(src.candidates(request))
-            # An admitting source may score the admitted memories it did not return itself
-            # (the vector channel: their true cosine rather than none at all).
-            extra: dict[str, list[tuple[int, float]]] = {}
-            for name, src in self._sources:
-                score_admitted = getattr(src, "score_admitted", None)
-                if src.admits and score_admitted is not None:
-                    request = SourceRequest(
-                        reader, plan.namespace, plan.query, k, qvec, space, admitted
-                    )
-                    extra[name] = list(score_admitted(request))
             refs = reader.identities(admitted)
             channels = [
                 ChannelList(
@@ -147,7 +137,6 @@ class SearchPipeline:
                     src.admits,
                     [(key, s) for key, s in results[name] if key in refs],
                     score_spec_of(src, space),
-                    [(key, s) for key, s in extra.get(name, ()) if key in refs],
                 )
                 for name, src in self._sources
             ]

@@ -29,12 +29,14 @@ __all__ = [
     "SearchTrace",
     "TraceCandidate",
     "Usage",
+    "frozen_mapping",
     "readonly_float32",
     "readonly_vector",
 ]
 
 
-def _frozen_mapping(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
+def frozen_mapping(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    """A read-only copy of ``value`` (empty for None): what frozen value objects hold."""
     return MappingProxyType(dict(value or {}))
 
 
@@ -166,9 +168,9 @@ class Hit:
     importance: float = attrs.field(default=0.5, converter=float)
     matched_by: tuple[str, ...] = attrs.field(default=(), converter=_str_tuple)
     channel_scores: Mapping[str, float] = attrs.field(
-        factory=dict, converter=_frozen_mapping, eq=False
+        factory=dict, converter=frozen_mapping, eq=False
     )
-    metadata: Mapping[str, Any] = attrs.field(factory=dict, converter=_frozen_mapping, eq=False)
+    metadata: Mapping[str, Any] = attrs.field(factory=dict, converter=frozen_mapping, eq=False)
     created_at: float = attrs.field(default=0.0, converter=float)
     content_hash: str = ""
     rerank_score: float | None = attrs.field(
@@ -233,7 +235,7 @@ class Candidate:
     importance: float = 0.5
     matched_by: tuple[str, ...] = attrs.field(default=(), converter=_str_tuple)
     channel_scores: Mapping[str, float] = attrs.field(
-        factory=dict, converter=_frozen_mapping, eq=False
+        factory=dict, converter=frozen_mapping, eq=False
     )
     embedding: np.ndarray | None = attrs.field(default=None, converter=readonly_vector, eq=False)
     embedding_space: str | None = None
@@ -338,7 +340,7 @@ class RerankTrace:
     reason: str | None = None
     usage: Usage = attrs.field(factory=Usage.zero)
     latency_ms: float = 0.0
-    descriptor: Mapping[str, Any] = attrs.field(factory=dict, converter=_frozen_mapping, eq=False)
+    descriptor: Mapping[str, Any] = attrs.field(factory=dict, converter=frozen_mapping, eq=False)
     records: tuple[CandidateRecord, ...] = ()
     candidate_count: int = 0
     limit: int = 0

@@ -283,6 +283,21 @@ def _sizes(value: str | None) -> list[int] | None:
     "none,none@fusion=rrf compares the default fusion with RRF.",
 )
 @click.option(
+    "--corpus",
+    type=click.Choice(["locomo", "synthetic"]),
+    default=None,
+    help="Whole-search corpus: 'locomo' (LoCoMo dev memories, then memories spliced from "
+    "their turns; LoCoMo questions) or 'synthetic' (pseudo-words) [default: locomo when its "
+    "data is found, else synthetic].",
+)
+@click.option(
+    "--store-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Keep the ingested stores in this folder and reuse them in later runs (a 1M store "
+    "takes minutes to build) [default: temporary].",
+)
+@click.option(
     "--out",
     "out",
     type=click.Path(file_okay=False, path_type=Path),
@@ -298,11 +313,14 @@ def latency(
     queries: int | None,
     option: tuple[str, ...],
     search_rerank: str,
+    corpus: str | None,
+    store_dir: Path | None,
     out: Path | None,
     progress: bool,
     plot: bool,
 ) -> None:
-    """Rerank-stage and whole-search p50/p95, ingest throughput, disabled-path ratio."""
+    """Rerank-stage and whole-search p50/p95 (next to a numpy + FTS5 floor), ingest
+    throughput, store open and first search, peak RSS, disabled-path ratio."""
     from rankseam.bench.latency import DEFAULT_SIZES, QUICK_SIZES, run_latency
     from rankseam.bench.policies import component_options
     from rankseam.bench.reports import (
@@ -327,6 +345,8 @@ def latency(
         options=tables.pop("rerankers", {}),
         config=tables,
         search_policies=_names(search_rerank, "--search-rerank"),
+        corpus=corpus,
+        store_dir=store_dir,
     )
     body["configuration"]["quick"] = quick
     report = finish_report(body, command=_command())

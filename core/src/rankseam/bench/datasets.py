@@ -2,7 +2,7 @@
 
 A dataset is a list of :class:`Collection` s — each one store of memories with the queries
 asked of it (one per LoCoMo conversation; one for a BEIR corpus). Every record carries its
-duplicate *group* and every query its graded relevance over groups (DESIGN.md §8).
+duplicate *group* and every query its graded relevance over groups (docs/benchmarks.md).
 
 Dataset specs (the ``--dataset`` option):
 
@@ -25,12 +25,12 @@ import os
 import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from types import MappingProxyType
 from typing import Any
 
 import attrs
 
 from rankseam.errors import ConfigurationError
+from rankseam.types import frozen_mapping
 
 __all__ = [
     "CATEGORY_NAMES",
@@ -60,10 +60,6 @@ CATEGORY_NAMES = {
 }
 
 
-def _freeze(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
-    return MappingProxyType(dict(value or {}))
-
-
 @attrs.frozen
 class Record:
     """One memory to ingest. ``group`` is its duplicate group (LoCoMo: source ``dia_id``)."""
@@ -87,7 +83,7 @@ class Query:
 
     id: str
     text: str
-    relevance: Mapping[str, float] = attrs.field(converter=_freeze)
+    relevance: Mapping[str, float] = attrs.field(converter=frozen_mapping)
     category: int | None = None
 
 
@@ -111,7 +107,7 @@ class Dataset:
     kind: str
     source: str
     collections: tuple[Collection, ...]
-    stats: Mapping[str, Any] = attrs.field(converter=_freeze)
+    stats: Mapping[str, Any] = attrs.field(converter=frozen_mapping)
 
     @property
     def query_count(self) -> int:

@@ -7,9 +7,13 @@ times on a small shared machine are noisy:
   vectors) for every installed reranker that can be built with its default options (others are
   listed as skipped, with the reason), plus ``none`` (the disabled path). Ratio: to identity.
 - **whole search** — ``Memory.search`` at several store sizes, policies ``none`` and
-  ``identity`` interleaved query by query. Ratio: to none. Each size is ingested in one child
+  ``identity`` interleaved query by query, next to the **floor**: a plain numpy cosine over
+  the store's vectors plus the same FTS5 query, fused by RRF (:func:`floor_search`), the
+  least a search of that store can cost. Ratio: to none. Each size is ingested in one child
   process (throughput in memories/s) and searched in another, so that each peak RSS
-  (``resource.getrusage``) belongs to that step alone.
+  (``resource.getrusage``) belongs to that step alone; the search child also times opening
+  the store and its first search. The corpus is ``locomo`` (LoCoMo dev memories, then
+  memories spliced from their turns; LoCoMo questions) or ``synthetic`` (pseudo-words).
 - **reference MMR** — when the ``mmr`` reranker is installed and ``langchain-core`` importable,
   ``maximal_marginal_relevance`` on identical inputs: selections compared, time ratio.
 """
@@ -18,8 +22,10 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import json
 import multiprocessing
 import resource
+import shutil
 import sys
 import tempfile
 import time
@@ -42,6 +48,10 @@ __all__ = [
 ]
 
 DEFAULT_SIZES = (1_000, 10_000, 100_000)
+#: Corpora of the whole-search benchmark (:mod:`rankseam.bench.synthetic`).
+CORPORA = ("locomo", "synthetic")
+#: The floor loads every vector into one matrix: it is measured up to this size only.
+FLOOR_MAX_SIZE = 300_000
 QUICK_SIZES = (300, 1_000)
 DIMENSIONS = 384
 CANDIDATE_COUNTS = (20, 50)
@@ -276,14 +286,91 @@ def reference_mmr(
 # ----------------------------------------------------------------------------- whole search
 
 
-def _ingest_child(path: str, size: int, progress: bool) -> dict[str, Any]:
+def default_corpus() -> str:
+    """``locomo`` when the LoCoMo dev file can be found, else ``synthetic``."""
+    from rankseam.bench.datasets import find_locomo
+
+    try:
+        find_locomo()
+    except ConfigurationError:
+        return "synthetic"
+    return "locomo"
+
+
+def _check_corpus(corpus: str) -> None:
+    if corpus not in CORPORA:
+        raise ConfigurationError(f"unknown corpus {corpus!r}; choose one of {list(CORPORA)}")
+
+
+def corpus_texts(corpus: str, size: int) -> Any:
+    _check_corpus(corpus)
+    return synthetic.locomo_texts(size) if corpus == "locomo" else synthetic.texts(size)
+
+
+def corpus_queries(corpus: str, count: int) -> list[str]:
+    _check_corpus(corpus)
+    return synthetic.locomo_queries(count) if corpus == "locomo" else synthetic.queries(count)
+
+
+class FloorSearch:
+    """The floor a search of a store is compared with: what a user could write in 25 lines.
+
+    The store's vectors of one space in one float32 matrix (loaded once, untimed), a cosine
+    by one matrix-vector product and ``argpartition``, the lexical channel's FTS5 query (the
+    question's quoted terms OR-joined, ranked by BM25), both fused by RRF, the texts of the
+    best ``limit`` read by row key. No revisions, namespaces, priors, pruning or trace.
+    """
+
+    def __init__(self, path: str, embedder: Any) -> None:
+        import sqlite3
+
+        self._conn = sqlite3.connect(path)
+        self._embedder = embedder
+        space = embedder.descriptor.key
+        rows = self._conn.execute(
+            "SELECT v.rid, v.vector FROM vectors v JOIN revisions r ON r.rid = v.rid "
+            "WHERE v.space = ? AND r.live = 1",
+            (space,),
+        ).fetchall()
+        self._rids = np.array([r for r, _v in rows], dtype=np.int64)
+        dims = embedder.descriptor.dimensions
+        self._matrix = np.frombuffer(b"".join(v for _r, v in rows), dtype="<f4").reshape(-1, dims)
+
+    def search(self, query: str, k: int, limit: int) -> list[tuple[int, str]]:
+        from rankseam.retrieval.lexical import match_expression
+
+        scores = self._matrix @ self._embedder.embed([query])[0]
+        top = np.argpartition(-scores, min(k, len(scores) - 1))[:k]
+        top = top[np.argsort(-scores[top])]
+        fused: dict[int, float] = {}
+        for rank, rid in enumerate(self._rids[top].tolist(), 1):
+            fused[rid] = 1.0 / (60 + rank)
+        match = match_expression(query)
+        if match:
+            sql = "SELECT rowid FROM fts WHERE fts MATCH ? ORDER BY bm25(fts) LIMIT ?"
+            for rank, (rid,) in enumerate(self._conn.execute(sql, (match, k)), 1):
+                fused[rid] = fused.get(rid, 0.0) + 1.0 / (60 + rank)
+        best = sorted(fused, key=lambda r: -fused[r])[:limit]
+        marks = ",".join("?" * len(best))
+        sql = f"SELECT rid, text FROM revisions WHERE rid IN ({marks})"
+        texts = dict(self._conn.execute(sql, best).fetchall())
+        return [(rid, texts[rid]) for rid in best]
+
+    def close(self) -> None:
+        self._conn.close()
+
+
+def _ingest_child(path: str, size: int, corpus: str, progress: bool) -> dict[str, Any]:
     import rankseam
 
     memory = rankseam.open_memory(path)
     try:
         t0 = time.perf_counter()
-        memory.ingest(synthetic.texts(size), batch_size=1000, progress=progress)
+        memory.ingest(corpus_texts(corpus, size), batch_size=1000, progress=progress)
         elapsed = time.perf_counter() - t0
+        t1 = time.perf_counter()
+        manifest = memory.maintain_index()  # the ANN index, where the store is large enough
+        indexed = time.perf_counter() - t1
     finally:
         close = getattr(memory, "close", None)
         if callable(close):
@@ -291,6 +378,7 @@ def _ingest_child(path: str, size: int, progress: bool) -> dict[str, Any]:
     return {
         "ingest_s": round(elapsed, 3),
         "ingest_per_s": round(size / elapsed, 1) if elapsed > 0 else None,
+        "index_build_s": round(indexed, 1) if manifest is not None else None,
         "peak_rss_mib_ingest": _peak_rss_mib(),
     }
 
@@ -303,44 +391,67 @@ def _search_child(
     pool: int,
     progress: bool,
     config: Mapping[str, Any],
+    corpus: str = "synthetic",
+    floor: bool = False,
 ) -> dict[str, Any]:
     import rankseam
     from rankseam.bench.policies import parse_search
+    from rankseam.retrieval.base import over_fetch
 
+    qs = corpus_queries(corpus, count + 3)
+    t0 = time.perf_counter()
+    memory = rankseam.open_memory(path, config=config)
+    t1 = time.perf_counter()
     # "NAME@VARIANT" searches a second Memory over the same store, assembled with the search
     # variant (e.g. none@fusion=rrf), so assemblies are compared query by query in one process.
-    memories: dict[str, Any] = {}
+    memories: dict[str, Any] = {"": memory}
     for name in policies:
-        _reranker, _at, variant = name.partition("@")
+        variant = name.partition("@")[2]
         if variant not in memories:
             memories[variant] = rankseam.open_memory(
-                path, config=parse_search(variant).config(config) if variant else config
+                path, config=parse_search(variant).config(config)
             )
-    times: dict[str, list[float]] = {p: [] for p in policies}
-    calls: dict[str, list[float]] = {p: [] for p in policies}
-    qs = synthetic.queries(count + 3)
+            memories[variant].search(qs[0], limit=limit, reranker=None, pool=pool)
+    memory.search(qs[0], limit=limit, reranker=None, pool=pool)
+    t2 = time.perf_counter()
+    opened = {"open_ms": round((t1 - t0) * 1000, 1), "first_search_ms": round((t2 - t1) * 1000, 1)}
+    names = list(policies)
+    floor_search = None
+    if floor:
+        floor_search = FloorSearch(path, memory.embedder)
+        names.append("floor")
+    times: dict[str, list[float]] = {p: [] for p in names}
+    calls: dict[str, list[float]] = {p: [] for p in names}
     bar = _bar(len(qs), "search", progress)
     try:
         for i, q in enumerate(qs):
-            rotated = list(policies[i % len(policies) :]) + list(policies[: i % len(policies)])
+            rotated = names[i % len(names) :] + names[: i % len(names)]
             for name in rotated:
-                base, _at, variant = name.partition("@")
-                reranker = None if base == "none" else base
-                memory = memories[variant]
+                gc.collect(1)
                 t0 = time.perf_counter()
-                result = memory.search(q, limit=limit, reranker=reranker, pool=pool)
+                if name == "floor":
+                    assert floor_search is not None
+                    floor_search.search(q, over_fetch(pool), limit)
+                    result = None
+                else:
+                    base, _at, variant = name.partition("@")
+                    reranker = None if base == "none" else base
+                    result = memories[variant].search(q, limit=limit, reranker=reranker, pool=pool)
                 if i >= 3:  # the first queries warm caches
                     times[name].append((time.perf_counter() - t0) * 1000.0)
-                    if result.trace.rerank is not None:
+                    if result is not None and result.trace.rerank is not None:
                         calls[name].append(result.trace.rerank.latency_ms)
             if bar is not None:
                 bar.update(1)
     finally:
         if bar is not None:
             bar.close()
-        for memory in memories.values():
-            memory.close()
+        if floor_search is not None:
+            floor_search.close()
+        for each in memories.values():
+            each.close()
     out: dict[str, Any] = {p: _stats(t) for p, t in times.items()}
+    out.update(opened)
     for p, c in calls.items():
         if c:
             out[p].update(_call_stats(c))
@@ -348,10 +459,76 @@ def _search_child(
     return out
 
 
+def _ann_recall_child(path: str, corpus: str, count: int, pool: int) -> dict[str, Any]:
+    """Recall of the vector channel through the ANN index against exact search, on the
+    corpus's queries: recall@pool (the exact best ``pool`` found among the ANN's best
+    ``pool``) and recall@k over the channel's whole list (``k = over_fetch(pool)``), with the
+    channel's own p50 both ways."""
+    import rankseam
+    from rankseam.retrieval.base import over_fetch
+
+    memory = rankseam.open_memory(path)
+    try:
+        descriptor = memory.embedder.descriptor
+        namespace = memory.config.namespace
+        store = memory.store
+        if store.ann is None or store.ann.base(namespace, descriptor.key) is None:
+            return {}
+        k = over_fetch(pool)
+        at_pool: list[float] = []
+        at_k: list[float] = []
+        times: dict[str, list[float]] = {"ann": [], "exact": []}
+        for q in corpus_queries(corpus, count):
+            qvec = memory.embedder.embed([q])[0]
+            with store.read() as reader:
+                t0 = time.perf_counter()
+                approx = reader.vector(namespace, descriptor, qvec, k)
+                t1 = time.perf_counter()
+                exact = reader.vector(namespace, descriptor, qvec, k, exact=True)
+                t2 = time.perf_counter()
+            times["ann"].append((t1 - t0) * 1000)
+            times["exact"].append((t2 - t1) * 1000)
+            a, e = [r for r, _s in approx], [r for r, _s in exact]
+            at_pool.append(len(set(a[:pool]) & set(e[:pool])) / max(1, min(pool, len(e))))
+            at_k.append(len(set(a) & set(e)) / max(1, len(e)))
+        return {
+            "recall_at_pool": round(float(np.mean(at_pool)), 4),
+            "recall_at_k": round(float(np.mean(at_k)), 4),
+            "pool": pool,
+            "k": k,
+            "queries": count,
+            "ann_p50_ms": round(percentile(times["ann"][3:], 50), 3),
+            "exact_p50_ms": round(percentile(times["exact"][3:], 50), 3),
+        }
+    finally:
+        memory.close()
+
+
 def _in_child(fn: Callable[..., dict[str, Any]], *args: Any) -> dict[str, Any]:
     ctx = multiprocessing.get_context("spawn")
     with ctx.Pool(1) as pool:
         return pool.apply(fn, args)
+
+
+def prepared_store(
+    folder: Path, corpus: str, size: int, progress: bool
+) -> tuple[str, dict[str, Any]]:
+    """The store of ``size`` memories of ``corpus`` in ``folder``: ingested in a child process,
+    or reused when an earlier run completed it (its ingest figures are kept next to it)."""
+    path = folder / f"{corpus}-{size}.sqlite3"
+    done = folder / f"{corpus}-{size}.ingest.json"
+    if done.exists() and path.exists():
+        row = json.loads(done.read_text())
+        row["reused_store"] = True
+        return str(path), row
+    for stale in folder.glob(f"{corpus}-{size}.sqlite3*"):
+        if stale.is_dir():
+            shutil.rmtree(stale)
+        else:
+            stale.unlink()
+    row = _in_child(_ingest_child, str(path), size, corpus, progress)
+    done.write_text(json.dumps(row))
+    return str(path), row
 
 
 def time_whole_search(
@@ -364,15 +541,22 @@ def time_whole_search(
     workdir: str | Path | None = None,
     progress: bool = False,
     config: Mapping[str, Any] | None = None,
+    corpus: str = "synthetic",
+    store_dir: str | Path | None = None,
+    floor_max_size: int = FLOOR_MAX_SIZE,
 ) -> dict[str, dict[str, Any]]:
     """p50/p95 of ``Memory.search`` per policy (``none`` = no reranker, else a reranker name,
-    built from ``config`` in the ``rankseam.toml`` layout) at each store size, interleaved
-    query by query; for a reranker also its call inside the search (``call_*``)."""
+    built from ``config`` in the ``rankseam.toml`` layout) and of the floor
+    (:class:`FloorSearch`, up to ``floor_max_size`` memories) at each store size,
+    interleaved query by query; for a reranker also its call inside the search (``call_*``).
+    ``store_dir`` keeps the stores (and reuses them in later runs); else they are temporary."""
+    _check_corpus(corpus)
     out: dict[str, dict[str, Any]] = {}
     with tempfile.TemporaryDirectory(prefix="rankseam-latency-", dir=workdir) as tmp:
+        folder = Path(store_dir) if store_dir is not None else Path(tmp)
+        folder.mkdir(parents=True, exist_ok=True)
         for size in sizes:
-            path = str(Path(tmp) / f"store-{size}.sqlite3")
-            row = _in_child(_ingest_child, path, size, progress)
+            path, row = prepared_store(folder, corpus, size, progress)
             row.update(
                 _in_child(
                     _search_child,
@@ -383,10 +567,18 @@ def time_whole_search(
                     pool,
                     progress,
                     dict(config or {}),
+                    corpus,
+                    size <= floor_max_size,
                 )
             )
+            recall = _in_child(_ann_recall_child, path, corpus, queries, pool)
+            if recall:
+                row["ann_recall"] = recall
+            floor = row.get("floor")
+            if isinstance(floor, dict) and row.get("none") and floor["p50_ms"] > 0:
+                row["none_to_floor"] = round(row["none"]["p50_ms"] / floor["p50_ms"], 3)
             base = row.get("none")
-            for name in policies:
+            for name in [*policies, "floor"]:
                 m = row.get(name)
                 if isinstance(m, dict) and base and base["p50_ms"] > 0:
                     m["ratio_to_none"] = round(m["p50_ms"] / base["p50_ms"], 3)
@@ -410,14 +602,19 @@ def run_latency(
     options: Mapping[str, Mapping[str, Any]] | None = None,
     config: Mapping[str, Any] | None = None,
     search_policies: Sequence[str] = SEARCH_POLICIES,
+    corpus: str | None = None,
+    store_dir: str | Path | None = None,
 ) -> dict[str, Any]:
     """The whole latency benchmark; returns the report body. ``options`` maps a reranker name
     to the options it is built with; ``config`` holds other components' options
     (``{"decision_backends": {NAME: {...}}}``). ``search_policies``: ``none`` and reranker
-    names timed in whole searches."""
+    names timed in whole searches. ``corpus``: ``locomo`` or ``synthetic`` (default: locomo
+    when its data is found). ``store_dir``: keep the stores there and reuse them."""
     from rankseam.plugins import get_registry
 
     say = echo or (lambda _msg: None)
+    corpus = corpus or default_corpus()
+    _check_corpus(corpus)
     reranker_options = {k: dict(v) for k, v in (options or {}).items()}
     names = get_registry().names("reranker")
     built, skipped = _build_rerankers(names, reranker_options, config)
@@ -447,7 +644,10 @@ def run_latency(
         reference = reference_mmr(mmr, lam=lam, k=limit, repeats=max(10, repeats // 4))
     search: dict[str, Any] = {}
     if sizes:
-        say(f"whole search at {list(sizes)} memories (ingest, then {' vs '.join(search_policies)})")
+        say(
+            f"whole search at {list(sizes)} {corpus} memories (ingest, then "
+            f"{' vs '.join(search_policies)} vs floor)"
+        )
         search_config = {**(config or {}), "rerankers": reranker_options}
         search = time_whole_search(
             sizes,
@@ -458,6 +658,8 @@ def run_latency(
             workdir=workdir,
             progress=progress,
             config=search_config,
+            corpus=corpus,
+            store_dir=store_dir,
         )
     disabled: dict[str, Any] = {}
     for n, m in stage.get("none", {}).items():
@@ -472,6 +674,8 @@ def run_latency(
         "kind": "latency",
         "configuration": {
             "sizes": list(sizes),
+            "corpus": corpus,
+            "store_dir": None if store_dir is None else str(store_dir),
             "candidates": list(CANDIDATE_COUNTS),
             "dimensions": DIMENSIONS,
             "limit": limit,

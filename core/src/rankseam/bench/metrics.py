@@ -1,4 +1,4 @@
-"""Retrieval metrics over *groups* (DESIGN.md §8). Pure functions, no I/O.
+"""Retrieval metrics over *groups* (docs/benchmarks.md). Pure functions, no I/O.
 
 A ranked list is a sequence of group keys, best first: for LoCoMo the group of a memory is its
 source ``dia_id`` (a turn and the observations restating it share one group); for BEIR every
@@ -22,6 +22,8 @@ import math
 from collections.abc import Hashable, Mapping, Sequence
 from typing import TypeVar
 
+from rankseam.checks import is_int
+
 __all__ = [
     "dup_slot_at_k",
     "mean",
@@ -37,7 +39,7 @@ G = TypeVar("G", bound=Hashable)
 
 
 def _check_k(k: int) -> None:
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+    if not is_int(k) or k < 1:
         raise ValueError(f"k must be an integer >= 1, got {k!r}")
 
 

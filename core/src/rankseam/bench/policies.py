@@ -21,7 +21,9 @@ table (the ``rankseam.toml`` layout): ``rerankers``, ``decision_backends``,
 ``generation_backends``, ``embedders`` or ``sources``, e.g.
 ``--option decision_backends.similarity.no_threshold=0.4`` is
 ``[decision_backends.similarity] no_threshold = 0.4``. ``rerankers.mmr.lambda=0.7`` is the same
-as ``mmr.lambda=0.7``. Options of the other tables hold for the whole run (every store and
+as ``mmr.lambda=0.7``; ``rerankers.model=PATH`` (two parts) is an option of the reranker named
+``rerankers`` (rankseam-rerankers), e.g. ``--option rerankers.model_type=cross-encoder``.
+Options of the other tables hold for the whole run (every store and
 column); a sweep over a backend option is one run per value.
 """
 
@@ -29,13 +31,13 @@ from __future__ import annotations
 
 import tomllib
 from collections.abc import Iterable, Mapping, Sequence
-from types import MappingProxyType
 from typing import Any
 
 import attrs
 
 from rankseam.compose import TABLE_FOR_KIND
 from rankseam.errors import ConfigurationError
+from rankseam.types import frozen_mapping
 
 __all__ = [
     "COMPONENT_TABLES",
@@ -57,10 +59,6 @@ RERANKERS = "rerankers"
 COMPONENT_TABLES = tuple(TABLE_FOR_KIND.values())
 
 
-def _freeze(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
-    return MappingProxyType(dict(value or {}))
-
-
 def parse_value(raw: str) -> Any:
     """A TOML literal (``0.7``, ``true``, ``"x"``), else the bare string."""
     try:
@@ -80,7 +78,7 @@ class PolicySpec:
     """One column of a benchmark: ``reranker`` is ``None`` for no rerank."""
 
     reranker: str | None
-    options: Mapping[str, Any] = attrs.field(factory=dict, converter=_freeze)
+    options: Mapping[str, Any] = attrs.field(factory=dict, converter=frozen_mapping)
 
     @property
     def label(self) -> str:
@@ -151,9 +149,9 @@ def parse_option(raw: str) -> tuple[str, str, str, Any]:
     configuration table) -> (table, name, key, value)."""
     target, eq, value = raw.partition("=")
     parts = [p.strip() for p in target.split(".")]
-    if parts and parts[0] in COMPONENT_TABLES:
+    if parts and parts[0] in COMPONENT_TABLES and not (parts[0] == RERANKERS and len(parts) == 2):
         table, parts = parts[0], parts[1:]
-    else:
+    else:  # NAME.KEY; "rerankers.KEY" is the reranker named rerankers (rankseam-rerankers)
         table = RERANKERS
     if not eq or len(parts) != 2 or not all(parts):
         raise ConfigurationError(
@@ -193,8 +191,8 @@ class SearchVariant:
     ``sources`` holds candidate-source options (``[sources.NAME]``). The empty variant is the
     configured default, labelled ``default``."""
 
-    search: Mapping[str, Any] = attrs.field(factory=dict, converter=_freeze)
-    sources: Mapping[str, Mapping[str, Any]] = attrs.field(factory=dict, converter=_freeze)
+    search: Mapping[str, Any] = attrs.field(factory=dict, converter=frozen_mapping)
+    sources: Mapping[str, Mapping[str, Any]] = attrs.field(factory=dict, converter=frozen_mapping)
     name: str | None = None
 
     @property

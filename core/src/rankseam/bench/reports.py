@@ -236,14 +236,50 @@ def latency_markdown(report: Mapping[str, Any]) -> str:
                 m.get("ingest_per_s"),
                 m.get("peak_rss_mib_ingest"),
                 m.get("peak_rss_mib_search"),
+                m.get("open_ms", "—"),
+                m.get("first_search_ms", "—"),
+                m.get("none_to_floor", "—"),
             ]
             for size, m in search.items()
         ]
         parts.append(
+            "`floor` = a numpy cosine over all vectors plus the same FTS5 query, fused by RRF "
+            "(the least a search can cost); none / floor = p50 ratio. Open and first search: "
+            "`open_memory` and the first `search` of a fresh process."
+        )
+        parts.append(
             _table(
-                ["memories", "ingest memories/s", "peak RSS MiB (ingest)", "peak RSS MiB (search)"],
+                [
+                    "memories",
+                    "ingest memories/s",
+                    "peak RSS MiB (ingest)",
+                    "peak RSS MiB (search)",
+                    "open ms",
+                    "first search ms",
+                    "none / floor",
+                ],
                 rows,
             )
+        )
+    recalls = {size: m["ann_recall"] for size, m in search.items() if m.get("ann_recall")}
+    if recalls:
+        parts.append(
+            "ANN index against exact search (vector channel alone, the corpus's queries): "
+            "recall@pool = share of the exact best `pool` among the ANN's best `pool`; "
+            "recall@k over the channel's whole list:"
+        )
+        rows = [
+            [
+                size,
+                r["recall_at_pool"],
+                r["recall_at_k"],
+                r["ann_p50_ms"],
+                r["exact_p50_ms"],
+            ]
+            for size, r in recalls.items()
+        ]
+        parts.append(
+            _table(["memories", "recall@pool", "recall@k", "ANN p50 ms", "exact p50 ms"], rows)
         )
     disabled = report.get("disabled_path")
     if disabled:

@@ -69,3 +69,53 @@ def pool_hits(n: int, *, scores: np.ndarray | None = None, namespace: str = "ben
         )
         for i in range(n)
     ]
+
+
+# --------------------------------------------------------------------- LoCoMo-derived corpus
+
+
+def _locomo_pool(path: str | None = None) -> tuple[list[tuple[str, str]], list[str]]:
+    """The LoCoMo dev memories ``(id, text)`` of every conversation (ids prefixed with the
+    conversation) and its category 1–4 questions, in file order."""
+    from rankseam.bench.datasets import HEADLINE_CATEGORIES, load_locomo
+
+    data = load_locomo(path)
+    memories = [(f"{c.name}/{r.id}", r.text) for c in data.collections for r in c.records]
+    questions = [
+        q.text for c in data.collections for q in c.queries if q.category in HEADLINE_CATEGORIES
+    ]
+    return memories, questions
+
+
+def locomo_texts(
+    count: int, *, seed: int = 11, path: str | None = None
+) -> Iterator[dict[str, Any]]:
+    """``count`` ingest records derived from LoCoMo dev (read at run time, never shipped).
+
+    The first records are the real LoCoMo memories (turns and observations of all five
+    conversations, one namespace); every further record splices the first half of one real
+    turn's words (its speaker included) onto the second half of another's, so word and
+    document frequencies stay those of real conversation (speaker names in a few per cent of
+    memories, a long Zipf tail) at any size. Ids: ``<conversation>/<dia_id>`` for real
+    memories, ``x<N>`` for derived ones.
+    """
+    memories, _questions = _locomo_pool(path)
+    for mid, text in memories[:count]:
+        yield {"id": mid, "text": text}
+    if count <= len(memories):
+        return
+    words = [text.split() for _mid, text in memories]
+    rng = np.random.default_rng(seed)
+    n = len(words)
+    for i in range(count - len(memories)):
+        a, b = rng.integers(0, n, 2)
+        wa, wb = words[int(a)], words[int(b)]
+        cut_a = max(1, len(wa) // 2)
+        cut_b = len(wb) // 2
+        yield {"id": f"x{i}", "text": " ".join(wa[:cut_a] + wb[cut_b:])}
+
+
+def locomo_queries(count: int, *, path: str | None = None) -> list[str]:
+    """The first ``count`` LoCoMo dev questions of categories 1–4 (repeated if fewer)."""
+    _memories, questions = _locomo_pool(path)
+    return [questions[i % len(questions)] for i in range(count)]

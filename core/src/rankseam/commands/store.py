@@ -12,52 +12,25 @@ import json
 import sys
 import tempfile
 import tomllib
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import click
 
-from rankseam.errors import RankseamError, ValidationError
-from rankseam.memory import IngestError, Memory, open_memory
+from rankseam.commands.common import (
+    CommandError,
+    echo_json,
+    json_option,
+    open_store,
+    store_options,
+)
+from rankseam.errors import ValidationError
+from rankseam.memory import IngestError
 from rankseam.types import SearchResult
 
 __all__ = ["add", "demo", "ingest", "parse_component_options", "reembed", "search", "stats"]
-
-
-class _Failed(click.ClickException):
-    exit_code = 2
-
-
-def _db_options(fn: Callable[..., Any]) -> Callable[..., Any]:
-    fn = click.option(
-        "--config",
-        "config_file",
-        type=click.Path(dir_okay=False),
-        default=None,
-        help="A rankseam.toml configuration file.",
-    )(fn)
-    fn = click.option(
-        "--db",
-        type=click.Path(dir_okay=False),
-        default=None,
-        help="The store file (default: RANKSEAM_DB, else the platform data directory).",
-    )(fn)
-    return fn
-
-
-def _open(
-    db: str | None, config_file: str | None, *, create: bool = True, **overrides: Any
-) -> Memory:
-    try:
-        return open_memory(db, config_file=config_file, create=create, **overrides)
-    except RankseamError as exc:
-        raise _Failed(str(exc)) from None
-
-
-def _echo_json(value: Any) -> None:
-    click.echo(json.dumps(value, indent=2, ensure_ascii=False))
 
 
 # -- add -----------------------------------------------------------------------------------
@@ -65,13 +38,13 @@ def _echo_json(value: Any) -> None:
 
 @click.command()
 @click.argument("text")
-@_db_options
+@store_options
 @click.option("--namespace", "-n", default=None, help="Namespace (default: the configured one).")
 @click.option("--id", "memory_id", default=None, help="Memory id (default: a new random id).")
 @click.option("--importance", type=float, default=0.5, show_default=True)
 @click.option("--metadata", default=None, help="Metadata as a JSON object.")
 @click.option("--gate/--no-gate", default=None, help="Ask the write gate first.")
-@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@json_option
 def add(
     text: str,
     db: str | None,
@@ -90,18 +63,15 @@ def add(
             meta = json.loads(metadata)
         except json.JSONDecodeError as exc:
             raise click.BadParameter(f"not valid JSON: {exc}", param_hint="--metadata") from None
-    with _open(db, config_file) as memory:
-        try:
-            result = memory.add(
-                text,
-                namespace=namespace,
-                memory_id=memory_id,
-                importance=importance,
-                metadata=meta,
-                gate=gate,
-            )
-        except RankseamError as exc:
-            raise _Failed(str(exc)) from None
+    with open_store(db, config_file) as memory:
+        result = memory.add(
+            text,
+            namespace=namespace,
+            memory_id=memory_id,
+            importance=importance,
+            metadata=meta,
+            gate=gate,
+        )
     out = {
         "stored": result.stored,
         "ref": result.ref.to_dict() if result.ref else None,
@@ -110,7 +80,7 @@ def add(
         else {"outcome": result.gate.outcome.value, "degraded": result.gate.degraded},
     }
     if as_json:
-        _echo_json(out)
+        echo_json(out)
     elif result.ref is not None:
         r = result.ref
         click.echo(f"stored {r.namespace}/{r.memory_id} revision {r.revision}")
@@ -149,11 +119,11 @@ def _count_lines(path: str) -> int | None:
 
 @click.command()
 @click.argument("file", type=click.Path(dir_okay=False, allow_dash=True))
-@_db_options
+@store_options
 @click.option("--namespace", "-n", default=None, help="Namespace of records that name none.")
 @click.option("--batch-size", type=click.IntRange(min=1), default=500, show_default=True)
 @click.option("--progress/--no-progress", default=True, show_default=True)
-@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@json_option
 def ingest(
     file: str,
     db: str | None,
@@ -170,7 +140,7 @@ def ingest(
     lines_of: list[int] = []
     committed = [0]
     total = _count_lines(file) if progress else None
-    with _open(db, config_file) as memory:
+    with open_store(db, config_file) as memory:
         bar_cm = (
             click.progressbar(length=total or 0, label="ingest", file=sys.stderr, show_pos=True)
             if progress and total
@@ -193,17 +163,20 @@ def ingest(
         except IngestError as exc:
             line = lines_of[exc.index - 1] if 0 < exc.index <= len(lines_of) else exc.index
             reason = str(exc).split(": ", 1)[1] if ": " in str(exc) else str(exc)
-            raise _Failed(f"line {line}: {reason}") from None
+            raise CommandError(f"line {line}: {reason}") from None
         except ValidationError as exc:
-            raise _Failed(
+            raise CommandError(
                 f"{exc}; nothing of its batch was written ({committed[0]} earlier record(s) "
                 "were committed)"
             ) from None
         finally:
             if bar_cm is not None:
                 bar_cm.__exit__(None, None, None)
+        # a large namespace gets its ANN index now, not in the first search's background
+        namespaces = {namespace} if namespace is not None else set(memory.namespaces())
+        indexed = [m for ns in sorted(namespaces, key=str) if (m := memory.maintain_index(ns))]
     if as_json:
-        _echo_json(report.to_dict())
+        echo_json({**report.to_dict(), "ann_indexed": sum(m.count for m in indexed)})
     else:
         d = report.to_dict()
         click.echo(
@@ -268,14 +241,14 @@ def _print_hits(result: SearchResult, *, indent: str = "") -> None:
 
 @click.command(context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
 @click.argument("query")
-@_db_options
+@store_options
 @click.option("--limit", "-k", type=click.IntRange(min=1), default=10, show_default=True)
 @click.option("--namespace", "-n", default=None)
 @click.option("--rerank", default=None, help="Reranker name ('none' for the coarse order).")
 @click.option("--pool", type=click.IntRange(1, 200), default=None, help="Coarse pool size.")
 @click.option("--on-error", type=click.Choice(["raise", "coarse"]), default=None)
 @click.option("--trace", is_flag=True, help="Also print the search trace.")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@json_option
 @click.pass_context
 def search(
     ctx: click.Context,
@@ -291,28 +264,25 @@ def search(
     as_json: bool,
 ) -> None:
     """Search memories; optionally rerank (--rerank NAME --NAME-OPTION VALUE ...)."""
-    with _open(db, config_file, create=False) as memory:
+    with open_store(db, config_file, create=False) as memory:
         chosen = memory.config.search.reranker if rerank is None else rerank
         if chosen in ("none", ""):
             chosen = None
         options = parse_component_options(list(ctx.args), chosen)
-        try:
-            result = memory.search(
-                query,
-                limit,
-                namespace=namespace,
-                reranker=chosen,
-                reranker_options=options or None,
-                pool=pool,
-                on_error=on_error,
-            )
-        except RankseamError as exc:
-            raise _Failed(str(exc)) from None
+        result = memory.search(
+            query,
+            limit,
+            namespace=namespace,
+            reranker=chosen,
+            reranker_options=options or None,
+            pool=pool,
+            on_error=on_error,
+        )
     if as_json:
         out = result.to_dict()
         if not trace:
             out.pop("trace")
-        _echo_json(out)
+        echo_json(out)
         return
     _print_hits(result)
     if trace:
@@ -324,23 +294,20 @@ def search(
 
 
 @click.command()
-@_db_options
+@store_options
 def stats(db: str | None, config_file: str | None) -> None:
     """Print store statistics as JSON."""
-    with _open(db, config_file, create=False) as memory:
-        _echo_json(memory.stats())
+    with open_store(db, config_file, create=False) as memory:
+        echo_json(memory.stats())
 
 
 @click.command()
-@_db_options
+@store_options
 @click.option("--embedder", default=None, help="Embedder name (default: the configured one).")
 def reembed(db: str | None, config_file: str | None, embedder: str | None) -> None:
     """Embed every live memory that lacks a vector in an embedder's space."""
-    with _open(db, config_file, create=False) as memory:
-        try:
-            report = memory.reembed(embedder)
-        except RankseamError as exc:
-            raise _Failed(str(exc)) from None
+    with open_store(db, config_file, create=False) as memory:
+        report = memory.reembed(embedder)
     click.echo(f"embedded {report.embedded} memories into {report.space} in {report.seconds:.2f} s")
     if embedder and embedder != memory.config.embedder:
         click.echo(
@@ -380,7 +347,7 @@ def demo(db: str | None, limit: int) -> None:
     """Build a store from the demo corpus and search it with and without reranking."""
     with tempfile.TemporaryDirectory(prefix="rankseam-demo-") as tmp:
         path = db or str(Path(tmp) / "demo.sqlite3")
-        with _open(path, None, namespace=DEMO_NAMESPACE, reranker=None) as memory:
+        with open_store(path, None, namespace=DEMO_NAMESPACE, reranker=None) as memory:
             report = memory.ingest(demo_records())
             click.echo(
                 f"demo store: {path}\n{report.records} memories ingested "

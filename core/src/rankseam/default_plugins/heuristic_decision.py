@@ -29,6 +29,7 @@ from rankseam.plugin import (
     DecisionResult,
     check_options,
     hookimpl,
+    is_int,
     is_real,
 )
 from rankseam.types import Usage
@@ -143,7 +144,7 @@ def _factory(options: Mapping[str, Any], context: object) -> HeuristicDecisionBa
             f"({yes}); coverage between them abstains"
         )
     min_terms = options.get("min_terms", 3)
-    if isinstance(min_terms, bool) or not isinstance(min_terms, int) or min_terms < 1:
+    if not is_int(min_terms) or min_terms < 1:
         raise ConfigurationError(
             f"decision backend 'heuristic': min_terms must be an integer >= 1, got {min_terms!r}"
         )

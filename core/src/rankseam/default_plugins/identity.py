@@ -14,6 +14,7 @@ class IdentityReranker:
     descriptor: Mapping[str, Any] = {"name": "identity"}
     deterministic = True
     needs_embeddings = False
+    needs_event_loop = False  # never suspends: a synchronous search runs it inline
 
     async def rerank(
         self, query: str, candidates: Sequence[Candidate], limit: int, /

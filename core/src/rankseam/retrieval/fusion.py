@@ -113,9 +113,6 @@ class ChannelList:
     admits: bool
     items: tuple[tuple[int, float], ...] = attrs.field(converter=_items)
     spec: ScoreSpec = UNDECLARED
-    #: Scores of admitted memories this channel did not return itself (an admitting source's
-    #: ``score_admitted``): they count in the fused score, never in admission or matched_by.
-    extra: tuple[tuple[int, float], ...] = attrs.field(default=(), converter=_items)
 
 
 class Fused(NamedTuple):
@@ -185,9 +182,6 @@ def fuse(
     total = 0.0
     for ch in channels:
         items = [(k, s) for k, s in ch.items if k in admitted]
-        if ch.extra:
-            have = {k for k, _s in items}
-            items += [(k, s) for k, s in ch.extra if k in admitted and k not in have]
         for k, s in items:
             raw[k].setdefault(ch.name, s)
         if method == "rrf":

@@ -13,6 +13,7 @@ from rankseam.plugin import (
     ScoreSpec,
     SourceRequest,
     check_options,
+    is_real,
 )
 
 __all__ = ["VectorSource"]
@@ -31,18 +32,8 @@ class VectorSource:
     admits = True
     needs_query_vector = True
 
-    def __init__(self, *, min_score: float | None = None, complete: bool = False) -> None:
+    def __init__(self, *, min_score: float | None = None) -> None:
         self.min_score = min_score
-        self.complete = complete
-
-    def score_admitted(self, request: SourceRequest, /) -> Sequence[ScoredKey]:
-        """The cosine of every admitted memory (``request.admitted``), so that fusion compares
-        a memory the lexical channel found with its true cosine, not with 0."""
-        if not self.complete or request.query_vector is None or request.embedder is None:
-            return []
-        return request.reader.vector_scores(
-            request.namespace, request.embedder, request.query_vector, request.admitted
-        )
 
     def score_spec(self, embedder: EmbedderDescriptor | None, /) -> ScoreSpec:
         weight = None if embedder is None else embedder.fusion_weight
@@ -60,13 +51,8 @@ class VectorSource:
 
     @classmethod
     def from_options(cls, options: Mapping[str, Any]) -> VectorSource:
-        check_options("candidate source 'vector'", options, ["min_score", "complete"])
-        complete = options.get("complete", False)
-        if not isinstance(complete, bool):
-            raise ConfigurationError(
-                f"[sources.vector] complete must be true or false, got {complete!r}"
-            )
+        check_options("candidate source 'vector'", options, ["min_score"])
         value = options.get("min_score")
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
+        if value is not None and not is_real(value):
             raise ConfigurationError(f"[sources.vector] min_score must be a number, got {value!r}")
-        return cls(min_score=None if value is None else float(value), complete=complete)
+        return cls(min_score=None if value is None else float(value))

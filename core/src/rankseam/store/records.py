@@ -7,13 +7,13 @@ import json
 import math
 from collections.abc import Mapping
 from datetime import datetime
-from types import MappingProxyType
 from typing import Any
 
 import attrs
 
+from rankseam.checks import is_real
 from rankseam.errors import ValidationError
-from rankseam.types import MemoryRef
+from rankseam.types import MemoryRef, frozen_mapping
 
 __all__ = [
     "MAX_ID_CHARS",
@@ -33,10 +33,6 @@ MAX_TEXT_CHARS = 1_000_000
 MAX_ID_CHARS = 512
 
 
-def _frozen(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
-    return MappingProxyType(dict(value or {}))
-
-
 @attrs.frozen
 class StoredMemory:
     """One stored revision of a memory, exactly as it was written.
@@ -48,7 +44,7 @@ class StoredMemory:
     ref: MemoryRef
     text: str
     importance: float
-    metadata: Mapping[str, Any] = attrs.field(factory=dict, converter=_frozen, eq=False)
+    metadata: Mapping[str, Any] = attrs.field(factory=dict, converter=frozen_mapping, eq=False)
     created_at: float = 0.0
     content_hash: str = ""
     deleted: bool = False
@@ -111,7 +107,7 @@ def check_text(value: object) -> str:
 
 
 def check_importance(value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float):
+    if not is_real(value):
         raise ValidationError(f"importance must be a number in [0, 1], got {value!r}")
     out = float(value)
     if not math.isfinite(out) or not 0.0 <= out <= 1.0:

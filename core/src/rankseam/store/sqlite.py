@@ -31,8 +31,12 @@ import numpy as np
 
 from rankseam.embedding import EmbedderDescriptor
 from rankseam.errors import ConfigurationError, ValidationError
+from rankseam.store import ann as ann_module
+from rankseam.store.ann import AnnIndexes, AnnManifest
+from rankseam.store.bulk import BulkReader, BulkWriter
 from rankseam.store.records import MemoryNotFoundError, StoredMemory
-from rankseam.store.schema import SCHEMA_VERSION, ensure_schema
+from rankseam.store.rows import bump, retire
+from rankseam.store.schema import PAGE_SIZE, SCHEMA_VERSION, ensure_schema
 from rankseam.store.vectors import VectorCache, decode_vectors, encode_vector, top_k
 from rankseam.types import MemoryRef
 
@@ -138,48 +142,35 @@ class StoreReader:
         )
 
     def document_frequency(self, term: str, cap: int) -> int:
-        """How many live revisions contain ``term`` (an FTS5 string), counted up to ``cap``."""
+        """How many live revisions match ``term``, counted up to ``cap``. Like the ``match`` of
+        :meth:`lexical`, ``term`` is FTS5 query text the lexical channel built (one quoted
+        term)."""
         return self._store.cached_count(
             ("df", self.write_version(), term, cap),
             lambda: int(
                 self._conn.execute(
                     "SELECT count(*) FROM (SELECT 1 FROM fts WHERE fts MATCH ? LIMIT ?)",
-                    ('"' + term.replace('"', '""') + '"', cap),
+                    (term, cap),
                 ).fetchone()[0]
             ),
         )
 
     def vector(
-        self, namespace: str, descriptor: EmbedderDescriptor, query: np.ndarray, k: int
+        self,
+        namespace: str,
+        descriptor: EmbedderDescriptor,
+        query: np.ndarray,
+        k: int,
+        *,
+        exact: bool = False,
     ) -> list[tuple[int, float]]:
         """Cosine (dot product of L2-normalised vectors) over the namespace's live vectors of
-        ``descriptor``'s space only."""
-        scored = self._cosines(namespace, descriptor, query)
-        return [] if scored is None else top_k(scored[0], scored[1], k)
+        ``descriptor``'s space only: the best ``k`` ``(rid, score)``, ties by rid.
 
-    def vector_scores(
-        self, namespace: str, descriptor: EmbedderDescriptor, query: np.ndarray, rids: Sequence[int]
-    ) -> list[tuple[int, float]]:
-        """The cosine of each of ``rids`` that has a live vector of ``descriptor``'s space
-        (the others are left out), in the order of ``rids``."""
-        scored = self._cosines(namespace, descriptor, query)
-        if scored is None or not rids:
-            return []
-        scores, all_rids = scored
-        wanted = np.asarray(rids, dtype=np.int64)
-        rows = np.flatnonzero(np.isin(all_rids, wanted))
-        found = {int(all_rids[i]): float(scores[i]) for i in rows if scores[i] != -np.inf}
-        return [(rid, found[rid]) for rid in rids if rid in found]
-
-    def _cosines(
-        self, namespace: str, descriptor: EmbedderDescriptor, query: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray] | None:
+        A namespace × space with an ANN index (:mod:`rankseam.store.ann`) is searched through
+        it plus an exact pass over the revisions written since it was built; every score is
+        computed from the stored vector either way. ``exact=True`` compares every vector."""
         version, epoch = self._versions(namespace)
-        entry = self._store.vector_cache.get(
-            self._conn, namespace, descriptor.key, descriptor.dimensions, version, epoch
-        )
-        if entry.matrix.shape[0] == 0:
-            return None
         q = np.asarray(query, dtype=np.float32).reshape(-1)
         if q.shape[0] != descriptor.dimensions:
             raise ValidationError(
@@ -189,11 +180,77 @@ class StoreReader:
         if descriptor.normalization != "l2":
             norm = float(np.linalg.norm(q))
             q = q / norm if norm > 0 else q
-        scores = entry.scores(q)
+        ann = None if exact else self._store.ann
+        base = None if ann is None else ann.base(namespace, descriptor.key)
+        if base is not None and (
+            base.manifest.epoch != epoch
+            or base.manifest.dims != descriptor.dimensions
+            or base.manifest.version > version
+        ):
+            base = None  # vectors were rewritten since (reembed), or a newer snapshot's index
+        entry = self._store.vector_cache.get(
+            self._conn,
+            namespace,
+            descriptor.key,
+            descriptor.dimensions,
+            version,
+            epoch,
+            min_rid=0 if base is None else base.manifest.max_rid,
+        )
+        rids, scores = entry.rids, self._scores(entry.matrix, q, descriptor)
+        if entry.alive is not None:
+            scores = np.where(entry.alive, scores, -np.inf).astype(np.float32)
+        retired = 0
+        if base is not None and ann is not None:
+            gone = self._retired(namespace, base.manifest.version, base.manifest.max_rid)
+            retired = int(gone.size)
+            keys = ann.search(base, q, k, min(retired, ann_module.MAX_RETIRED))
+            if gone.size:
+                keys = keys[~np.isin(keys, gone)]
+            # exact scores from the stored vectors (a key without one in this snapshot drops)
+            found = self._store.vectors_of(keys.tolist(), descriptor)
+            if isinstance(found, np.ndarray):
+                matrix, kept = found, keys
+            else:
+                have = [i for i, v in enumerate(found) if v is not None]
+                kept = keys[have]
+                matrix = np.stack([v for v in found if v is not None]) if have else np.zeros((0, 0))
+            if kept.size:
+                rids = np.concatenate([rids, kept])
+                scores = np.concatenate([scores, self._scores(matrix, q, descriptor)])
+        if ann is not None and ann.needs_maintenance(
+            base, entry.rids.shape[0], 0 if base is None else entry.rids.shape[0], retired
+        ):
+            self._store.schedule_ann(namespace, descriptor)
+        return top_k(scores, rids, k)
+
+    @staticmethod
+    def _scores(matrix: np.ndarray, q: np.ndarray, descriptor: EmbedderDescriptor) -> np.ndarray:
+        if matrix.shape[0] == 0:
+            return np.zeros(0, dtype=np.float32)
+        scores = matrix @ q
         if descriptor.normalization != "l2":
-            norms = np.linalg.norm(entry.matrix, axis=1)
+            norms = np.linalg.norm(matrix, axis=1)
             scores = np.divide(scores, norms, out=np.zeros_like(scores), where=norms > 0)
-        return scores, entry.rids
+        return scores
+
+    def _retired(self, namespace: str, since: int, max_rid: int) -> np.ndarray:
+        """Revisions up to ``max_rid`` retired after version ``since`` (in this snapshot)."""
+        key = ("retired", namespace, since, max_rid, self.namespace_version(namespace))
+        return self._store.cached_array(
+            key,
+            lambda: np.fromiter(
+                (
+                    r
+                    for (r,) in self._conn.execute(
+                        "SELECT rid FROM revisions WHERE namespace = ? AND retired_version > ? "
+                        "AND rid <= ?",
+                        (namespace, since, max_rid),
+                    )
+                ),
+                dtype=np.int64,
+            ),
+        )
 
     def importance(self, rids: Sequence[int]) -> dict[int, float]:
         out: dict[int, float] = {}
@@ -258,8 +315,16 @@ class SQLiteStore:
     """The embedded store in one SQLite file. Thread-safe; one connection per thread."""
 
     def __init__(
-        self, path: str | os.PathLike[str], *, tokenizer: str = "porter", timeout_s: float = 30.0
+        self,
+        path: str | os.PathLike[str],
+        *,
+        tokenizer: str = "porter",
+        timeout_s: float = 30.0,
+        ann: bool | int = True,
     ) -> None:
+        """``ann``: search namespaces × spaces of at least
+        :data:`~rankseam.store.ann.MIN_VECTORS` vectors through an ANN index (True), of at
+        least that many (an integer), or never (False)."""
         self._tempdir: str | None = None
         if str(path) == ":memory:":
             # Per-thread connections cannot share an in-memory database: use a private temp
@@ -273,6 +338,12 @@ class SQLiteStore:
         self._conns_lock = threading.Lock()
         self._closed = False
         self.vector_cache = VectorCache()
+        self.ann: AnnIndexes | None = None
+        if ann is not False:
+            self.ann = AnnIndexes(
+                self.path, min_vectors=ann_module.MIN_VECTORS if ann is True else int(ann)
+            )
+        self._arrays: dict[tuple[Any, ...], np.ndarray] = {}
         self._memo: dict[tuple[Any, ...], int] = {}
         self._memo_lock = threading.Lock()
         try:
@@ -303,6 +374,48 @@ class SQLiteStore:
                 self._memo[key] = value
         return value
 
+    def cached_array(self, key: tuple[Any, ...], compute: Callable[[], np.ndarray]) -> np.ndarray:
+        value = self._arrays.get(key)
+        if value is None:
+            value = compute()
+            with self._memo_lock:
+                if len(self._arrays) > 64:
+                    self._arrays.clear()
+                self._arrays[key] = value
+        return value
+
+    # -- the ANN index ---------------------------------------------------------------------
+
+    def maintain_ann(
+        self, namespace: str, descriptor: EmbedderDescriptor, *, force: bool = False
+    ) -> AnnManifest | None:
+        """Bring the ANN index of ``namespace`` × ``descriptor``'s space up to date now, on a
+        private connection (:meth:`rankseam.store.ann.AnnIndexes.maintain`)."""
+        if self.ann is None:
+            raise ConfigurationError(
+                f"the store {self.path!r} was opened without an ANN index (ann=False)"
+            )
+        conn = sqlite3.connect(self.path, timeout=self._timeout_s, isolation_level=None)
+        try:
+            conn.execute(f"PRAGMA busy_timeout={int(self._timeout_s * 1000)}")
+            return self.ann.maintain(
+                conn,
+                namespace,
+                descriptor.key,
+                descriptor.dimensions,
+                descriptor.normalization == "l2",
+                force=force,
+            )
+        finally:
+            conn.close()
+
+    def schedule_ann(self, namespace: str, descriptor: EmbedderDescriptor) -> None:
+        """:meth:`maintain_ann` in a background thread (one at a time per index)."""
+        if self.ann is not None:
+            self.ann.schedule(
+                namespace, descriptor.key, lambda: self.maintain_ann(namespace, descriptor)
+            )
+
     # -- connections -----------------------------------------------------------------------
 
     def _conn(self) -> sqlite3.Connection:
@@ -314,6 +427,7 @@ class SQLiteStore:
         conn = sqlite3.connect(
             self.path, timeout=self._timeout_s, isolation_level=None, check_same_thread=False
         )
+        conn.execute(f"PRAGMA page_size={PAGE_SIZE}")  # a new file only; before WAL
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=NORMAL")
         conn.execute(f"PRAGMA busy_timeout={int(self._timeout_s * 1000)}")
@@ -323,6 +437,8 @@ class SQLiteStore:
         return conn
 
     def close(self) -> None:
+        if self.ann is not None:
+            self.ann.close()  # waits for background maintenance
         self._closed = True
         with self._conns_lock:
             conns, self._conns = self._conns, []
@@ -349,24 +465,36 @@ class SQLiteStore:
         conn.execute("COMMIT")
 
     @contextmanager
-    def read(self) -> Iterator[StoreReader]:
-        """One short read transaction (a consistent snapshot); never held while reranking."""
+    def _read(self) -> Iterator[sqlite3.Connection]:
         conn = self._conn()
         conn.execute("BEGIN")
         try:
-            yield StoreReader(self, conn)
+            yield conn
         finally:
             conn.execute("COMMIT")
 
-    # -- writes ----------------------------------------------------------------------------
+    @contextmanager
+    def read(self) -> Iterator[StoreReader]:
+        """One short read transaction (a consistent snapshot); never held while reranking."""
+        with self._read() as conn:
+            yield StoreReader(self, conn)
 
-    @staticmethod
-    def _bump(conn: sqlite3.Connection, namespace: str) -> None:
-        conn.execute(
-            "INSERT INTO namespaces(name, version) VALUES (?, 1) "
-            "ON CONFLICT(name) DO UPDATE SET version = version + 1",
-            (namespace,),
-        )
+    @contextmanager
+    def bulk_read(self) -> Iterator[BulkReader]:
+        """The whole store in one read transaction (what an export reads); writers carry on."""
+        with self._read() as conn:
+            yield BulkReader(conn)
+
+    @contextmanager
+    def bulk_write(self) -> Iterator[BulkWriter]:
+        """One write transaction for bulk rows (what an import writes): all or nothing. Every
+        namespace written to gets a new version and vector epoch when it commits."""
+        with self._write() as conn:
+            writer = BulkWriter(conn)
+            yield writer
+            writer.finish()
+
+    # -- writes ----------------------------------------------------------------------------
 
     @staticmethod
     def _insert(
@@ -407,19 +535,6 @@ class SQLiteStore:
         )
         return rid
 
-    @staticmethod
-    def _retire(conn: sqlite3.Connection, rid: int) -> None:
-        """Take a revision out of search (it stays readable by its ref)."""
-        ns, text = conn.execute(
-            "SELECT namespace, text FROM revisions WHERE rid = ?", (rid,)
-        ).fetchone()
-        row = conn.execute("SELECT version FROM namespaces WHERE name = ?", (ns,)).fetchone()
-        next_version = (row[0] if row else 0) + 1  # the version this transaction commits
-        conn.execute(
-            "UPDATE revisions SET live = 0, retired_version = ? WHERE rid = ?", (next_version, rid)
-        )
-        conn.execute("INSERT INTO fts(fts, rowid, text) VALUES ('delete', ?, ?)", (rid, text))
-
     def register_space(self, descriptor: EmbedderDescriptor) -> None:
         with self._write() as conn:
             conn.execute(
@@ -447,7 +562,7 @@ class SQLiteStore:
                 rec.metadata or "{}",
                 space,
             )
-            self._bump(conn, rec.namespace)
+            bump(conn, rec.namespace)
         return MemoryRef(rec.namespace, rec.memory_id, revision)
 
     def _live_head(
@@ -472,38 +587,102 @@ class SQLiteStore:
             old_importance, old_meta = conn.execute(
                 "SELECT importance, metadata FROM revisions WHERE rid = ?", (rid,)
             ).fetchone()
-            self._retire(conn, rid)
+            retire(conn, rid)
             importance = old_importance if rec.importance is None else rec.importance
             self._insert(conn, rec, revision + 1, importance, rec.metadata or old_meta, space)
-            self._bump(conn, rec.namespace)
+            bump(conn, rec.namespace)
         return MemoryRef(rec.namespace, rec.memory_id, revision + 1)
 
     def delete(self, namespace: str, memory_id: str) -> MemoryRef:
         with self._write() as conn:
             rid, revision = self._live_head(conn, namespace, memory_id)
-            self._retire(conn, rid)
+            retire(conn, rid)
             conn.execute(
                 "UPDATE memories SET deleted = 1, deleted_at = ? "
                 "WHERE namespace = ? AND memory_id = ?",
                 (time.time(), namespace, memory_id),
             )
-            self._bump(conn, namespace)
+            bump(conn, namespace)
         return MemoryRef(namespace, memory_id, revision)
 
-    def write_batch(self, records: Sequence[PreparedRecord], *, space: str | None) -> BatchCounts:
+    _HEAD_CHUNK = 400  # identities per head lookup (2 parameters each)
+
+    def _heads(
+        self, conn: sqlite3.Connection, records: Sequence[PreparedRecord]
+    ) -> dict[tuple[str, str], tuple[Any, ...]]:
+        """The head of every memory of ``records`` that exists: ``(namespace, memory_id) ->
+        (head_rid, head_revision, deleted, content_hash, importance, metadata)``, read with one
+        statement per :attr:`_HEAD_CHUNK` identities through the memories' primary key."""
+        keys = list(dict.fromkeys((r.namespace, r.memory_id) for r in records))
+        out: dict[tuple[str, str], tuple[Any, ...]] = {}
+        for i in range(0, len(keys), self._HEAD_CHUNK):
+            chunk = keys[i : i + self._HEAD_CHUNK]
+            wanted = ", ".join("(?, ?)" for _ in chunk)
+            args = [value for key in chunk for value in key]
+            for ns, mid, *head in conn.execute(
+                f"WITH wanted(namespace, memory_id) AS (VALUES {wanted}) "
+                "SELECT m.namespace, m.memory_id, m.head_rid, m.head_revision, m.deleted, "
+                "r.content_hash, r.importance, r.metadata FROM wanted w CROSS JOIN memories m "
+                "ON m.namespace = w.namespace AND m.memory_id = w.memory_id "
+                "JOIN revisions r ON r.rid = m.head_rid",
+                args,
+            ):
+                out[(ns, mid)] = tuple(head)
+        return out
+
+    def write_batch(
+        self,
+        records: Sequence[PreparedRecord],
+        *,
+        space: str | None,
+        vectors: np.ndarray | None = None,
+    ) -> BatchCounts:
         """Write records in ONE transaction (all or nothing). A new id is added; a known id
-        gets a new revision when its text, importance or metadata changed, else nothing."""
+        gets a new revision when its text, importance or metadata changed, else nothing.
+        ``vectors``: one row per record (else each record's own ``vector``).
+
+        The heads of the batch's memories are read together, new rows get consecutive keys
+        after the highest one (the write lock is held), and revisions, FTS rows, vectors and
+        heads are inserted with one ``executemany`` each.
+        """
         added = updated = unchanged = 0
         refs: list[MemoryRef] = []
+        revision_rows: list[tuple[Any, ...]] = []
+        fts_rows: list[tuple[int, str]] = []
+        vector_rows: list[tuple[str, int, bytes]] = []
+        head_rows: list[tuple[str, str, int, int]] = []
+        pending: set[int] = set()
+
+        def flush(conn: sqlite3.Connection) -> None:
+            conn.executemany(
+                "INSERT INTO revisions(rid, namespace, memory_id, revision, text, importance, "
+                "metadata, created_at, content_hash, live) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 1)",
+                revision_rows,
+            )
+            conn.executemany("INSERT INTO fts(rowid, text) VALUES (?, ?)", fts_rows)
+            conn.executemany(
+                "INSERT INTO vectors(space, rid, vector) VALUES (?, ?, ?)", vector_rows
+            )
+            conn.executemany(
+                "INSERT INTO memories(namespace, memory_id, head_rid, head_revision, deleted, "
+                "deleted_at) VALUES (?, ?, ?, ?, 0, NULL) ON CONFLICT(namespace, memory_id) "
+                "DO UPDATE SET head_rid = excluded.head_rid, head_revision = "
+                "excluded.head_revision, deleted = 0, deleted_at = NULL",
+                head_rows,
+            )
+            for rows in (revision_rows, fts_rows, vector_rows, head_rows):
+                rows.clear()
+            pending.clear()
+
         with self._write() as conn:
             touched: set[str] = set()
-            for rec in records:
-                head = conn.execute(
-                    "SELECT m.head_rid, m.head_revision, m.deleted, r.content_hash, r.importance, "
-                    "r.metadata FROM memories m JOIN revisions r ON r.rid = m.head_rid "
-                    "WHERE m.namespace = ? AND m.memory_id = ?",
-                    (rec.namespace, rec.memory_id),
-                ).fetchone()
+            heads = self._heads(conn, records)
+            next_rid = int(
+                conn.execute("SELECT coalesce(max(rid), 0) FROM revisions").fetchone()[0]
+            )
+            for i, rec in enumerate(records):
+                key = (rec.namespace, rec.memory_id)
+                head = heads.get(key)
                 importance = rec.importance
                 metadata = rec.metadata
                 if head is None:
@@ -523,21 +702,39 @@ class SQLiteStore:
                         refs.append(MemoryRef(rec.namespace, rec.memory_id, rev))
                         continue
                     if not deleted:
-                        self._retire(conn, rid)
+                        if rid in pending:  # written earlier in this batch
+                            flush(conn)
+                        retire(conn, rid)
                     revision = rev + 1
                     updated += 1
-                self._insert(
-                    conn,
-                    rec,
-                    revision,
-                    0.5 if importance is None else importance,
-                    metadata or "{}",
-                    space,
+                importance = 0.5 if importance is None else importance
+                metadata = metadata or "{}"
+                next_rid += 1
+                revision_rows.append(
+                    (
+                        next_rid,
+                        rec.namespace,
+                        rec.memory_id,
+                        revision,
+                        rec.text,
+                        importance,
+                        metadata,
+                        rec.created_at,
+                        rec.content_hash,
+                    )
                 )
+                fts_rows.append((next_rid, rec.text))
+                vector = rec.vector if vectors is None else vectors[i]
+                if vector is not None and space is not None:
+                    vector_rows.append((space, next_rid, encode_vector(vector)))
+                head_rows.append((rec.namespace, rec.memory_id, next_rid, revision))
+                heads[key] = (next_rid, revision, 0, rec.content_hash, importance, metadata)
+                pending.add(next_rid)
                 refs.append(MemoryRef(rec.namespace, rec.memory_id, revision))
                 touched.add(rec.namespace)
+            flush(conn)
             for ns in sorted(touched):
-                self._bump(conn, ns)
+                bump(conn, ns)
         return BatchCounts(added, updated, unchanged, tuple(refs))
 
     def put_vectors(self, items: Sequence[tuple[int, str, np.ndarray]], *, space: str) -> None:
@@ -548,10 +745,7 @@ class SQLiteStore:
                 [(space, rid, encode_vector(vec)) for rid, _ns, vec in items],
             )
             for ns in sorted({ns for _rid, ns, _vec in items}):
-                self._bump(conn, ns)
-                conn.execute(
-                    "UPDATE namespaces SET vector_epoch = vector_epoch + 1 WHERE name = ?", (ns,)
-                )
+                bump(conn, ns, vectors=True)
 
     # -- reads -----------------------------------------------------------------------------
 
@@ -690,9 +884,7 @@ class SQLiteStore:
         return [r[0] for r in rows]
 
     def stats(self, space: str | None = None) -> dict[str, Any]:
-        conn = self._conn()
-        conn.execute("BEGIN")
-        try:
+        with self._read() as conn:
             per_ns: dict[str, dict[str, int]] = {}
             for ns, live, deleted in conn.execute(
                 "SELECT namespace, sum(deleted = 0), sum(deleted = 1) FROM memories "
@@ -710,8 +902,6 @@ class SQLiteStore:
                 "WHERE r.live = 1 GROUP BY v.space"
             ):
                 spaces[key] = int(n)
-        finally:
-            conn.execute("COMMIT")
         size = sum(os.path.getsize(p) for p in (self.path, self.path + "-wal") if os.path.exists(p))
         return {
             "path": self.path,

@@ -122,7 +122,7 @@ class VectorCache:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._entries: dict[tuple[str, str], VectorMatrix] = {}
+        self._entries: dict[tuple[str, str, int], VectorMatrix] = {}
 
     def get(
         self,
@@ -132,8 +132,11 @@ class VectorCache:
         dims: int,
         version: int,
         epoch: int,
+        min_rid: int = 0,
     ) -> VectorMatrix:
-        key = (namespace, space)
+        """The live vectors of ``namespace`` in ``space`` at ``version``; with ``min_rid``
+        only those of revisions after it (the delta of an ANN index)."""
+        key = (namespace, space, min_rid)
         entry = self._entries.get(key)
         if entry is not None and entry.version == version and entry.epoch == epoch:
             return entry
@@ -142,10 +145,12 @@ class VectorCache:
             if entry is not None and entry.version == version and entry.epoch == epoch:
                 return entry
             if entry is not None and entry.epoch == epoch and entry.version < version:
-                fresh = self._refresh(conn, entry, namespace, space, dims, version)
+                fresh = self._refresh(conn, entry, namespace, space, dims, version, min_rid)
             else:
-                fresh = self._load(conn, namespace, space, dims, version, epoch)
+                fresh = self._load(conn, namespace, space, dims, version, epoch, min_rid)
             if entry is None or (entry.epoch, entry.version) <= (epoch, version):
+                for other in [k for k in self._entries if k[:2] == key[:2] and k != key]:
+                    del self._entries[other]  # a matrix for another ANN base is obsolete
                 self._entries[key] = fresh
             return fresh
 
@@ -181,7 +186,7 @@ class VectorCache:
 
     _WHERE = (
         "FROM revisions r JOIN vectors v ON v.space = ? AND v.rid = r.rid "
-        "WHERE r.namespace = ? AND r.live = 1 AND length(v.vector) = ?"
+        "WHERE r.namespace = ? AND r.live = 1 AND length(v.vector) = ? AND r.rid > ?"
     )
 
     def _load(
@@ -192,9 +197,10 @@ class VectorCache:
         dims: int,
         version: int,
         epoch: int,
+        min_rid: int,
     ) -> VectorMatrix:
         max_rid = self._max_rid(conn)
-        rids, matrix = self._rows(conn, self._WHERE, (space, namespace, dims * 4), dims)
+        rids, matrix = self._rows(conn, self._WHERE, (space, namespace, dims * 4, min_rid), dims)
         return VectorMatrix(version, epoch, max_rid, rids, matrix)
 
     def _refresh(
@@ -205,6 +211,7 @@ class VectorCache:
         space: str,
         dims: int,
         version: int,
+        min_rid: int,
     ) -> VectorMatrix:
         max_rid = self._max_rid(conn)
         retired = np.fromiter(
@@ -220,8 +227,8 @@ class VectorCache:
         )
         new_rids, new_matrix = self._rows(
             conn,
-            self._WHERE + " AND r.rid > ?",
-            (space, namespace, dims * 4, entry.max_rid),
+            self._WHERE,
+            (space, namespace, dims * 4, max(entry.max_rid, min_rid)),
             dims,
         )
         n, m = entry.rids.shape[0], new_rids.shape[0]

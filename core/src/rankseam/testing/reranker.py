@@ -21,7 +21,14 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from rankseam.seam import CandidateViews, as_async_reranker, make_candidates, rerank_pool
+from rankseam.checks import is_int
+from rankseam.seam import (
+    CandidateViews,
+    as_async_reranker,
+    make_candidates,
+    rerank_pool,
+    runs_inline,
+)
 from rankseam.testing.base import ContractBase
 from rankseam.types import Candidate, Hit, MemoryRef, RerankDecision, RerankStatus, Usage
 
@@ -96,7 +103,7 @@ class RerankerContract(ContractBase):
 
     def _assert_valid(self, decision: RerankDecision, n: int, limit: int) -> None:
         ranks = decision.selected_ranks
-        assert all(isinstance(r, int) and not isinstance(r, bool) for r in ranks), ranks
+        assert all(is_int(r) for r in ranks), ranks
         assert all(1 <= r <= n for r in ranks), f"rank outside 1..{n}: {ranks}"
         assert len(set(ranks)) == len(ranks), f"repeated rank: {ranks}"
         assert 1 <= len(ranks) <= min(limit, n), f"{len(ranks)} ranks for limit {limit}, n {n}"
@@ -202,6 +209,24 @@ class RerankerContract(ContractBase):
         assert isinstance(via_views, RerankDecision), f"rerank returned {type(via_views)}"
         via_tuple = self._decide(self.make_reranker(), tuple(views), 7)
         assert via_views.selected_ranks == via_tuple.selected_ranks
+
+    def test_runs_without_an_event_loop_when_declared(self) -> None:
+        reranker = self.make_reranker()
+        if getattr(reranker, "needs_event_loop", True) is not False:
+            import pytest
+
+            pytest.skip("the reranker does not declare needs_event_loop = False")
+        assert runs_inline(reranker), "needs_event_loop = False needs an async rerank"
+        coro = reranker.rerank(self.query, self._candidates(12, seed=3), 5)
+        try:
+            coro.send(None)
+        except StopIteration as done:
+            assert isinstance(done.value, RerankDecision)
+        else:
+            coro.close()
+            raise AssertionError(
+                "rerank suspended although the reranker declares needs_event_loop = False"
+            )
 
     def test_deterministic_when_declared(self) -> None:
         reranker = self.make_reranker()

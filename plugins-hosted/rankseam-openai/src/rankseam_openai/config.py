@@ -10,7 +10,6 @@ from __future__ import annotations
 import ipaddress
 import os
 from collections.abc import Mapping
-from types import MappingProxyType
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -18,6 +17,7 @@ import attrs
 
 from rankseam.errors import ConfigurationError
 from rankseam.plugin import check_options, is_int, is_real, resolve_env_refs
+from rankseam.types import frozen_mapping
 
 __all__ = [
     "DEFAULT_BASE_URL",
@@ -88,10 +88,6 @@ def public_url(url: str) -> str:
     return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
 
-def _frozen_headers(value: Mapping[str, Secret]) -> Mapping[str, Secret]:
-    return MappingProxyType(dict(value))
-
-
 @attrs.frozen
 class OpenAISettings:
     """Validated settings of one backend instance (see :func:`settings_from_options`)."""
@@ -99,7 +95,7 @@ class OpenAISettings:
     base_url: str
     model: str
     api_key: Secret | None = attrs.field(repr=False)
-    headers: Mapping[str, Secret] = attrs.field(repr=False, converter=_frozen_headers)
+    headers: Mapping[str, Secret] = attrs.field(repr=False, converter=frozen_mapping)
     timeout_s: float = 30.0
     deadline_s: float = 60.0
     max_attempts: int = 3

@@ -168,7 +168,7 @@ class DecisionReranker:
     ) -> None:
         if not keep:
             raise ValueError("keep must name at least one outcome")
-        if isinstance(window, bool) or not isinstance(window, int) or window < 1:
+        if not is_int(window) or window < 1:
             raise ValueError(f"window must be an integer >= 1, got {window!r}")
         if deadline_s is not None and not (math.isfinite(deadline_s) and deadline_s > 0):
             raise ValueError(f"deadline_s must be a finite number > 0 or None, got {deadline_s!r}")
@@ -195,7 +195,7 @@ class DecisionReranker:
         self, query: str, candidates: Sequence[Candidate], limit: int, /
     ) -> RerankDecision:
         candidates = tuple(candidates)
-        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        if not is_int(limit) or limit < 1:
             raise ValueError(f"limit must be an integer >= 1, got {limit!r}")
         n = len(candidates)
         if n == 0:

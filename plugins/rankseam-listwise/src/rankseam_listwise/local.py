@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from rankseam.errors import BackendUnavailableError, ConfigurationError
-from rankseam.plugin import GenerationRequest, GenerationResult, parse_output
+from rankseam.plugin import GenerationRequest, GenerationResult, is_int, parse_output
 from rankseam.types import Usage
 
 __all__ = ["LOCAL_POLICY_ID", "LocalGenerationBackend", "make_local_backend", "terms"]
@@ -70,7 +70,7 @@ class LocalGenerationBackend:
         candidates = data.get("candidates")
         if not isinstance(query, str):
             raise _refuse(request, "input.query is not a string")
-        if isinstance(max_results, bool) or not isinstance(max_results, int) or max_results < 0:
+        if not is_int(max_results) or max_results < 0:
             raise _refuse(request, "input.max_results is not a non-negative integer")
         if not isinstance(candidates, tuple) or not all(
             isinstance(c, Mapping)

@@ -209,6 +209,12 @@ class MMRReranker:
             out["query_embedder"] = self._query_space()
         return out
 
+    @property
+    def needs_event_loop(self) -> bool:
+        """Only ``query_cosine`` awaits (it embeds the query in a worker thread); otherwise a
+        synchronous search runs mmr inline."""
+        return self.options.relevance == "query_cosine"
+
     def _query_space(self) -> str | None:
         key = getattr(getattr(self.embedder, "descriptor", None), "key", None)
         return key if isinstance(key, str) else None

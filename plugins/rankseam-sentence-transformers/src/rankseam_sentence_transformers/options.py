@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from rankseam.errors import ConfigurationError
-from rankseam.plugin import check_options, is_real
+from rankseam.plugin import check_options, is_int, is_real
 from rankseam_sentence_transformers.model import DEFAULT_MODEL
 
 __all__ = ["MODEL_OPTIONS", "check_known", "fraction", "model_options"]
@@ -29,7 +29,7 @@ def model_options(where: str, options: Mapping[str, Any]) -> tuple[str, int, str
             f"{where}: model must be a local model directory or {DEFAULT_MODEL!r}, got {model!r}"
         )
     batch = options.get("batch_size", 32)
-    if isinstance(batch, bool) or not isinstance(batch, int) or not 1 <= batch <= 4096:
+    if not is_int(batch) or not 1 <= batch <= 4096:
         raise ConfigurationError(
             f"{where}: batch_size must be an integer in 1..4096, got {batch!r}; "
             "e.g. batch_size = 32"

@@ -30,7 +30,13 @@ from typing import Any
 import numpy as np
 
 from rankseam.errors import ConfigurationError
-from rankseam.plugin import RERANK_DECISION_KIND, DecisionOutcome, DecisionRequest, DecisionResult
+from rankseam.plugin import (
+    RERANK_DECISION_KIND,
+    DecisionOutcome,
+    DecisionRequest,
+    DecisionResult,
+    is_int,
+)
 from rankseam.types import Usage
 from rankseam_sentence_transformers.model import LoadedModel, ModelFiles, load_model, resolve_model
 from rankseam_sentence_transformers.options import (
@@ -163,7 +169,7 @@ class SimilarityDecisionBackend:
         check_known(_WHERE, options, SIMILARITY_OPTIONS)
         model, _batch_size, device = model_options(_WHERE, options)
         cache_size = options.get("cache_size", DEFAULT_CACHE_SIZE)
-        if isinstance(cache_size, bool) or not isinstance(cache_size, int) or cache_size < 2:
+        if not is_int(cache_size) or cache_size < 2:
             raise ConfigurationError(
                 f"{_WHERE}: cache_size must be an integer >= 2 (texts whose vectors are kept), "
                 f"got {cache_size!r}; e.g. cache_size = {DEFAULT_CACHE_SIZE}"

@@ -1,0 +1,59 @@
+"""What every command shares: the ``--db``/``--config``/``--json`` options, opening the store,
+printing reports, and how a failure ends a command (:class:`~rankseam.cli.CommandError`: one
+line, exit status 2; the ``rankseam`` group turns every rankseam error into one)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
+
+import click
+
+from rankseam.cli import CommandError
+from rankseam.memory import Memory, open_memory
+
+__all__ = ["CommandError", "echo_json", "echo_report", "json_option", "open_store", "store_options"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def store_options(fn: F) -> F:
+    """``--db PATH`` and ``--config FILE``: which store, and which rankseam.toml."""
+    fn = click.option(
+        "--config",
+        "config_file",
+        type=click.Path(dir_okay=False),
+        default=None,
+        help="A rankseam.toml configuration file.",
+    )(fn)
+    return click.option(
+        "--db",
+        type=click.Path(dir_okay=False),
+        default=None,
+        help="The store file (default: RANKSEAM_DB, else the platform data directory).",
+    )(fn)
+
+
+#: ``--json``: print the command's report as JSON.
+json_option = click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+
+
+def open_store(
+    db: str | None, config_file: str | None, *, create: bool = True, **overrides: Any
+) -> Memory:
+    """The store of ``--db``/``--config``; ``create=False`` for read-only commands."""
+    return open_memory(db, config_file=config_file, create=create, **overrides)
+
+
+def echo_json(value: Any) -> None:
+    click.echo(json.dumps(value, indent=2, ensure_ascii=False))
+
+
+def echo_report(value: Any, as_json: bool, lines: Iterable[str]) -> None:
+    """``value`` as JSON with ``--json``, else the human-readable ``lines``."""
+    if as_json:
+        echo_json(value)
+    else:
+        for line in lines:
+            click.echo(line)

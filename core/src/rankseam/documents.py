@@ -1,0 +1,266 @@
+"""Rerank texts the caller already has: :func:`open_reranker` and :class:`DocumentReranker`.
+
+A LangChain or LlamaIndex pipeline (or any caller) that already holds its documents can run an
+installed rankseam reranker over them through the same seam as :meth:`Memory.search`: the
+reranker sees read-only candidate views and answers with positions; the host validates them,
+resolves them back to the caller's documents and returns a trace. Nothing is stored.
+
+The input order is the coarse order. Each document becomes a :class:`~rankseam.types.Hit`
+whose ref is ``(namespace, id, 1)`` — ``id`` is the caller's id, or the document's 1-based
+position when none is given — so a caller maps hits back to its documents by ``memory_id``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from rankseam.compose import ComponentContext, Config
+from rankseam.embedding import Embedder
+from rankseam.errors import ConfigurationError, ValidationError
+from rankseam.seam import (
+    DEFAULT_MAX_CHARS,
+    MAX_POOL,
+    Reranker,
+    Vectors,
+    as_async_reranker,
+    rerank_pool,
+    trace_candidates,
+    validate_limit,
+    validate_on_error,
+)
+from rankseam.types import Hit, MemoryRef, SearchResult, SearchTrace
+
+__all__ = ["DocumentReranker", "open_reranker"]
+
+#: Namespace of the refs given to documents that come from outside a store.
+DOCUMENTS_NAMESPACE = "documents"
+
+
+def _config(
+    config: Config | Mapping[str, Any] | None, config_file: str | os.PathLike[str] | None
+) -> Config:
+    if config is not None and config_file is not None:
+        raise ConfigurationError("pass either config= or config_file=, not both")
+    if config_file is not None:
+        return Config.from_toml(config_file).with_env()
+    if isinstance(config, Config):
+        return config
+    if isinstance(config, Mapping):
+        return Config.from_mapping(config).with_env()
+    if config is None:
+        return Config().with_env()
+    raise ConfigurationError(
+        f"config must be a rankseam Config or a mapping, got {type(config).__name__}"
+    )
+
+
+def open_reranker(
+    reranker: str | Reranker,
+    *,
+    options: Mapping[str, Any] | None = None,
+    config: Config | Mapping[str, Any] | None = None,
+    config_file: str | os.PathLike[str] | None = None,
+    on_error: str | None = None,
+) -> DocumentReranker:
+    """Build the installed reranker ``reranker`` (e.g. ``"mmr"``) for texts you already have;
+    a reranker object (anything with ``policy_id`` and ``rerank``) is accepted too.
+
+    ``options`` override the configuration's ``[rerankers.NAME]`` table. ``on_error``:
+    ``"raise"`` (fail closed, the default) or ``"coarse"`` (return the input order marked
+    ``degraded``). A reranker that is not installed or cannot be built is a
+    :class:`~rankseam.errors.ConfigurationError` here, not at the first call.
+    """
+    cfg = _config(config, config_file)
+    context = ComponentContext(cfg)
+    chosen = validate_on_error(cfg.search.on_error if on_error is None else on_error)
+    if isinstance(reranker, str) and reranker:
+        merged = {**cfg.options("reranker", reranker), **(options or {})}
+        built = context.reranker(reranker, merged)
+        return DocumentReranker(reranker, built, context, chosen, cfg.search.max_chars)
+    if isinstance(reranker, str) or options:
+        raise ConfigurationError(
+            "reranker must be the name of an installed reranker, e.g. 'mmr' "
+            "(`rankseam plugins --options` lists them); options apply only to a name"
+        )
+    try:
+        built = as_async_reranker(reranker)
+    except TypeError as exc:
+        raise ConfigurationError(
+            f"reranker does not implement the Reranker protocol: {exc}"
+        ) from None
+    name = type(reranker).__name__
+    return DocumentReranker(name, built, context, chosen, cfg.search.max_chars)
+
+
+class DocumentReranker:
+    """One installed reranker, run over caller-supplied texts through the rerank seam.
+
+    Create it with :func:`open_reranker`. Thread-safe; holds no store.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        reranker: Reranker,
+        context: ComponentContext,
+        on_error: str,
+        max_chars: int = DEFAULT_MAX_CHARS,
+    ) -> None:
+        self._name = name
+        self._reranker = reranker
+        self._context = context
+        self._on_error = on_error
+        self._max_chars = max_chars
+
+    @property
+    def name(self) -> str:
+        """The reranker's registered name."""
+        return self._name
+
+    @property
+    def policy_id(self) -> str:
+        return str(getattr(self._reranker, "policy_id", self._name))
+
+    def __repr__(self) -> str:
+        return f"DocumentReranker({self._name!r}, policy_id={self.policy_id!r})"
+
+    def _embedder(self) -> Embedder:
+        return self._context.build("embedder", self._context.config.embedder)  # type: ignore[no-any-return]
+
+    def _pool(
+        self,
+        texts: Sequence[str],
+        ids: Sequence[str] | None,
+        scores: Sequence[float] | None,
+        namespace: str,
+    ) -> tuple[Hit, ...]:
+        if isinstance(texts, str) or not isinstance(texts, Sequence):
+            raise ValidationError("texts must be a sequence of strings (one per document)")
+        n = len(texts)
+        if n > MAX_POOL:
+            raise ValidationError(
+                f"{n} documents given; a reranker sees at most {MAX_POOL}; pass the best "
+                f"{MAX_POOL} (e.g. the retriever's top {MAX_POOL})"
+            )
+        for i, text in enumerate(texts):
+            if not isinstance(text, str):
+                raise ValidationError(
+                    f"document {i + 1}: text must be a string, got {type(text).__name__}"
+                )
+        if ids is None:
+            ids = [str(i + 1) for i in range(n)]
+        elif len(ids) != n or len(set(ids)) != n:
+            raise ValidationError(
+                f"ids must be {n} distinct strings, one per document (got {len(ids)}, "
+                f"{len(set(ids))} distinct)"
+            )
+        if scores is None:
+            # The input order is the coarse order: 1.0 for the first, falling evenly.
+            scores = [1.0 - i / n for i in range(n)]
+        elif len(scores) != n:
+            raise ValidationError(
+                f"scores must hold one number per document ({n}), got {len(scores)}"
+            )
+        pool = []
+        for i in range(n):
+            try:
+                ref = MemoryRef(namespace, str(ids[i]), 1)
+                pool.append(Hit(ref=ref, text=texts[i], score=scores[i]))
+            except (TypeError, ValueError) as exc:
+                raise ValidationError(f"document {i + 1}: {exc}") from None
+        return tuple(pool)
+
+    def _fetcher(
+        self, pool: tuple[Hit, ...], vectors: Sequence[Sequence[float]] | np.ndarray | None
+    ) -> Any:
+        def fetch(refs: Sequence[MemoryRef]) -> Vectors:
+            if vectors is not None:
+                matrix = np.asarray(vectors, dtype=np.float32)
+                if matrix.ndim != 2 or matrix.shape[0] != len(pool):
+                    raise ValidationError(
+                        f"vectors must be one row per document ({len(pool)} rows), got shape "
+                        f"{matrix.shape}"
+                    )
+                return matrix
+            embedder = self._embedder()
+            out = np.asarray(embedder.embed([h.text for h in pool]), dtype=np.float32)
+            return out
+
+        return fetch
+
+    async def arerank(
+        self,
+        query: str,
+        texts: Sequence[str],
+        limit: int | None = None,
+        *,
+        ids: Sequence[str] | None = None,
+        scores: Sequence[float] | None = None,
+        vectors: Sequence[Sequence[float]] | np.ndarray | None = None,
+        namespace: str = DOCUMENTS_NAMESPACE,
+    ) -> SearchResult:
+        """Rerank ``texts`` for ``query``; the result's hits are the selected documents, best
+        first (at most ``limit``, default all), and its trace says what the reranker did.
+
+        ``scores``: the caller's relevance per document (default: falling with position).
+        ``vectors``: one embedding per document for rerankers that use vectors (default: the
+        configured embedder embeds the texts when the reranker asks for vectors).
+        """
+        started = time.perf_counter()
+        if not isinstance(query, str) or not query.strip():
+            raise ValidationError("query must be a non-empty string")
+        pool = self._pool(texts, ids, scores, namespace)
+        k = len(pool) if limit is None else validate_limit(limit)
+        space = self._context.config.embedder if vectors is None else "caller"
+        hits, rerank_trace = await rerank_pool(
+            query,
+            pool,
+            max(k, 1),
+            self._reranker,
+            on_error=self._on_error,  # type: ignore[arg-type]
+            max_chars=self._max_chars,
+            fetch_vectors=self._fetcher(pool, vectors),
+            embedding_space=space,
+        )
+        trace = SearchTrace(
+            query=query,
+            namespace=namespace,
+            limit=max(k, 1),
+            pool_size=len(pool),
+            coarse=trace_candidates(pool),
+            rerank=rerank_trace,
+            latency_ms=(time.perf_counter() - started) * 1000.0,
+            channels=("caller",),
+        )
+        return SearchResult(hits, trace)
+
+    def rerank(
+        self,
+        query: str,
+        texts: Sequence[str],
+        limit: int | None = None,
+        *,
+        ids: Sequence[str] | None = None,
+        scores: Sequence[float] | None = None,
+        vectors: Sequence[Sequence[float]] | np.ndarray | None = None,
+        namespace: str = DOCUMENTS_NAMESPACE,
+    ) -> SearchResult:
+        """:meth:`arerank` for synchronous callers (safe inside a running event loop: it runs
+        on a fresh loop in a worker thread there)."""
+        coro = self.arerank(
+            query, texts, limit, ids=ids, scores=scores, vectors=vectors, namespace=namespace
+        )
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(coro)
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            return pool.submit(asyncio.run, coro).result()

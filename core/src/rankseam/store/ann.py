@@ -1,0 +1,417 @@
+"""The approximate nearest-neighbour (ANN) index of the vector channel, for large namespaces.
+
+One HNSW graph (usearch) per namespace × embedder space, in files next to the database
+(``<db>.ann/``). The database stays the only source of truth; the index only proposes
+candidates:
+
+- **Base + delta.** The persisted index (the *base*) holds the vectors of the revisions that
+  were live when it was built (its ``version``), up to its ``max_rid``. Revisions written
+  since (``rid > max_rid``) are searched exactly (the vector cache, restricted to them); the
+  ones retired since are filtered out (the ANN search over-fetches by their number). So a
+  write costs the index nothing, and a search always sees the reader's snapshot.
+- **Exact scores from the database.** Candidates of the graph are re-scored with their stored
+  float32 vectors of the searched space, read inside the search's read transaction: the
+  graph's own (half-precision) vectors never reach a result, so a stale or damaged index can
+  lose recall but never serve a wrong score, a retired revision or a vector of another space.
+- **Maintenance** (:meth:`AnnIndexes.maintain`) merges the delta into a new base: it loads
+  the base, adds the new vectors, removes the retired ones and saves a new file. A rebuild
+  from the database happens only when there is no usable base (first build, a reembed that
+  rewrote vectors, a missing or damaged file).
+- **Crash safety.** A new base is written to a temporary file, flushed, renamed, and only then
+  published by atomically replacing the small JSON manifest that names it. A process killed at
+  any moment leaves the old manifest and file (still valid) or the new ones; stray files are
+  removed by the next maintenance. A manifest whose file is missing, has the wrong size or
+  does not load is ignored: searches are exact until the index is rebuilt.
+- **Opening does not stall.** The base is memory-mapped (``view``), not read: opening a store
+  of a million memories and searching it touches only the pages a search visits.
+
+The index is used for a namespace × space once it holds at least ``min_vectors`` vectors
+(:data:`MIN_VECTORS`); below that the exact matrix-vector product is as fast and exact.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import sqlite3
+import threading
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import attrs
+import numpy as np
+
+from rankseam.errors import ConfigurationError
+
+__all__ = ["EXPANSION_SEARCH", "MIN_VECTORS", "AnnIndexes", "AnnManifest", "setting_from_env"]
+
+log = logging.getLogger("rankseam.store.ann")
+
+#: Namespaces × spaces with at least this many live vectors are searched through the index.
+MIN_VECTORS = 20_000
+#: HNSW parameters (chosen by measurement on LoCoMo-derived stores; docs/store.md).
+CONNECTIVITY = 16
+EXPANSION_ADD = 128
+EXPANSION_SEARCH = 512
+#: Stored precision of the graph's vectors (candidates are re-scored exactly).
+DTYPE = "f16"
+#: A base is merged with its delta once the delta holds this share of it (or MERGE_MIN rows).
+MERGE_SHARE = 0.05
+MERGE_MIN = 2_000
+#: At most this many retired revisions are filtered by over-fetching; beyond, searches are
+#: exact until maintenance has merged them.
+MAX_RETIRED = 20_000
+FORMAT = 1
+_STRAY_AGE_S = 600.0
+
+
+def setting_from_env(environ: Mapping[str, str] | None = None) -> bool | int:
+    """``RANKSEAM_ANN``: unset or ``auto`` = an index from :data:`MIN_VECTORS` vectors on;
+    ``off`` = never (always exact); an integer N = an index from N vectors on."""
+    value = (os.environ if environ is None else environ).get("RANKSEAM_ANN", "auto").strip()
+    if value.lower() in ("", "auto"):
+        return True
+    if value.lower() == "off":
+        return False
+    try:
+        threshold = int(value)
+    except ValueError:
+        threshold = 0
+    if threshold < 1:
+        raise ConfigurationError(
+            f"RANKSEAM_ANN={value!r}: use 'auto', 'off' or a number of vectors >= 1 from which "
+            "a namespace is searched through its ANN index"
+        )
+    return threshold
+
+
+@attrs.frozen
+class AnnManifest:
+    """What a base index file holds (the JSON manifest next to it)."""
+
+    namespace: str
+    space: str
+    dims: int
+    normalized: bool
+    epoch: int
+    version: int
+    max_rid: int
+    count: int
+    file: str
+    bytes: int
+    format: int = FORMAT
+
+    def to_dict(self) -> dict[str, Any]:
+        return attrs.asdict(self)
+
+
+def _slug(namespace: str, space: str) -> str:
+    return hashlib.sha256(f"{namespace}\x00{space}".encode()).hexdigest()[:24]
+
+
+@attrs.define(eq=False)
+class _Base:
+    manifest: AnnManifest
+    index: Any  # usearch.index.Index (memory-mapped view)
+    stamp: tuple[int, int]  # the manifest file's (mtime_ns, size) when loaded
+
+
+def _fsync_dir(folder: Path) -> None:
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:  # pragma: no cover - platforms without directory fds
+        return
+    try:
+        os.fsync(fd)
+    except OSError:  # pragma: no cover
+        pass
+    finally:
+        os.close(fd)
+
+
+class AnnIndexes:
+    """The ANN bases of one store (see the module docstring). Thread-safe."""
+
+    def __init__(self, db_path: str, *, min_vectors: int = MIN_VECTORS) -> None:
+        self.folder = Path(db_path + ".ann")
+        self.min_vectors = min_vectors
+        self._lock = threading.Lock()
+        self._bases: dict[tuple[str, str], _Base | None] = {}
+        self._maintaining: set[tuple[str, str]] = set()
+        self._threads: list[threading.Thread] = []
+        self._closed = False
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def _manifest_path(self, namespace: str, space: str) -> Path:
+        return self.folder / f"{_slug(namespace, space)}.json"
+
+    def base(self, namespace: str, space: str) -> _Base | None:
+        """The current base of ``namespace`` × ``space`` (reloaded when its manifest was
+        replaced), or ``None``."""
+        path = self._manifest_path(namespace, space)
+        try:
+            st = path.stat()
+        except OSError:
+            self._bases.pop((namespace, space), None)
+            return None
+        stamp = (st.st_mtime_ns, st.st_size)
+        cached = self._bases.get((namespace, space))
+        if cached is not None and cached.stamp == stamp:
+            return cached
+        with self._lock:
+            cached = self._bases.get((namespace, space))
+            if cached is not None and cached.stamp == stamp:
+                return cached
+            base = self._load(path, stamp, namespace, space)
+            self._bases[(namespace, space)] = base
+            return base
+
+    def _load(self, path: Path, stamp: tuple[int, int], namespace: str, space: str) -> _Base | None:
+        try:
+            manifest = AnnManifest(**json.loads(path.read_text()))
+            if manifest.format != FORMAT or (manifest.namespace, manifest.space) != (
+                namespace,
+                space,
+            ):
+                raise ValueError("the manifest names another index")
+            file = self.folder / manifest.file
+            if file.stat().st_size != manifest.bytes:
+                raise ValueError(
+                    f"{file.name} has {file.stat().st_size} bytes, not {manifest.bytes}"
+                )
+            from usearch.index import Index
+
+            index = Index.restore(str(file), view=True)
+            if index is None or len(index) != manifest.count or index.ndim != manifest.dims:
+                raise ValueError(f"{file.name} does not hold the {manifest.count} vectors listed")
+        except (OSError, ValueError, TypeError, RuntimeError, json.JSONDecodeError) as exc:
+            log.warning(
+                "ignoring the ANN index %s (%s); searches are exact until it is rebuilt",
+                path,
+                exc,
+                extra={"event": "ann.unusable"},
+            )
+            return None
+        return _Base(manifest, index, stamp)
+
+    def search(
+        self,
+        base: _Base,
+        query: np.ndarray,
+        k: int,
+        retired: int,
+    ) -> np.ndarray:
+        """Candidate row keys of the base for ``query`` (``k`` plus ``retired`` of them)."""
+        count = min(k + retired, base.manifest.count)
+        if count <= 0:
+            return np.zeros(0, dtype=np.int64)
+        base.index.expansion_search = max(EXPANSION_SEARCH, count)
+        matches = base.index.search(query, count, threads=1)
+        return np.asarray(matches.keys, dtype=np.int64)
+
+    # -- maintenance -----------------------------------------------------------------------
+
+    def needs_maintenance(self, base: _Base | None, live: int, delta: int, retired: int) -> bool:
+        if base is None:
+            return live >= self.min_vectors
+        limit = max(MERGE_MIN, int(base.manifest.count * MERGE_SHARE))
+        return delta + retired > limit
+
+    def schedule(self, namespace: str, space: str, work: Callable[[], object]) -> None:
+        """Run ``work`` (a :meth:`maintain` call) in a background thread, once at a time per
+        namespace × space."""
+        key = (namespace, space)
+        with self._lock:
+            if key in self._maintaining or self._closed:
+                return
+            self._maintaining.add(key)
+
+        def run() -> None:
+            try:
+                work()
+            except Exception:  # logged; searches stay exact or use the previous base
+                log.exception("ANN maintenance failed", extra={"event": "ann.maintain_failed"})
+            finally:
+                with self._lock:
+                    self._maintaining.discard(key)
+
+        thread = threading.Thread(target=run, name="rankseam-ann", daemon=True)
+        self._threads.append(thread)
+        thread.start()
+
+    def wait(self) -> None:
+        """Wait for background maintenance to finish."""
+        for thread in list(self._threads):
+            thread.join()
+        self._threads = [t for t in self._threads if t.is_alive()]
+
+    def close(self) -> None:
+        self._closed = True  # a running maintenance stops at its next chunk
+        self.wait()
+        with self._lock:
+            self._bases.clear()
+
+    def maintain(
+        self,
+        conn: sqlite3.Connection,
+        namespace: str,
+        space: str,
+        dims: int,
+        normalized: bool,
+        *,
+        force: bool = False,
+    ) -> AnnManifest | None:
+        """Bring the base of ``namespace`` × ``space`` up to the database's current state:
+        merge the delta into a new base (or build one from the database), save it and publish
+        it. ``conn`` must be a connection of this thread with no open transaction. Returns the
+        new manifest, or ``None`` when the namespace is too small for an index (unless
+        ``force``)."""
+        from usearch.index import Index
+
+        old = self.base(namespace, space)
+        conn.execute("BEGIN")
+        try:
+            row = conn.execute(
+                "SELECT version, vector_epoch FROM namespaces WHERE name = ?", (namespace,)
+            ).fetchone()
+            version, epoch = (int(row[0]), int(row[1])) if row else (0, 0)
+            max_rid = int(conn.execute("SELECT coalesce(max(rid), 0) FROM revisions").fetchone()[0])
+            usable = old is not None and old.manifest.epoch == epoch and old.manifest.dims == dims
+            if (
+                usable
+                and old is not None
+                and (old.manifest.version, old.manifest.max_rid)
+                == (
+                    version,
+                    max_rid,
+                )
+            ):
+                return old.manifest  # nothing was written since
+            if usable:
+                assert old is not None
+                index: Any = Index.restore(str(self.folder / old.manifest.file))  # a copy
+                if index is None:
+                    raise RuntimeError(f"cannot load the ANN index {old.manifest.file}")
+                retired = [
+                    r
+                    for (r,) in conn.execute(
+                        "SELECT rid FROM revisions WHERE namespace = ? AND retired_version > ? "
+                        "AND rid <= ?",
+                        (namespace, old.manifest.version, old.manifest.max_rid),
+                    )
+                ]
+                if retired:
+                    index.remove(np.asarray(retired, dtype=np.uint64))
+                since = old.manifest.max_rid
+            else:
+                index = Index(
+                    ndim=dims,
+                    metric="ip" if normalized else "cos",
+                    dtype=DTYPE,
+                    connectivity=CONNECTIVITY,
+                    expansion_add=EXPANSION_ADD,
+                    expansion_search=EXPANSION_SEARCH,
+                )
+                since = 0
+                if not force:
+                    live = conn.execute(
+                        "SELECT count(*) FROM revisions r JOIN vectors v ON v.space = ? AND "
+                        "v.rid = r.rid WHERE r.namespace = ? AND r.live = 1",
+                        (space, namespace),
+                    ).fetchone()[0]
+                    if live < self.min_vectors:
+                        return None
+            cur = conn.execute(
+                "SELECT r.rid, v.vector FROM revisions r JOIN vectors v ON v.space = ? AND "
+                "v.rid = r.rid WHERE r.namespace = ? AND r.live = 1 AND r.rid > ? "
+                "AND length(v.vector) = ? ORDER BY r.rid",
+                (space, namespace, since, dims * 4),
+            )
+            while True:
+                rows = cur.fetchmany(20_000)
+                if not rows:
+                    break
+                if self._closed:
+                    raise RuntimeError("the store was closed during ANN maintenance")
+                keys = np.fromiter((r for r, _v in rows), dtype=np.uint64, count=len(rows))
+                block = np.frombuffer(b"".join(v for _r, v in rows), dtype="<f4")
+                index.add(keys, block.reshape(len(rows), dims), threads=os.cpu_count() or 1)
+        finally:
+            conn.execute("COMMIT")
+        return self._publish(
+            index,
+            namespace,
+            space,
+            dims,
+            normalized,
+            epoch,
+            version,
+            max_rid,
+            None if old is None else old.manifest.file,
+        )
+
+    def _publish(
+        self,
+        index: Any,
+        namespace: str,
+        space: str,
+        dims: int,
+        normalized: bool,
+        epoch: int,
+        version: int,
+        max_rid: int,
+        replaced: str | None,
+    ) -> AnnManifest:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        slug = _slug(namespace, space)
+        name = f"{slug}.{uuid.uuid4().hex[:12]}.usearch"
+        tmp = self.folder / (name + ".tmp")
+        index.save(str(tmp))
+        with open(tmp, "rb+") as fh:
+            os.fsync(fh.fileno())
+        os.replace(tmp, self.folder / name)
+        manifest = AnnManifest(
+            namespace=namespace,
+            space=space,
+            dims=dims,
+            normalized=normalized,
+            epoch=epoch,
+            version=version,
+            max_rid=max_rid,
+            count=len(index),
+            file=name,
+            bytes=(self.folder / name).stat().st_size,
+        )
+        mtmp = self.folder / f"{slug}.json.tmp"
+        with open(mtmp, "w") as fh:
+            json.dump(manifest.to_dict(), fh)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(mtmp, self._manifest_path(namespace, space))
+        _fsync_dir(self.folder)
+        self._sweep(slug, keep=name, replaced=replaced)
+        log.info(
+            "ANN index saved",
+            extra={"event": "ann.saved", "vectors": manifest.count, "version": version},
+        )
+        return manifest
+
+    def _sweep(self, slug: str, keep: str, replaced: str | None) -> None:
+        """Remove the base this maintenance replaced, and files of this index that no
+        manifest names and that are old enough not to be another process's work in progress
+        (the leftovers of a killed maintenance)."""
+        now = time.time()
+        for path in self.folder.glob(f"{slug}.*.usearch*"):
+            if path.name == keep:
+                continue
+            try:
+                if path.name == replaced or now - path.stat().st_mtime > _STRAY_AGE_S:
+                    path.unlink()
+            except OSError:  # pragma: no cover - already gone, or mapped on Windows
+                pass

@@ -1,0 +1,86 @@
+"""The snapshot format: names, version, the snapshot id, checksums, and the error every
+snapshot operation raises. See docs/snapshots.md."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from rankseam.embedding import EmbedderDescriptor
+from rankseam.errors import ValidationError
+
+__all__ = [
+    "DATA_NAME",
+    "DATA_PATHS",
+    "FORMAT_NAME",
+    "FORMAT_VERSION",
+    "MANIFEST",
+    "MEMORY_KEYS",
+    "REVISION_KEYS",
+    "SnapshotError",
+    "canonical",
+    "descriptor_of",
+    "file_sha256",
+    "snapshot_id",
+]
+
+FORMAT_NAME = "rankseam-snapshot"
+FORMAT_VERSION = 1
+MANIFEST = "manifest.json"
+DATA_NAME = "memories.jsonl"
+#: The data file names a manifest may list, with their compression.
+DATA_PATHS = {DATA_NAME: None, DATA_NAME + ".gz": "gzip"}
+MEMORY_KEYS = frozenset({"namespace", "id", "deleted", "deleted_at", "revisions"})
+REVISION_KEYS = frozenset(
+    {"revision", "seq", "text", "importance", "metadata", "created_at", "content_hash", "vectors"}
+)
+#: Bytes per read when hashing or streaming a data file.
+CHUNK = 1 << 20
+
+
+class SnapshotError(ValidationError):
+    """A snapshot cannot be written, verified or imported. ``reason`` is a short machine-readable
+    cause: ``missing``, ``exists``, ``not_a_snapshot``, ``version``, ``manifest``, ``truncated``,
+    ``checksum``, ``content``, ``target_not_empty``, ``tokenizer``, ``store``."""
+
+    def __init__(self, message: str, *, reason: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+def canonical(value: Any) -> bytes:
+    """The canonical JSON of ``value`` (sorted keys, no spaces, UTF-8): what ids hash."""
+    return json.dumps(
+        value, sort_keys=True, ensure_ascii=False, separators=(",", ":"), allow_nan=False
+    ).encode("utf-8")
+
+
+def snapshot_id(manifest: Mapping[str, Any]) -> str:
+    """``sha256:`` over the manifest's covered fields and the content hash of every file."""
+    body = {key: manifest[key] for key in ("format", "format_version", "store", "spaces", "counts")}
+    body["content"] = sorted([f["name"], f["content_sha256"]] for f in manifest["files"])
+    return "sha256:" + hashlib.sha256(canonical(body)).hexdigest()
+
+
+def file_sha256(path: Path) -> tuple[str, int]:
+    """The sha256 and size of a file, read in chunks."""
+    digest = hashlib.sha256()
+    size = 0
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(CHUNK), b""):
+            digest.update(block)
+            size += len(block)
+    return digest.hexdigest(), size
+
+
+def descriptor_of(entry: Mapping[str, Any]) -> EmbedderDescriptor:
+    """The descriptor of a manifest's space entry (its key must match)."""
+    desc = entry["descriptor"]
+    fields = {k: desc[k] for k in ("name", "dimensions", "normalization", "revision")}
+    descriptor = EmbedderDescriptor(**fields)
+    if descriptor.key != entry["key"] or desc.get("key", descriptor.key) != descriptor.key:
+        raise ValueError(f"space key {entry['key']!r} does not match its descriptor")
+    return descriptor

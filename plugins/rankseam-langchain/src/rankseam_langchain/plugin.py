@@ -1,0 +1,5 @@
+"""The ``rankseam`` entry point: makes ``rankseam plugins`` list this integration.
+
+It implements no hook (the integration adds classes for LangChain, not components for
+rankseam) and imports nothing heavy, so it costs the ``rankseam`` command nothing.
+"""

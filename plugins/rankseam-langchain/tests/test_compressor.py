@@ -1,0 +1,118 @@
+"""RankseamCompressor against the real langchain-core, alone and inside LangChain's
+ContextualCompressionRetriever (langchain-classic); sync and async."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+from typing import Any
+
+import pytest
+from langchain_classic.retrievers import ContextualCompressionRetriever
+from langchain_core.documents import BaseDocumentCompressor, Document
+
+import rankseam
+from rankseam.types import RerankDecision
+from rankseam_langchain import RankseamCompressor, RankseamRetriever
+
+DOCS = [
+    Document("Dana's birthday dinner is on Friday at the Thai place", metadata={"src": "a"}),
+    Document(
+        "Dana's birthday dinner is Friday at the Thai place on Main St", metadata={"src": "b"}
+    ),
+    Document("Moved the weekly standup to 9:30", metadata={"src": "c"}),
+    Document("Bob's cat only eats salmon-flavoured food", metadata={"src": "d"}),
+]
+
+
+def test_is_a_langchain_document_compressor() -> None:
+    assert isinstance(RankseamCompressor(reranker="identity"), BaseDocumentCompressor)
+
+
+def test_runs_an_installed_reranker_and_never_touches_the_inputs() -> None:
+    before = copy.deepcopy(DOCS)
+    compressor = RankseamCompressor(reranker="mmr", options={"lambda": 0.0}, top_n=3)
+    out = compressor.compress_documents(DOCS, "dana's birthday dinner")
+    assert DOCS == before  # inputs unchanged
+    srcs = [d.metadata["src"] for d in out]
+    assert len(out) == 3 and srcs[0] == "a"
+    assert "b" not in srcs  # the near-duplicate is pushed out by pure diversity
+    for doc in out:
+        rerank = doc.metadata["rerank"]
+        assert DOCS[rerank["coarse_rank"] - 1].page_content == doc.page_content
+        assert rerank["trace"]["policy_id"] == "rankseam.rerank.mmr.v1"
+        assert rerank["trace"]["status"] == "ok"
+        assert rerank["trace"]["selected_ranks"] == [
+            d.metadata["rerank"]["coarse_rank"] for d in out
+        ]
+
+
+def test_identity_keeps_the_input_order_up_to_top_n() -> None:
+    out = RankseamCompressor(reranker="identity", top_n=2).compress_documents(DOCS, "dinner")
+    assert [d.page_content for d in out] == [d.page_content for d in DOCS[:2]]
+
+
+def test_async_matches_sync() -> None:
+    compressor = RankseamCompressor(reranker="mmr", options={"lambda": 0.3}, top_n=4)
+    sync = compressor.compress_documents(DOCS, "dinner friday")
+    async_out = asyncio.run(compressor.acompress_documents(DOCS, "dinner friday"))
+    assert [d.metadata["src"] for d in async_out] == [d.metadata["src"] for d in sync]
+
+
+def test_empty_input_calls_no_reranker() -> None:
+    assert RankseamCompressor(reranker="mmr").compress_documents([], "anything") == []
+
+
+class _Misbehaving:
+    """A third-party reranker that answers out-of-range and repeated ranks."""
+
+    policy_id = "test.misbehaving.v1"
+
+    def rerank(self, query: str, candidates: Any, limit: int) -> RerankDecision:
+        return RerankDecision(selected_ranks=(3, 3, 99, 0, 1))
+
+
+def test_the_seam_validates_the_rerankers_positions() -> None:
+    out = RankseamCompressor(reranker=_Misbehaving(), top_n=3).compress_documents(DOCS, "q")
+    assert [d.metadata["src"] for d in out] == ["c", "a"]
+    trace = out[0].metadata["rerank"]["trace"]
+    assert trace["status"] == "repaired"
+    assert trace["discarded_rank_count"] == 3
+
+
+class _Failing:
+    policy_id = "test.failing.v1"
+
+    def rerank(self, query: str, candidates: Any, limit: int) -> RerankDecision:
+        raise RuntimeError("backend down")
+
+
+def test_a_failing_reranker_fails_closed_or_visibly_degraded() -> None:
+    with pytest.raises(rankseam.RerankError, match="backend down"):
+        RankseamCompressor(reranker=_Failing()).compress_documents(DOCS, "q")
+    out = RankseamCompressor(reranker=_Failing(), on_error="coarse", top_n=2).compress_documents(
+        DOCS, "q"
+    )
+    assert [d.metadata["src"] for d in out] == ["a", "b"]
+    assert out[0].metadata["rerank"]["trace"]["status"] == "degraded"
+
+
+def test_an_unknown_reranker_fails_when_built() -> None:
+    with pytest.raises(rankseam.ConfigurationError, match="no reranker named 'nope'"):
+        RankseamCompressor(reranker="nope")
+
+
+def test_inside_a_contextual_compression_retriever(memory: rankseam.Memory) -> None:
+    pipeline = ContextualCompressionRetriever(
+        base_compressor=RankseamCompressor(reranker="mmr", options={"lambda": 0.0}, top_n=2),
+        base_retriever=RankseamRetriever(memory=memory, k=4),
+    )
+    docs = pipeline.invoke("dana's birthday dinner at the thai place")
+    assert len(docs) == 2
+    ids = [d.metadata["memory_id"] for d in docs]
+    assert len({"dinner-1", "dinner-2"} & set(ids)) == 1
+    for doc in docs:  # the retriever's citation survives the compressor
+        assert doc.metadata["revision"] == 1
+        assert doc.metadata["rerank"]["trace"]["policy_id"] == "rankseam.rerank.mmr.v1"
+    async_docs = asyncio.run(pipeline.ainvoke("dana's birthday dinner at the thai place"))
+    assert [d.metadata["memory_id"] for d in async_docs] == ids

@@ -1,0 +1,79 @@
+"""RankseamRetriever against the real langchain-core, over a real store."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from langchain_core.documents import Document
+from langchain_core.retrievers import BaseRetriever
+
+import rankseam
+from rankseam_langchain import RankseamRetriever
+
+
+def test_is_a_langchain_retriever(memory: rankseam.Memory) -> None:
+    assert isinstance(RankseamRetriever(memory=memory), BaseRetriever)
+
+
+def test_hits_become_documents_that_cite_the_stored_revision(memory: rankseam.Memory) -> None:
+    retriever = RankseamRetriever(memory=memory, k=2)
+    docs = retriever.invoke("when is dinner with dana?")
+    expected = memory.search("when is dinner with dana?", 2)
+    assert [d.page_content for d in docs] == [h.text for h in expected.hits]
+    for doc, hit in zip(docs, expected.hits, strict=True):
+        assert isinstance(doc, Document)
+        assert doc.id == hit.ref.memory_id
+        assert doc.metadata["namespace"] == hit.ref.namespace
+        assert doc.metadata["memory_id"] == hit.ref.memory_id
+        assert doc.metadata["revision"] == hit.ref.revision == 1
+        assert doc.metadata["score"] == pytest.approx(hit.score)
+        assert doc.metadata["memory_metadata"] == {"source": "test"}
+        assert doc.metadata["rerank_trace"] is None  # no reranker: the coarse order
+
+
+def test_an_updated_memory_cites_its_new_revision(memory: rankseam.Memory) -> None:
+    memory.update("standup", "Moved the weekly standup to 10:00")
+    docs = RankseamRetriever(memory=memory, k=1).invoke("weekly standup")
+    assert docs[0].metadata["memory_id"] == "standup"
+    assert docs[0].metadata["revision"] == 2
+    assert "10:00" in docs[0].page_content
+
+
+def test_a_reranker_by_name_and_its_trace(memory: rankseam.Memory) -> None:
+    retriever = RankseamRetriever(
+        memory=memory, k=2, reranker="mmr", reranker_options={"lambda": 0.0}
+    )
+    docs = retriever.invoke("dana's birthday dinner at the thai place")
+    trace = docs[0].metadata["rerank_trace"]
+    assert trace["policy_id"] == "rankseam.rerank.mmr.v1"
+    assert trace["status"] == "ok"
+    assert trace["descriptor"]["lambda"] == 0.0
+    # pure diversity keeps only one of the two near-duplicate dinner memories
+    ids = [d.metadata["memory_id"] for d in docs]
+    assert len({"dinner-1", "dinner-2"} & set(ids)) == 1
+
+
+def test_async_gives_the_same_documents(memory: rankseam.Memory) -> None:
+    retriever = RankseamRetriever(memory=memory, k=3, reranker="mmr")
+    sync = retriever.invoke("dinner friday")
+    async_docs = asyncio.run(retriever.ainvoke("dinner friday"))
+    assert [(d.id, d.metadata["revision"]) for d in async_docs] == [
+        (d.id, d.metadata["revision"]) for d in sync
+    ]
+
+
+def test_none_forces_the_coarse_order(tmp_path) -> None:
+    with rankseam.open_memory(tmp_path / "m.sqlite3", reranker="mmr") as mem:
+        mem.add("a note about lunch", memory_id="a")
+        configured = RankseamRetriever(memory=mem).invoke("lunch")
+        coarse = RankseamRetriever(memory=mem, reranker="none").invoke("lunch")
+    assert configured[0].metadata["rerank_trace"]["policy_id"] == "rankseam.rerank.mmr.v1"
+    assert coarse[0].metadata["rerank_trace"] is None
+
+
+def test_bad_input_is_a_clear_error(memory: rankseam.Memory) -> None:
+    with pytest.raises(rankseam.ValidationError, match="query is empty"):
+        RankseamRetriever(memory=memory).invoke("   ")
+    with pytest.raises(rankseam.ConfigurationError, match="no reranker named 'nope'"):
+        RankseamRetriever(memory=memory, reranker="nope").invoke("dinner")

@@ -1,0 +1,121 @@
+"""A LlamaIndex node postprocessor that runs an installed rankseam reranker."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from llama_index.core.bridge.pydantic import PrivateAttr
+from llama_index.core.postprocessor.types import BaseNodePostprocessor
+from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle
+
+from rankseam import DocumentReranker, open_reranker
+from rankseam.errors import ValidationError
+from rankseam.types import SearchResult
+
+__all__ = ["RankseamNodePostprocessor"]
+
+
+class RankseamNodePostprocessor(BaseNodePostprocessor):
+    """Rerank the nodes a pipeline already has with any installed rankseam reranker.
+
+    The nodes go through rankseam's rerank seam: the reranker sees read-only views of their
+    text (``MetadataMode.NONE``) and answers with positions only; rankseam validates the
+    positions (invalid or repeated ones are discarded and counted), maps them back to *your*
+    nodes and records a trace. The result holds copies of the selected nodes, best first, at
+    most ``top_n``, each with its input score; the inputs are never modified. Each copy's
+    metadata gains ``rerank`` — its input position (``coarse_rank``, 1-based), the reranker's
+    ``rerank_score`` (or ``None``) and the seam ``trace`` — kept out of the LLM's view.
+
+    When every input node has a score, those scores are the relevance the reranker sees;
+    otherwise the input order is. ``use_embeddings``: for rerankers that use vectors (mmr),
+    use the nodes' own ``embedding`` instead of embedding their text with the configured
+    embedder. ``on_error``: ``"raise"`` (default) or ``"coarse"`` (input order, ``degraded``).
+    """
+
+    reranker: Any
+    options: Mapping[str, Any] | None = None
+    top_n: int | None = 3
+    on_error: str | None = None
+    config_file: str | os.PathLike[str] | None = None
+    use_embeddings: bool = False
+
+    _built: DocumentReranker | None = PrivateAttr(default=None)
+
+    def model_post_init(self, context: Any, /) -> None:
+        # Build now: a reranker that is not installed fails here, not in the first query.
+        self._built = open_reranker(
+            self.reranker,
+            options=self.options,
+            config_file=self.config_file,
+            on_error=self.on_error,
+        )
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "RankseamNodePostprocessor"
+
+    @property
+    def document_reranker(self) -> DocumentReranker:
+        assert self._built is not None
+        return self._built
+
+    def _arguments(
+        self, nodes: Sequence[NodeWithScore], query_bundle: QueryBundle | None
+    ) -> tuple[str, list[str], dict[str, Any]]:
+        if query_bundle is None:
+            raise ValidationError(
+                "RankseamNodePostprocessor needs the query: pass query_str= or query_bundle="
+            )
+        texts = [n.node.get_content(metadata_mode=MetadataMode.NONE) for n in nodes]
+        kwargs: dict[str, Any] = {}
+        if nodes and all(n.score is not None for n in nodes):
+            kwargs["scores"] = [float(n.score) for n in nodes]  # type: ignore[arg-type]
+        if self.use_embeddings:
+            missing = [i + 1 for i, n in enumerate(nodes) if n.node.embedding is None]
+            if missing:
+                raise ValidationError(
+                    f"use_embeddings=True but node(s) {missing} have no embedding; embed them "
+                    "first or set use_embeddings=False"
+                )
+            kwargs["vectors"] = [n.node.embedding for n in nodes]
+        return query_bundle.query_str, texts, kwargs
+
+    def _select(self, nodes: Sequence[NodeWithScore], result: SearchResult) -> list[NodeWithScore]:
+        trace = None if result.trace.rerank is None else result.trace.rerank.to_dict()
+        out = []
+        for hit in result.hits:
+            position = int(hit.ref.memory_id)
+            source = nodes[position - 1]
+            node = source.node.model_copy()
+            node.metadata = {
+                **source.node.metadata,
+                "rerank": {
+                    "coarse_rank": position,
+                    "rerank_score": hit.rerank_score,
+                    "trace": trace,
+                },
+            }
+            node.excluded_llm_metadata_keys = [*source.node.excluded_llm_metadata_keys, "rerank"]
+            node.excluded_embed_metadata_keys = [
+                *source.node.excluded_embed_metadata_keys,
+                "rerank",
+            ]
+            out.append(NodeWithScore(node=node, score=source.score))
+        return out
+
+    def _postprocess_nodes(
+        self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None
+    ) -> list[NodeWithScore]:
+        query, texts, kwargs = self._arguments(nodes, query_bundle)
+        return self._select(
+            nodes, self.document_reranker.rerank(query, texts, self.top_n, **kwargs)
+        )
+
+    async def _apostprocess_nodes(
+        self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None
+    ) -> list[NodeWithScore]:
+        query, texts, kwargs = self._arguments(nodes, query_bundle)
+        result = await self.document_reranker.arerank(query, texts, self.top_n, **kwargs)
+        return self._select(nodes, result)

@@ -1,0 +1,99 @@
+"""A LlamaIndex retriever over a rankseam ``Memory``."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from llama_index.core.base.base_retriever import BaseRetriever
+from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
+
+from rankseam import Memory
+from rankseam.types import SearchResult
+
+__all__ = ["TRACE_KEYS", "RankseamRetriever"]
+
+#: Metadata keys kept out of what LlamaIndex sends to an LLM or an embedder.
+TRACE_KEYS = ["score", "rerank_score", "matched_by", "rerank_trace", "memory_metadata"]
+
+
+class RankseamRetriever(BaseRetriever):
+    """Search a rankseam ``Memory`` from LlamaIndex.
+
+    Each hit becomes a ``NodeWithScore``: a ``TextNode`` (``id_`` = the memory id) whose
+    metadata holds ``namespace``, ``memory_id``, ``revision`` (the exact stored revision it
+    cites), ``score`` (coarse), ``rerank_score`` (the reranker's own, when it gave one),
+    ``matched_by``, ``memory_metadata`` and ``rerank_trace`` (the seam's trace; ``None``
+    without a reranker). The node's score is the coarse score; the nodes come in the
+    reranker's order. Trace keys are excluded from the LLM's and the embedder's view.
+
+    ``reranker``: a registered name (``"mmr"``), ``"none"`` for the coarse order, or ``None``
+    (default) for the memory's configured default. The caller owns ``memory`` and closes it.
+    """
+
+    def __init__(
+        self,
+        memory: Memory,
+        *,
+        k: int = 4,
+        namespace: str | None = None,
+        reranker: str | None = None,
+        reranker_options: Mapping[str, Any] | None = None,
+        pool: int | None = None,
+        on_error: str | None = None,
+        include_trace: bool = True,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.memory = memory
+        self.k = k
+        self.namespace = namespace
+        self.reranker = reranker
+        self.reranker_options = reranker_options
+        self.pool = pool
+        self.on_error = on_error
+        self.include_trace = include_trace
+
+    def _kwargs(self) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {
+            "namespace": self.namespace,
+            "pool": self.pool,
+            "on_error": self.on_error,
+        }
+        if self.reranker is not None:
+            kwargs["reranker"] = None if self.reranker in ("", "none") else self.reranker
+        if self.reranker_options:
+            kwargs["reranker_options"] = self.reranker_options
+        return kwargs
+
+    def _nodes(self, result: SearchResult) -> list[NodeWithScore]:
+        trace = None if result.trace.rerank is None else result.trace.rerank.to_dict()
+        out = []
+        for hit in result.hits:
+            metadata: dict[str, Any] = {
+                "namespace": hit.ref.namespace,
+                "memory_id": hit.ref.memory_id,
+                "revision": hit.ref.revision,
+                "score": hit.score,
+                "rerank_score": hit.rerank_score,
+                "matched_by": list(hit.matched_by),
+                "memory_metadata": dict(hit.metadata),
+            }
+            if self.include_trace:
+                metadata["rerank_trace"] = trace
+            node = TextNode(
+                text=hit.text,
+                id_=hit.ref.memory_id,
+                metadata=metadata,
+                excluded_llm_metadata_keys=list(TRACE_KEYS),
+                excluded_embed_metadata_keys=list(TRACE_KEYS),
+            )
+            out.append(NodeWithScore(node=node, score=hit.score))
+        return out
+
+    def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        return self._nodes(self.memory.search(query_bundle.query_str, self.k, **self._kwargs()))
+
+    async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        result = await self.memory.asearch(query_bundle.query_str, self.k, **self._kwargs())
+        return self._nodes(result)

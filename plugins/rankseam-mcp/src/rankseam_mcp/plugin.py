@@ -1,0 +1,46 @@
+"""The ``rankseam`` entry point: adds the ``rankseam mcp`` command (``register_commands``).
+
+Nothing heavy is imported here: the MCP SDK loads only when ``rankseam mcp`` runs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from rankseam.plugin import hookimpl
+
+
+@click.command(name="mcp")
+@click.option(
+    "--db",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="The store file (default: RANKSEAM_DB, else the platform data directory).",
+)
+@click.option(
+    "--config",
+    "config_file",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="A rankseam.toml configuration file.",
+)
+@click.option("--namespace", "-n", default=None, help="Default namespace of the tools.")
+def mcp_command(db: str | None, config_file: str | None, namespace: str | None) -> None:
+    """Serve this memory to MCP clients over stdio (tools: add, search, get, delete, stats).
+
+    Configure it in a client as the command `rankseam mcp --db PATH`. Logs go to stderr;
+    stdout carries the protocol only.
+    """
+    from rankseam import open_memory
+    from rankseam_mcp.server import build_server
+
+    overrides: dict[str, Any] = {} if namespace is None else {"namespace": namespace}
+    with open_memory(db, config_file=config_file, **overrides) as memory:
+        build_server(memory).run("stdio")
+
+
+@hookimpl
+def register_commands(cli: click.Group) -> None:
+    cli.add_command(mcp_command)

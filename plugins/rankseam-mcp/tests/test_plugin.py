@@ -1,0 +1,41 @@
+"""The plugin is listed by `rankseam plugins` and adds `rankseam mcp` through the
+register_commands hook; the command line does not import the MCP SDK until it runs."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+RANKSEAM = str(Path(sys.executable).parent / "rankseam")
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([RANKSEAM, *args], capture_output=True, text=True, timeout=120)
+
+
+def test_listed_by_rankseam_plugins() -> None:
+    out = run("plugins")
+    assert out.returncode == 0, out.stderr
+    listed = {p["name"]: p for p in json.loads(out.stdout)}
+    assert listed["mcp"]["status"] == "ok"
+    assert listed["mcp"]["distribution"] == "rankseam-mcp"
+    assert listed["mcp"]["hooks"] == ["register_commands"]
+
+
+def test_rankseam_mcp_is_a_command() -> None:
+    out = run("--help")
+    assert out.returncode == 0 and "mcp" in out.stdout
+    out = run("mcp", "--help")
+    assert out.returncode == 0
+    assert "stdio" in out.stdout and "--db" in out.stdout
+
+
+def test_loading_plugins_does_not_import_the_sdk() -> None:
+    code = (
+        "import sys; from rankseam.plugins import get_plugins; get_plugins(); "
+        "print('mcp' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

@@ -1,0 +1,159 @@
+"""End to end: the MCP SDK's own client starts `rankseam mcp` over stdio against a real store."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+
+import rankseam
+
+RANKSEAM = str(Path(sys.executable).parent / "rankseam")
+TOOLS = {"add", "search", "get", "delete", "stats"}
+
+
+def session(db: Path, fn: Callable[[Client], Awaitable[Any]]) -> Any:
+    params = StdioServerParameters(command=RANKSEAM, args=["mcp", "--db", str(db)])
+
+    async def main() -> Any:
+        async with Client(params, read_timeout_seconds=60) as client:
+            return await fn(client)
+
+    return asyncio.run(main())
+
+
+def payload(result: Any) -> dict[str, Any]:
+    assert not result.is_error, result.content[0].text
+    if result.structured_content is not None:
+        return result.structured_content
+    return json.loads(result.content[0].text)
+
+
+def snapshot(db: Path) -> list[dict[str, Any]]:
+    with rankseam.open_memory(db, create=False) as memory:
+        return [m.to_dict() for m in memory.list(include_deleted=True)]
+
+
+def test_lists_its_tools(tmp_path: Path) -> None:
+    async def fn(client: Client) -> Any:
+        return await client.list_tools()
+
+    listed = session(tmp_path / "m.sqlite3", fn)
+    assert {tool.name for tool in listed.tools} == TOOLS
+    search = next(t for t in listed.tools if t.name == "search")
+    assert "reranker" in search.input_schema["properties"]
+
+
+def test_add_search_get_delete_stats(tmp_path: Path) -> None:
+    db = tmp_path / "m.sqlite3"
+
+    async def fn(client: Client) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        out["add"] = [
+            payload(await client.call_tool("add", {"text": text, "memory_id": key}))
+            for key, text in [
+                ("dinner-1", "Dana's birthday dinner is on Friday at the Thai place"),
+                ("dinner-2", "Dana's birthday dinner is Friday at the Thai place on Main St"),
+                ("standup", "Moved the weekly standup to 9:30"),
+            ]
+        ]
+        out["coarse"] = payload(
+            await client.call_tool("search", {"query": "dana's birthday dinner", "limit": 2})
+        )
+        out["mmr"] = payload(
+            await client.call_tool(
+                "search",
+                {
+                    "query": "dana's birthday dinner",
+                    "limit": 2,
+                    "reranker": "mmr",
+                    "reranker_options": {"lambda": 0.0},
+                },
+            )
+        )
+        out["get"] = payload(await client.call_tool("get", {"memory_id": "standup"}))
+        out["delete"] = payload(await client.call_tool("delete", {"memory_id": "standup"}))
+        out["after"] = payload(await client.call_tool("search", {"query": "weekly standup"}))
+        out["stats"] = payload(await client.call_tool("stats", {}))
+        return out
+
+    out = session(db, fn)
+    assert [a["ref"]["memory_id"] for a in out["add"]] == ["dinner-1", "dinner-2", "standup"]
+    assert out["coarse"]["rerank"] is None
+    assert {h["memory_id"] for h in out["coarse"]["hits"]} == {"dinner-1", "dinner-2"}
+    rerank = out["mmr"]["rerank"]
+    assert rerank["policy_id"] == "rankseam.rerank.mmr.v1" and rerank["status"] == "ok"
+    assert rerank["descriptor"]["lambda"] == 0.0
+    mmr_ids = [h["memory_id"] for h in out["mmr"]["hits"]]
+    assert len({"dinner-1", "dinner-2"} & set(mmr_ids)) == 1  # diversity
+    assert out["get"]["text"] == "Moved the weekly standup to 9:30"
+    assert out["get"]["revision"] == 1
+    assert out["delete"]["deleted"]["memory_id"] == "standup"
+    assert "standup" not in [h["memory_id"] for h in out["after"]["hits"]]
+    assert out["stats"]["memories"] == 2
+    # what the server wrote is in the store
+    stored = {m["memory_id"]: m for m in snapshot(db)}
+    assert set(stored) == {"dinner-1", "dinner-2", "standup"}
+    assert stored["standup"]["deleted"] is True
+
+
+BAD_CALLS = [
+    ("add", {"text": ""}, "text"),
+    ("add", {"text": 42}, "text"),
+    ("add", {"text": "dup", "memory_id": "kept"}, "already exists"),
+    ("add", {"text": "x", "importance": 7}, "importance"),
+    ("search", {"query": ""}, "query"),
+    ("search", {"query": "x", "limit": 0}, "limit"),
+    ("search", {"query": "x", "reranker": "nope"}, "no reranker named 'nope'"),
+    ("search", {"query": "x", "reranker": "mmr", "reranker_options": {"lambda": 3}}, "lambda"),
+    ("get", {"memory_id": "missing"}, "no memory 'missing'"),
+    ("get", {"memory_id": "kept", "revision": 9}, "revision"),
+    ("delete", {"memory_id": "missing"}, "does not exist"),
+    ("delete", {}, "memory_id"),
+    ("nosuchtool", {}, "nosuchtool"),
+]
+
+
+def test_bad_tool_input_is_a_clear_tool_error_and_changes_nothing(tmp_path: Path) -> None:
+    db = tmp_path / "m.sqlite3"
+    with rankseam.open_memory(db) as memory:
+        memory.add("the kept memory", memory_id="kept")
+    before = snapshot(db)
+
+    async def fn(client: Client) -> list[tuple[bool, str]]:
+        results = []
+        for tool, args, _ in BAD_CALLS:
+            result = await client.call_tool(tool, args)
+            results.append((result.is_error, result.content[0].text))
+        # the server still answers normally afterwards
+        results.append((False, json.dumps(payload(await client.call_tool("stats", {})))))
+        return results
+
+    results = session(db, fn)
+    for (tool, args, expected), (is_error, text) in zip(BAD_CALLS, results, strict=False):
+        assert is_error, f"{tool}({args}) was not an error: {text}"
+        assert expected.lower() in text.lower(), f"{tool}({args}): {text}"
+    assert json.loads(results[-1][1])["memories"] == 1
+    assert snapshot(db) == before
+
+
+def test_a_bad_config_fails_at_start_with_a_message(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[search]\nreranker = 'nope'\n")
+    out = subprocess.run(
+        [RANKSEAM, "mcp", "--db", str(tmp_path / "m.sqlite3"), "--config", str(bad)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
+    assert out.returncode != 0
+    assert "no reranker named 'nope'" in out.stderr
+    assert out.stdout == ""

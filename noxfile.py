@@ -7,12 +7,16 @@ itself installed, so a plugin that forgets to declare a dependency fails here.
     nox -s "tests(rankseam)"    # one distribution
     nox -s integration          # everything installed together, tests/ at the root
     nox -s lint                 # ruff + mypy
+    nox -s wheels               # build every wheel + sdist, twine check, install from wheels
+    nox -s compat-3.12          # core + integration tests on Python 3.12 (also 3.13)
     nox -s bench                # a small, fast benchmark run (not part of `make test`)
 """
 
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
 import tomllib
 from pathlib import Path
 
@@ -21,7 +25,7 @@ import nox
 ROOT = Path(__file__).parent
 nox.options.default_venv_backend = "uv|virtualenv"
 nox.options.reuse_existing_virtualenvs = True
-nox.options.sessions = ["tests", "integration", "lint"]
+nox.options.sessions = ["tests", "integration", "lint", "wheels"]
 
 
 def _distributions() -> dict[str, Path]:
@@ -174,3 +178,62 @@ def live(session: nox.Session) -> None:
         str(path / "tests"),
         *session.posargs,
     )
+
+
+@nox.session(python="3.11")
+def wheels(session: nox.Session) -> None:
+    """Build every wheel and sdist (the wheel from the sdist), `twine check` them, install the
+    core and the mmr plugin FROM THE WHEELS into a fresh venv and search there."""
+    session.install("uv", "twine")
+    out = session.posargs[0] if session.posargs else str(Path(session.create_tmp()) / "dist")
+    session.run("python", str(ROOT / ".ci" / "check_wheels.py"), out)
+
+
+# Newer interpreters: the core and the integration tests run on each one this machine has
+# (found on PATH as pythonX.Y, else under pyenv); a missing one is skipped with a message.
+EXTRA_PYTHONS = ("3.12", "3.13")
+
+
+def _find_python(version: str) -> str | None:
+    found = shutil.which(f"python{version}")
+    if found and subprocess.run([found, "-c", ""], capture_output=True).returncode == 0:
+        return found
+    pyenv = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv")) / "versions"
+    for candidate in sorted(pyenv.glob(f"{version}.*/bin/python{version}"), reverse=True):
+        return str(candidate)
+    return None
+
+
+for _version in EXTRA_PYTHONS:
+    _interpreter = _find_python(_version)
+
+    def _compat(
+        session: nox.Session, _v: str = _version, _found: str | None = _interpreter
+    ) -> None:
+        if _found is None:
+            session.skip(
+                f"Python {_v} was not found (neither python{_v} on PATH nor under pyenv); "
+                "install it to run the core and integration tests on it"
+            )
+        session.install("-e", f"{DISTS['rankseam']}[testing,bench]", "uv", "ruff", "import-linter")
+        for name in TESTED:
+            if name != "rankseam":
+                session.install("-e", str(DISTS[name]))
+        session.run(
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            str(DISTS["rankseam"] / "tests"),
+            str(ROOT / "tests"),
+            # the README's install + quickstarts (a pip install from scratch) run once, in
+            # the integration session
+            "--ignore",
+            str(ROOT / "tests" / "test_readme.py"),
+            *session.posargs,
+            env={"RANKSEAM_DATA": str(ROOT.parent / "shared" / "data")},
+        )
+
+    _compat.__doc__ = f"The core and integration tests on Python {_version} (skipped if absent)."
+    nox.session(name=f"compat-{_version}", python=_interpreter or False)(_compat)
+    nox.options.sessions.append(f"compat-{_version}")

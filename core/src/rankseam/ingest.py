@@ -43,11 +43,17 @@ RECORD_KEYS = frozenset({"text", "id", "importance", "metadata", "namespace", "c
 
 @attrs.frozen
 class AddResult:
-    """What :meth:`Memory.add` did. ``ref`` is None when the write gate said no."""
+    """What :meth:`Memory.add` did. ``ref`` is None when the write gate said no.
+
+    ``unchanged`` is True when the given id already held exactly this memory (same text,
+    importance and metadata): nothing was written (``stored`` is False) and ``ref`` cites the
+    revision that was already there. Adding with your own ids is therefore idempotent.
+    """
 
     ref: MemoryRef | None
     stored: bool
     gate: GateVerdict | None = None
+    unchanged: bool = False
 
 
 @attrs.frozen
@@ -140,9 +146,13 @@ class Writer:
     def _embedded(self, rec: PreparedRecord) -> PreparedRecord:
         return attrs.evolve(rec, vector=embed_checked(self._embedder, [rec.text])[0])
 
-    def add(self, rec: PreparedRecord) -> MemoryRef:
-        """Store ``rec`` as a new memory (revision 1)."""
-        return self._store.add(self._embedded(rec), space=self._embedder.descriptor.key)
+    def add(self, rec: PreparedRecord, *, same_is_ok: bool = False) -> tuple[MemoryRef, bool]:
+        """Store ``rec`` as a new memory (revision 1); True when written. With
+        ``same_is_ok``, an id that already holds exactly this memory is not an error: its ref
+        comes back with False."""
+        return self._store.add(
+            self._embedded(rec), space=self._embedder.descriptor.key, same_is_ok=same_is_ok
+        )
 
     def update(self, rec: PreparedRecord) -> MemoryRef:
         """Store ``rec`` as a new revision of its memory."""

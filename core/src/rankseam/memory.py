@@ -190,7 +190,12 @@ class Memory:
         gate: bool | None = None,
     ) -> AddResult:
         """Store a new memory (revision 1). ``gate=True`` (or ``write_gate`` in the config)
-        first asks the write gate; a healthy NO stores nothing."""
+        first asks the write gate; a healthy NO stores nothing.
+
+        Without ``memory_id`` every call stores a new memory under a new random id (running a
+        script twice stores everything twice). With ``memory_id`` it is idempotent: an id that
+        already holds the same text, importance and metadata is left alone (the result says
+        ``unchanged``); an id holding something else is refused — use :meth:`update`."""
         rec = self._writer.record(text, namespace, memory_id, importance, metadata or {})
         verdict = None
         if gate or (gate is None and self._config.write_gate):
@@ -202,7 +207,8 @@ class Memory:
                 log.warning(
                     "write gate degraded; storing anyway", extra={"event": "write_gate.degraded"}
                 )
-        return AddResult(self._writer.add(rec), True, verdict)
+        ref, written = self._writer.add(rec, same_is_ok=memory_id is not None)
+        return AddResult(ref, written, verdict, unchanged=not written)
 
     def update(
         self,

@@ -1,3 +1,3 @@
-"""The version of rankseam (kept equal to ``core/pyproject.toml``)."""
+"""The version of rankseam: the one place it is written (``core/pyproject.toml`` reads it)."""
 
 __version__ = "0.1.0"

@@ -74,6 +74,7 @@ def add(
         )
     out = {
         "stored": result.stored,
+        "unchanged": result.unchanged,
         "ref": result.ref.to_dict() if result.ref else None,
         "gate": None
         if result.gate is None
@@ -83,7 +84,12 @@ def add(
         echo_json(out)
     elif result.ref is not None:
         r = result.ref
-        click.echo(f"stored {r.namespace}/{r.memory_id} revision {r.revision}")
+        if result.unchanged:
+            click.echo(
+                f"unchanged {r.namespace}/{r.memory_id} revision {r.revision} (already stored)"
+            )
+        else:
+            click.echo(f"stored {r.namespace}/{r.memory_id} revision {r.revision}")
     else:
         click.echo("not stored: the write gate said no")
 

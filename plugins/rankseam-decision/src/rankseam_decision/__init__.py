@@ -19,3 +19,7 @@ def register_rerankers(register: RerankerRegister) -> None:
         from_options,
         summary="asks a decision backend about each coarse candidate; keeps yes/abstain in order",
     )
+
+
+#: The distribution's version (the one place it is written; pyproject.toml reads it).
+__version__ = "0.1.0"

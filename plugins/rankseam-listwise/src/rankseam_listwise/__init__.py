@@ -73,3 +73,7 @@ def register_generation_backends(register: GenerationBackendRegister) -> None:
         make_local_backend,
         summary="deterministic term-overlap heuristic (not a model) for tests and demos",
     )
+
+
+#: The distribution's version (the one place it is written; pyproject.toml reads it).
+__version__ = "0.1.0"

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+#: The distribution's version (the one place it is written; pyproject.toml reads it).
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:

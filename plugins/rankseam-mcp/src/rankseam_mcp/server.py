@@ -54,6 +54,7 @@ def build_server(memory: Memory, *, name: str = "rankseam") -> MCPServer:
         name=name,
         version=f"{plugin_version} (rankseam {__version__})",
         instructions=INSTRUCTIONS,
+        log_level="WARNING",  # stderr stays quiet; tool errors go to the client
     )
 
     @server.tool(

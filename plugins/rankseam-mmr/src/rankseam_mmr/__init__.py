@@ -60,3 +60,7 @@ def register_rerankers(register: RerankerRegister) -> None:
         make_reranker,
         summary="maximal marginal relevance over stored vectors (λ=1 relevance, λ=0 diversity)",
     )
+
+
+#: The distribution's version (the one place it is written; pyproject.toml reads it).
+__version__ = "0.1.0"

@@ -45,3 +45,7 @@ def register_rerankers(register: RerankerRegister) -> None:
         summary="relevance reranker via the rerankers library (cross-encoder, T5, ColBERT, "
         "APIs), with its scores; option model = local directory or hub name",
     )
+
+
+#: The distribution's version (the one place it is written; pyproject.toml reads it).
+__version__ = "0.1.0"

@@ -69,3 +69,7 @@ def register_decision_backends(register: DecisionBackendRegister) -> None:
         make_similarity_backend,
         summary="embedding cosine(query, candidate) vs two thresholds -> yes / abstain / no",
     )
+
+
+#: The distribution's version (the one place it is written; pyproject.toml reads it).
+__version__ = "0.1.0"

@@ -13,7 +13,8 @@ Example ``rankseam.toml``::
 
     [search]
     pool = 30               # coarse pool size, 1..200
-    fusion = "rrf"          # or "weighted"
+    fusion = "convex"       # or "rrf"
+    weights = { vector = 0.5 }  # override a channel's declared weight (convex, rrf)
     sources = ["lexical", "vector", "importance"]
     reranker = "mmr"        # none by default
     on_error = "raise"      # or "coarse" (visible "degraded" status)
@@ -53,6 +54,7 @@ from rankseam.generation import GenerationBackend
 from rankseam.plugins import get_registry
 from rankseam.registry import Registry
 from rankseam.retrieval.base import CandidateSource
+from rankseam.retrieval.fusion import DEFAULT_FUSION, FUSION_METHODS, SCALES
 from rankseam.seam import (
     DEFAULT_MAX_CHARS,
     DEFAULT_POOL,
@@ -108,8 +110,32 @@ def _on_error(_inst: object, _attr: object, value: str) -> None:
 
 
 def _fusion(_inst: object, _attr: object, value: str) -> None:
-    if value not in ("rrf", "weighted"):
-        raise ConfigurationError(f"search.fusion must be 'rrf' or 'weighted', got {value!r}")
+    if value == "weighted":
+        raise ConfigurationError(
+            "search.fusion 'weighted' is now called 'convex' (weights are normalised to sum 1); "
+            "for the old weights add [search] weights = {lexical = 0.6, vector = 0.3, "
+            "importance = 0.1}"
+        )
+    if value not in FUSION_METHODS:
+        raise ConfigurationError(
+            f"search.fusion must be one of {', '.join(repr(m) for m in FUSION_METHODS)}, "
+            f"got {value!r}"
+        )
+
+
+def _scales(value: object) -> Mapping[str, str]:
+    if not isinstance(value, Mapping):
+        raise ConfigurationError(
+            f"search.scales must be a table of channel name -> scale, e.g. "
+            f'{{vector = "max"}}, got {value!r}'
+        )
+    for name, scale in value.items():
+        if scale not in SCALES:
+            raise ConfigurationError(
+                f"search.scales.{name} must be one of {', '.join(repr(s) for s in SCALES)}, "
+                f"got {scale!r}"
+            )
+    return frozen_mapping(value)
 
 
 def _positive_int(_inst: object, attr: attrs.Attribute[Any], value: object) -> None:
@@ -201,8 +227,9 @@ def _write_gate(value: object, source: str) -> tuple[bool, str | None]:
 @attrs.frozen
 class SearchConfig:
     pool: int = attrs.field(default=DEFAULT_POOL, validator=_pool)
-    fusion: str = attrs.field(default="rrf", validator=_fusion)
+    fusion: str = attrs.field(default=DEFAULT_FUSION, validator=_fusion)
     weights: Mapping[str, float] = attrs.field(factory=dict, converter=_weights)
+    scales: Mapping[str, str] = attrs.field(factory=dict, converter=_scales)
     sources: tuple[str, ...] = attrs.field(default=DEFAULT_SOURCES, converter=_source_names)
     reranker: str | None = attrs.field(default=None, validator=_optional_name)
     on_error: str = attrs.field(default="raise", validator=_on_error)

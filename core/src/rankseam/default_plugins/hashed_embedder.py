@@ -10,9 +10,10 @@ Word unigrams catch shared words, character n-grams (within word boundaries) cat
 inflections and typos. The two hashed vectors are mixed with ``char_weight``, densified to
 float32 and L2-normalised. A text with no features (empty or only punctuation) embeds to the
 zero vector. Options (``[embedders.hashed]``): ``dimensions`` (default 256), ``char_ngrams``
-(default ``[3, 5]``), ``word_ngrams`` (default ``[1, 1]``), ``char_weight`` (default 0.5).
-Every option is part of the descriptor, so changing one is a new vector space (``rankseam
-reembed`` fills it).
+(default ``[3, 5]``), ``word_ngrams`` (default ``[1, 1]``), ``char_weight`` (default 0.5),
+``stop_words`` (default false: when true, English stop words are dropped before hashing,
+unless nothing else is left). Every option is part of the descriptor, so changing one is a new
+vector space (``rankseam reembed`` fills it).
 """
 
 from __future__ import annotations
@@ -35,9 +36,15 @@ from rankseam.plugin import (
     is_real,
 )
 
-__all__ = ["HashedEmbedder"]
+__all__ = ["FUSION_WEIGHT", "HashedEmbedder"]
 
-_OPTIONS = ("dimensions", "char_ngrams", "word_ngrams", "char_weight")
+#: The vector channel's weight in the convex fusion (lexical: 1). Hashed n-grams are a weak,
+#: lexical-like channel: chosen on the development data (docs/benchmarks.md, "Fusion"), where
+#: 0.2-0.3 was best on both sets and 0.7 or more fell below BM25 alone on SciFact.
+FUSION_WEIGHT = 0.3
+
+_OPTIONS = ("dimensions", "char_ngrams", "word_ngrams", "char_weight", "stop_words")
+_WORD = re.compile(r"\w+", re.UNICODE)
 
 
 def _range(name: str, value: Any) -> tuple[int, int]:
@@ -241,7 +248,13 @@ class HashedEmbedder:
         char_ngrams: tuple[int, int] = (3, 5),
         word_ngrams: tuple[int, int] = (1, 1),
         char_weight: float = 0.5,
+        stop_words: bool = False,
     ) -> None:
+        self._stop: frozenset[str] | None = None
+        if stop_words:  # scikit-learn's list; only this non-default option imports it here
+            from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+            self._stop = frozenset(ENGLISH_STOP_WORDS)
         self.dimensions = dimensions
         self.char_weight = char_weight
         self._word_ngrams = word_ngrams
@@ -255,11 +268,12 @@ class HashedEmbedder:
         self._words = _HashedBag(self._hasher, lambda token: [token]) if unigrams else None
         self.descriptor = EmbedderDescriptor(
             name="hashed",
+            fusion_weight=FUSION_WEIGHT,
             dimensions=dimensions,
             normalization="l2",
             revision=(
                 f"1:w{word_ngrams[0]}-{word_ngrams[1]}:c{char_ngrams[0]}-{char_ngrams[1]}"
-                f":cw{char_weight:g}"
+                f":cw{char_weight:g}" + (":sw" if stop_words else "")
             ),
         )
 
@@ -295,6 +309,8 @@ class HashedEmbedder:
         texts = list(texts)
         if not texts:
             return np.zeros((0, self.dimensions), dtype=np.float32)
+        if self._stop is not None:
+            texts = [self._content(t) for t in texts]
         w = self.char_weight
         if len(texts) <= SMALL_BATCH:  # a query: pure Python, no scikit-learn import
             words = _unit_rows(
@@ -327,6 +343,12 @@ class HashedEmbedder:
         chars = _unit_rows(hasher.transform(char(t) for t in texts).toarray())
         return _unit_rows(words * np.float32(1.0 - w) + chars * np.float32(w))
 
+    def _content(self, text: str) -> str:
+        """``text`` without English stop words (unchanged if nothing else is left)."""
+        assert self._stop is not None
+        words = [w for w in _WORD.findall(text.lower()) if w not in self._stop]
+        return " ".join(words) if words else text
+
     @classmethod
     def from_options(cls, options: Mapping[str, Any]) -> HashedEmbedder:
         check_options("embedder 'hashed'", options, _OPTIONS)
@@ -340,8 +362,14 @@ class HashedEmbedder:
             raise ConfigurationError(
                 f"[embedders.hashed] char_weight must be a number in [0, 1], got {weight!r}"
             )
+        stop = options.get("stop_words", False)
+        if not isinstance(stop, bool):
+            raise ConfigurationError(
+                f"[embedders.hashed] stop_words must be true or false, got {stop!r}"
+            )
         return cls(
             dimensions=dims,
+            stop_words=stop,
             char_ngrams=_range("char_ngrams", options.get("char_ngrams", (3, 5))),
             word_ngrams=_range("word_ngrams", options.get("word_ngrams", (1, 1))),
             char_weight=float(weight),

@@ -231,6 +231,7 @@ def test_plugins_options_lists_every_component_with_its_options(tmp_path: Path) 
         "char_ngrams",
         "word_ngrams",
         "char_weight",
+        "stop_words",
     ]
     assert listed[("candidate_source", "lexical")]["options"] == ["stopwords", "max_df"]
     assert listed[("decision_backend", "heuristic")]["plugin"].endswith("heuristic_decision")

@@ -107,7 +107,8 @@ def _has_extra(path: Path, extra: str) -> bool:
 @nox.session(python="3.11")
 def integration(session: nox.Session) -> None:
     """Everything installed together; runs the cross-distribution tests in tests/."""
-    session.install("-e", f"{DISTS['rankseam']}[testing,bench]")
+    # langchain-classic: examples/langchain_pipeline.py uses its ContextualCompressionRetriever
+    session.install("-e", f"{DISTS['rankseam']}[testing,bench]", "langchain-classic")
     for name in TESTED:
         if name != "rankseam":
             session.install("-e", str(DISTS[name]))

@@ -174,7 +174,7 @@ def test_search_fails_closed_with_a_clear_message(
     done = rankseam_inproc(
         server, "search", QUERY, "--db", db, "--rerank", "decision", "--decision-backend", "openai"
     )
-    assert done.returncode == 2
+    assert done.returncode == 1
     assert "unavailable" in done.stderr and "HTTP 503" in done.stderr
     assert KEY not in done.stderr and KEY not in done.stdout
 
@@ -216,5 +216,5 @@ def test_missing_key_fails_at_assembly_with_a_fix(db: str, rankseam_inproc: Any)
         "--decision-backend",
         "openai",
     )
-    assert done.returncode == 2
+    assert done.returncode == 1
     assert "OPENAI_API_KEY" in done.stderr and "require_key" in done.stderr

@@ -75,7 +75,7 @@ def test_unknown_reranker_fails_before_ingest_with_a_fix(tmp_path):
     result = CliRunner().invoke(
         cli, ["bench", "quality", PLOT_FLAG, "--dataset", f"locomo:{data}", "--rerank", "nosuch"]
     )
-    assert result.exit_code == 2
+    assert result.exit_code == 1
     assert "Error: no reranker named 'nosuch'" in result.output
 
 
@@ -96,3 +96,94 @@ def test_quality_on_a_beir_train_split(tmp_path):
     report = json.loads((out / "report.json").read_text())
     assert report["dataset"]["split"] == "train" and report["dataset"]["queries"] == 1
     assert report["details"]["none"]["queries"] == 1
+
+
+def test_search_variants_run_side_by_side_over_the_same_stores(tmp_path):
+    data = _tiny_locomo(tmp_path / "l.json")
+    out = tmp_path / "out"
+    _run(
+        "--dataset",
+        f"locomo:{data}",
+        "--rerank",
+        "none",
+        "--search",
+        "default",
+        "--search",
+        "fusion=rrf",
+        "--search",
+        "lexical-only==sources=lexical",
+        "--search",
+        "weights.vector=0.2:scales.vector=max:sources.lexical.max_df=0.5",
+        "--out",
+        str(out),
+    )
+    report = json.loads((out / "report.json").read_text())
+    labels = list(report["policies"])
+    assert labels == [
+        "default/none",
+        "fusion=rrf/none",
+        "lexical-only/none",
+        "scale.vector=max:w.vector=0.2:lexical.max_df=0.5/none",
+    ]
+    by_variant = report["configuration"]["search_by_variant"]
+    assert by_variant["default/fusion=rrf"]["fusion"] == "rrf"
+    assert by_variant["default/lexical-only"]["sources"] == ["lexical"]
+    tuned = by_variant["default/scale.vector=max:w.vector=0.2:lexical.max_df=0.5"]
+    assert tuned["weights"] == {"vector": 0.2} and tuned["scales"] == {"vector": "max"}
+    assert report["configuration"]["search"]["fusion"] == "convex"
+    assert report["details"]["lexical-only/none"]["search"] == "lexical-only"
+
+
+def test_a_bad_search_variant_fails_before_ingest(tmp_path):
+    data = _tiny_locomo(tmp_path / "l.json")
+    for variant, message in [
+        ("fusion=nope", "search.fusion must be one of"),
+        ("sources=lexical+nope", "no candidate source named 'nope'"),
+        ("sources.lexical.stem=true", "stem"),
+        ("colour=blue", "unknown key 'colour'"),
+    ]:
+        result = CliRunner().invoke(
+            cli,
+            ["bench", "quality", "--no-plot", "--dataset", f"locomo:{data}", "--search", variant],
+        )
+        assert result.exit_code == 2
+        assert message in result.output, (variant, result.output)
+
+
+def test_kept_stores_are_reused_and_checked(tmp_path):
+    folder = _tiny_beir(tmp_path / "tiny")
+    stores = tmp_path / "stores"
+    first, second = tmp_path / "a", tmp_path / "b"
+    _run(
+        "--dataset",
+        f"beir:{folder}",
+        "--rerank",
+        "none",
+        "--stores",
+        str(stores),
+        "--out",
+        str(first),
+    )
+    kept = sorted(p.name for p in stores.iterdir() if p.suffix in (".sqlite3", ".json"))
+    assert kept == ["beir-tiny-default.json", "beir-tiny-default.sqlite3"]
+    _run(
+        "--dataset",
+        f"beir:{folder}",
+        "--rerank",
+        "none",
+        "--stores",
+        str(stores),
+        "--out",
+        str(second),
+    )
+    a, b = (json.loads((d / "report.json").read_text()) for d in (first, second))
+    assert a["policies"] == b["policies"]
+    # another corpus under the same name is refused, with the fix
+    with (folder / "corpus.jsonl").open("a") as fh:
+        fh.write(json.dumps({"_id": "d9", "title": "", "text": "Birds sing."}) + "\n")
+    result = CliRunner().invoke(
+        cli,
+        ["bench", "quality", "--no-plot", "--dataset", f"beir:{folder}", "--stores", str(stores)],
+    )
+    assert result.exit_code == 2
+    assert "does not hold this collection's memories" in result.output

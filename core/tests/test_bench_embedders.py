@@ -74,11 +74,11 @@ def test_option_addresses_any_configuration_table():
 def test_cli_rejects_a_repeated_or_unknown_embedder_before_ingest(tmp_path):
     data = _tiny_locomo(tmp_path / "l.json")
     result = _quality("--dataset", f"locomo:{data}", "--embedder", "hashed,hashed")
-    assert result.exit_code == 2 and "twice" in result.output
+    assert result.exit_code == 1 and "twice" in result.output
     result = _quality("--dataset", f"locomo:{data}", "--embedder", "hashed,nosuch")
-    assert result.exit_code == 2 and "no embedder named 'nosuch'" in result.output
+    assert result.exit_code == 1 and "no embedder named 'nosuch'" in result.output
     result = _quality("--dataset", f"locomo:{data}", "--embedder", " , ")
-    assert result.exit_code == 2 and "at least one name" in result.output
+    assert result.exit_code == 1 and "at least one name" in result.output
 
 
 # -- component options reach the stores ----------------------------------------------------------
@@ -119,7 +119,7 @@ def test_a_bad_backend_option_fails_before_ingest_with_the_fix(tmp_path):
         "--option",
         "decision_backends.heuristic.no_treshold=0.4",
     )
-    assert result.exit_code == 2
+    assert result.exit_code == 1
     assert "no_treshold" in result.output
 
 

@@ -89,7 +89,7 @@ def test_ingest_reports_the_malformed_line_and_writes_no_half_batch(db, tmp_path
     f = tmp_path / "bad.jsonl"
     f.write_text("\n".join(lines) + "\n")
     out = CliRunner().invoke(cli, ["ingest", str(f), "--db", db, "--batch-size", "100"])
-    assert out.exit_code == 2
+    assert out.exit_code == 1
     assert where in out.output
     stats = json.loads(run("stats", "--db", db).output)
     assert stats["memories"] == 0  # the failing batch held every record: nothing written
@@ -99,7 +99,7 @@ def test_ingest_keeps_committed_batches(db, tmp_path):
     f = tmp_path / "bad.jsonl"
     f.write_text("\n".join([*(json.dumps({"text": f"t{i}"}) for i in range(4)), "oops"]) + "\n")
     out = CliRunner().invoke(cli, ["ingest", str(f), "--db", db, "--batch-size", "2"])
-    assert out.exit_code == 2 and "line 5" in out.output and "4 earlier record" in out.output
+    assert out.exit_code == 1 and "line 5" in out.output and "4 earlier record" in out.output
     assert json.loads(run("stats", "--db", db).output)["memories"] == 4
 
 
@@ -134,15 +134,15 @@ def test_component_options_reach_the_reranker(db):
     out = CliRunner().invoke(
         cli, ["search", "x", "--db", db, "--rerank", "identity", "--identity-colour", "blue"]
     )
-    assert out.exit_code == 2
+    assert out.exit_code == 1
     assert "reranker 'identity' takes no options" in out.output
 
 
-def test_config_errors_exit_2_with_message(db, tmp_path):
+def test_config_errors_exit_1_with_message(db, tmp_path):
     cfg = tmp_path / "rankseam.toml"
     cfg.write_text('[search]\nreranker = "does-not-exist"\n')
     out = CliRunner().invoke(cli, ["search", "q", "--db", db, "--config", str(cfg)])
-    assert out.exit_code == 2 and "no reranker named 'does-not-exist'" in out.output
+    assert out.exit_code == 1 and "no reranker named 'does-not-exist'" in out.output
 
 
 def test_stats_and_reembed(db):
@@ -167,6 +167,6 @@ def test_read_commands_refuse_a_missing_store_and_create_nothing(tmp_path):
     missing = tmp_path / "nowhere" / "store.sqlite3"
     for args in (["search", "hello"], ["stats"], ["reembed"], ["export", str(tmp_path / "out")]):
         out = run(*args, "--db", str(missing))
-        assert out.exit_code == 2, (args, out.output)
+        assert out.exit_code == 1, (args, out.output)
         assert "no rankseam store at" in out.output
     assert not missing.parent.exists()

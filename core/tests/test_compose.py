@@ -13,7 +13,7 @@ from rankseam.plugin import resolve_env_refs
 
 def test_defaults() -> None:
     config = Config()
-    assert config.search.pool == 30 and config.search.fusion == "rrf"
+    assert config.search.pool == 30 and config.search.fusion == "convex"
     assert config.search.reranker is None and config.search.on_error == "raise"
     assert config.search.sources == ("lexical", "vector", "importance")
 
@@ -50,7 +50,7 @@ def test_toml_round_trip(tmp_path: Path) -> None:
         ({"search": {"pool": 0}}, r"search.pool: pool size must be an integer in 1..200"),
         ({"search": {"pool": 201}}, r"1..200"),
         ({"search": {"on_error": "ignore"}}, r"on_error must be 'raise'"),
-        ({"search": {"fusion": "max"}}, r"'rrf' or 'weighted'"),
+        ({"search": {"fusion": "max"}}, r"one of 'convex', 'rrf'"),
         ({"search": {"pooll": 3}}, r"unknown \[search\] key\(s\) \['pooll'\]"),
         ({"rerankerz": {}}, r"unknown key\(s\) \['rerankerz'\]"),
         ({"rerankers": {"mmr": 0.5}}, r"\[rerankers\] must hold one table per component"),

@@ -324,7 +324,7 @@ def test_config_file_and_env_overrides(tmp_path, monkeypatch):
     toml = tmp_path / "rankseam.toml"
     toml.write_text(
         f'db = "{tmp_path / "t.sqlite3"}"\nnamespace = "notes"\n[search]\npool = 12\n'
-        'reranker = "identity"\nfusion = "weighted"\n'
+        'reranker = "identity"\nfusion = "rrf"\n'
     )
     monkeypatch.setenv("RANKSEAM_POOL", "7")
     with rankseam.open_memory(config_file=toml) as m:
@@ -348,6 +348,8 @@ def test_config_file_and_env_overrides(tmp_path, monkeypatch):
         ({"pool": 500}, "pool"),
         ({"colour": "blue"}, "unknown option"),
         ({"config": {"search": {"fusion": "max"}}}, "fusion"),
+        ({"config": {"search": {"fusion": "weighted"}}}, "now called 'convex'"),
+        ({"config": {"search": {"scales": {"vector": "log"}}}}, "scales.vector"),
         ({"config": {"embedders": {"hashed": {"dimensions": 3}}}}, "dimensions"),
         ({"config": {"sources": {"lexical": {"stem": True}}}}, "stem"),
         ({"write_gate": True}, "write_gate role needs a decision backend"),
@@ -371,8 +373,9 @@ def test_write_gate(tmp_path):
         assert m.stats()["memories"] == 2
 
 
-def test_weighted_fusion_and_importance_prior(tmp_path):
-    with rankseam.open_memory(tmp_path / "w.sqlite3", fusion="weighted") as m:
+@pytest.mark.parametrize("fusion", ["convex", "rrf"])
+def test_fusion_and_importance_prior(tmp_path, fusion):
+    with rankseam.open_memory(tmp_path / "w.sqlite3", fusion=fusion) as m:
         m.add("blue whale facts", memory_id="low", importance=0.0)
         m.add("blue whale facts", memory_id="high", importance=1.0)
         hits = m.search("blue whale", reranker=None)

@@ -10,10 +10,13 @@ from hypothesis import strategies as st
 
 import rankseam
 from rankseam.default_plugins.hashed_embedder import HashedEmbedder
+from rankseam.embedding import DEFAULT_FUSION_WEIGHT, EmbedderDescriptor
 from rankseam.errors import ConfigurationError
 from rankseam.retrieval.base import over_fetch
-from rankseam.retrieval.fusion import ChannelList, competition_ranks, fuse
-from rankseam.retrieval.lexical import match_expression, query_terms
+from rankseam.retrieval.fusion import ChannelList, ScoreSpec, competition_ranks, fuse, score_spec_of
+from rankseam.retrieval.importance import ImportanceSource
+from rankseam.retrieval.lexical import LexicalSource, match_expression, query_terms
+from rankseam.retrieval.vector import VectorSource
 from rankseam.testing.embedder import EmbedderContract
 from rankseam.types import MemoryRef
 
@@ -70,28 +73,131 @@ def test_rrf_sums_reciprocal_ranks_and_breaks_ties_by_identity():
     lexical = ChannelList("lexical", True, [(1, 9.0), (2, 5.0)])
     vector = ChannelList("vector", True, [(2, 0.9), (1, 0.8), (3, 0.1)])
     prior = ChannelList("importance", False, [(3, 1.0), (1, 0.5), (2, 0.5), (99, 1.0)])
-    out = fuse([lexical, vector, prior], _ref)
+    out = fuse([lexical, vector, prior], _ref, method="rrf")
     assert [f.key for f in out] == [1, 2, 3]  # 99 was never admitted
     assert out[0].score == pytest.approx(1 / 61 + 1 / 62 + 1 / 62)
     assert out[1].score == pytest.approx(1 / 62 + 1 / 61 + 1 / 62)
     assert out[0].matched_by == ("lexical", "vector")
     assert out[2].matched_by == ("vector",)
     assert out[2].channel_scores == {"vector": 0.1, "importance": 1.0}
-    tied = fuse([ChannelList("lexical", True, [(5, 1.0), (3, 1.0), (4, 1.0)])], _ref)
+    tied = fuse([ChannelList("lexical", True, [(5, 1.0), (3, 1.0), (4, 1.0)])], _ref, method="rrf")
     assert [f.key for f in tied] == [3, 4, 5]
-    assert len(fuse([lexical, vector], _ref, limit=2)) == 2
+    assert len(fuse([lexical, vector], _ref, method="rrf", limit=2)) == 2
+    # configured weights scale a channel's reciprocal ranks; declared ones do not count
+    heavy = ChannelList("vector", True, [(2, 0.9)], ScoreSpec("unit", 9.0))
+    out = fuse([lexical, heavy], _ref, method="rrf", weights={"lexical": 2.0})
+    assert {f.key: f.score for f in out} == pytest.approx({1: 2 / 61, 2: 2 / 62 + 1 / 61})
 
 
 def test_competition_ranks_share_ties():
     assert competition_ranks([(1, 0.5), (2, 0.5), (3, 0.1)]) == {1: 1, 2: 1, 3: 3}
 
 
-def test_weighted_fusion():
-    lexical = ChannelList("lexical", True, [(1, 10.0), (2, 5.0)])
-    vector = ChannelList("vector", True, [(2, 0.9), (1, -0.2)])
-    out = fuse([lexical, vector], _ref, method="weighted", weights={"lexical": 1.0, "vector": 1.0})
-    assert {f.key: round(f.score, 6) for f in out} == {1: 1.0, 2: 1.4}
-    assert [f.key for f in out] == [2, 1]
+LEX = ScoreSpec("max", 1.0)
+VEC = ScoreSpec("unit", 0.5)
+
+
+def _scores(out):
+    return {f.key: f.score for f in out}
+
+
+def test_convex_one_channel_only_is_that_channel_scaled_by_its_best():
+    out = fuse([ChannelList("lexical", True, [(1, 8.0), (2, 4.0), (3, 2.0)], LEX)], _ref)
+    assert [f.key for f in out] == [1, 2, 3]
+    assert _scores(out) == {1: 1.0, 2: 0.5, 3: 0.25}
+
+
+def test_convex_is_the_weighted_mean_of_normalised_scores():
+    lexical = ChannelList("lexical", True, [(1, 10.0), (2, 5.0)], LEX)
+    vector = ChannelList("vector", True, [(2, 0.8), (3, 0.6), (4, -0.3)], VEC)
+    out = fuse([lexical, vector], _ref)
+    # total weight 1.5; 1: 1/1.5; 2: (0.5 + 0.5 * 0.8)/1.5; 3: 0.5 * 0.6/1.5; 4: cosine < 0 -> 0
+    assert [f.key for f in out] == [1, 2, 3, 4]
+    assert _scores(out) == pytest.approx({1: 2 / 3, 2: 0.6, 3: 0.2, 4: 0.0})
+    assert out[1].matched_by == ("lexical", "vector")
+    assert out[1].channel_scores == {"lexical": 5.0, "vector": 0.8}
+    # a configured weight replaces the declared one: vector at 1.5 now puts memory 2 first
+    out = fuse([lexical, vector], _ref, weights={"vector": 1.5})
+    assert _scores(out) == pytest.approx({1: 0.4, 2: (0.5 + 1.2) / 2.5, 3: 0.36, 4: 0.0})
+    assert [f.key for f in out] == [2, 1, 3, 4]
+
+
+def test_convex_ties_break_by_identity_bytes():
+    # 5: 1.0 / 1.5; 6: (0.5 + 0.5 * 1.0) / 1.5: the same float, so identity decides
+    lexical = ChannelList("lexical", True, [(6, 1.0), (5, 2.0)], LEX)
+    vector = ChannelList("vector", True, [(6, 1.0)], VEC)
+    out = fuse([lexical, vector], _ref)
+    assert out[0].score == out[1].score == pytest.approx(2 / 3)
+    assert [f.key for f in out] == [5, 6]  # "m5" sorts before "m6"
+    out = fuse([ChannelList("lexical", True, [(9, 1.0), (7, 1.0), (8, 1.0)], LEX)], _ref)
+    assert [f.key for f in out] == [7, 8, 9] and _scores(out) == {7: 1.0, 8: 1.0, 9: 1.0}
+
+
+def test_convex_channel_with_no_hits_keeps_the_order_and_its_share_of_the_weight():
+    lexical = ChannelList("lexical", True, [(1, 4.0), (2, 2.0)], LEX)
+    empty = ChannelList("vector", True, [], VEC)
+    out = fuse([lexical, empty], _ref)
+    assert [f.key for f in out] == [1, 2]
+    assert _scores(out) == pytest.approx({1: 1 / 1.5, 2: 0.5 / 1.5})
+    assert out[0].matched_by == ("lexical",)
+    assert fuse([empty], _ref) == []
+    # every channel empty, or a query no admitting channel answered: nothing, not an error
+    assert fuse([empty, ChannelList("importance", False, [(1, 1.0)], VEC)], _ref) == []
+
+
+def test_convex_channel_with_all_equal_scores_adds_the_same_to_everyone():
+    lexical = ChannelList("lexical", True, [(1, 3.0), (2, 1.0), (3, 2.0)], LEX)
+    flat = ChannelList("importance", False, [(1, 0.5), (2, 0.5), (3, 0.5)], ScoreSpec("unit", 0.1))
+    out = fuse([lexical, flat], _ref)
+    assert [f.key for f in out] == [1, 3, 2]
+    assert _scores(out) == pytest.approx(
+        {1: 1.05 / 1.1, 3: (2 / 3 + 0.05) / 1.1, 2: (1 / 3 + 0.05) / 1.1}
+    )
+    # min-max of a list whose scores are all equal is 1 for each; max-scaled zeros are 0
+    equal = ChannelList("other", True, [(1, 7.0), (2, 7.0)], ScoreSpec("minmax", 1.0))
+    assert _scores(fuse([equal], _ref)) == {1: 1.0, 2: 1.0}
+    zero = ChannelList("lexical", True, [(1, 0.0), (2, 0.0)], LEX)
+    assert _scores(fuse([zero], _ref)) == {1: 0.0, 2: 0.0}
+
+
+def test_convex_minmax_scale_and_zero_weights():
+    other = ChannelList("other", True, [(1, -2.0), (2, 0.0), (3, 6.0)], ScoreSpec("minmax", 2.0))
+    assert _scores(fuse([other], _ref)) == {3: 1.0, 2: 0.25, 1: 0.0}
+    lexical = ChannelList("lexical", True, [(1, 4.0)], LEX)
+    # all weights zero: every score is 0 and identity orders
+    out = fuse([lexical, other], _ref, weights={"lexical": 0, "other": 0})
+    assert [f.key for f in out] == [1, 2, 3] and set(_scores(out).values()) == {0.0}
+
+
+def test_unknown_fusion_method_is_refused():
+    with pytest.raises(ValueError, match="unknown fusion 'weighted'"):
+        fuse([], _ref, method="weighted")
+
+
+def test_sources_declare_their_scores():
+    undeclared = object()
+    assert score_spec_of(undeclared, None) == ScoreSpec("minmax", 1.0)
+    assert score_spec_of(LexicalSource(), None) == ScoreSpec("max", 1.0)
+    assert score_spec_of(ImportanceSource(), None) == ScoreSpec("unit", 0.1)
+    weak = EmbedderDescriptor("e", 4, fusion_weight=0.25)
+    assert score_spec_of(VectorSource(), weak) == ScoreSpec("unit", 0.25)
+    silent = EmbedderDescriptor("e", 4)
+    assert score_spec_of(VectorSource(), silent) == ScoreSpec("unit", DEFAULT_FUSION_WEIGHT)
+    assert weak == silent and weak.key == silent.key  # the weight is not part of the space
+    assert "fusion_weight" not in weak.to_dict()
+
+    class Wrong:
+        def score_spec(self, embedder):
+            return {"scale": "max"}
+
+    with pytest.raises(TypeError, match="must return a rankseam ScoreSpec"):
+        score_spec_of(Wrong(), None)
+    with pytest.raises(ValueError, match="scale"):
+        ScoreSpec("log", 1.0)
+    with pytest.raises(ValueError, match="weight must be a number >= 0"):
+        ScoreSpec("max", -1.0)
+    with pytest.raises(ValueError, match="fusion_weight must be a number >= 0"):
+        EmbedderDescriptor("e", 4, fusion_weight=-0.5)
 
 
 def test_over_fetch():
@@ -125,3 +231,11 @@ class TestHashedEmbedderContract(EmbedderContract):
 class TestSmallHashedEmbedderContract(EmbedderContract):
     def make_embedder(self):
         return HashedEmbedder.from_options({"dimensions": 32, "char_ngrams": [2, 3]})
+
+
+def test_configuration_knows_the_same_fusion_methods():
+    from rankseam.compose import FUSION_METHODS as CONFIGURABLE
+    from rankseam.retrieval.fusion import DEFAULT_FUSION, FUSION_METHODS
+
+    assert CONFIGURABLE == FUSION_METHODS
+    assert rankseam.compose.SearchConfig().fusion == DEFAULT_FUSION

@@ -92,12 +92,12 @@ def test_cli_export_verify_import(runner: CliRunner, tmp_path: Path) -> None:
     assert json.loads(result.output)["added"] == 25
     # a second plain import is refused with the fix, a merge is fine
     result = runner.invoke(cli, ["import", out, "--db", clone])
-    assert result.exit_code == 2 and "--merge" in result.output
+    assert result.exit_code == 1 and "--merge" in result.output
     result = runner.invoke(cli, ["import", out, "--db", clone, "--merge"])
     assert result.exit_code == 0 and "unchanged 25" in result.output
     # export into an existing folder is refused
     result = runner.invoke(cli, ["export", out, "--db", db])
-    assert result.exit_code == 2 and "already exists" in result.output
+    assert result.exit_code == 1 and "already exists" in result.output
 
 
 def test_cli_refuses_a_bad_snapshot_without_creating_the_target(
@@ -111,8 +111,8 @@ def test_cli_refuses_a_bad_snapshot_without_creating_the_target(
     data = out / "memories.jsonl"
     data.write_bytes(data.read_bytes()[:-20])
     result = runner.invoke(cli, ["verify", str(out)])
-    assert result.exit_code == 2 and "truncated" in result.output
+    assert result.exit_code == 1 and "truncated" in result.output
     target = tmp_path / "new.sqlite3"
     result = runner.invoke(cli, ["import", str(out), "--db", str(target)])
-    assert result.exit_code == 2 and "truncated" in result.output
+    assert result.exit_code == 1 and "truncated" in result.output
     assert not target.exists()

@@ -34,6 +34,7 @@ from rankseam.types import (
 from rankseam.version import __version__
 
 if TYPE_CHECKING:
+    from rankseam.compose import find_config
     from rankseam.documents import DocumentReranker, open_reranker
     from rankseam.memory import Memory, open_memory
 
@@ -61,6 +62,7 @@ __all__ = [
     "Usage",
     "ValidationError",
     "__version__",
+    "find_config",
     "hookimpl",
     "open_memory",
     "open_reranker",
@@ -72,6 +74,10 @@ def __getattr__(name: str) -> Any:
         from rankseam import memory
 
         return getattr(memory, name)
+    if name == "find_config":
+        from rankseam import compose
+
+        return compose.find_config
     if name in ("open_reranker", "DocumentReranker"):
         from rankseam import documents
 

@@ -2,6 +2,11 @@
 
 Sub-commands live in :mod:`rankseam.commands` and load lazily (so ``rankseam --help`` stays
 fast); plugins add their own through the ``register_commands`` hook.
+
+Exit status: 0 on success, 1 when a command fails at run time (a rankseam error: a missing
+store, a bad configuration, invalid data), 2 for a usage error (an unknown option, a missing
+or malformed argument). With ``--json`` an error is one JSON object on stderr:
+``{"error": {"type": ..., "message": ..., "exit_status": ...}}``.
 """
 
 from __future__ import annotations
@@ -9,6 +14,7 @@ from __future__ import annotations
 import importlib
 import json
 import sys
+from collections.abc import Sequence
 from typing import Any
 
 import click
@@ -21,6 +27,10 @@ LAZY_COMMANDS: dict[str, str] = {
     "add": "rankseam.commands.store:add",
     "ingest": "rankseam.commands.store:ingest",
     "search": "rankseam.commands.store:search",
+    "get": "rankseam.commands.memories:get",
+    "list": "rankseam.commands.memories:list_",
+    "update": "rankseam.commands.memories:update",
+    "delete": "rankseam.commands.memories:delete",
     "stats": "rankseam.commands.store:stats",
     "reembed": "rankseam.commands.store:reembed",
     "demo": "rankseam.commands.store:demo",
@@ -31,10 +41,33 @@ LAZY_COMMANDS: dict[str, str] = {
 }
 
 
-class CommandError(click.ClickException):
-    """A command failed for a reason the user can fix: ``Error: <message>``, exit status 2."""
+#: Exit status of a command that failed at run time, and of a usage error.
+RUNTIME_ERROR, USAGE_ERROR = 1, 2
 
-    exit_code = 2
+
+class CommandError(click.ClickException):
+    """A command failed at run time for a reason the user can fix: ``Error: <message>``, exit
+    status 1. ``kind`` names the rankseam error behind it (shown with ``--json``)."""
+
+    exit_code = RUNTIME_ERROR
+
+    def __init__(self, message: str, *, kind: str = "CommandError") -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+def wants_json(args: Sequence[str]) -> bool:
+    """Whether the command line asks for JSON output (``--json`` before any ``--``)."""
+    args = list(args)
+    return "--json" in (args[: args.index("--")] if "--" in args else args)
+
+
+def _error_kind(exc: click.ClickException) -> str:
+    if isinstance(exc, CommandError):
+        return exc.kind
+    if isinstance(exc, click.UsageError):
+        return "UsageError"
+    return type(exc).__name__
 
 
 class RankseamGroup(click.Group):
@@ -71,11 +104,42 @@ class RankseamGroup(click.Group):
         return sorted(names)
 
     def invoke(self, ctx: click.Context) -> Any:
-        """Every command's rankseam errors end it the same way: one line, exit status 2."""
+        """Every command's rankseam errors end it the same way: one line, exit status 1."""
         try:
             return super().invoke(ctx)
         except RankseamError as exc:
-            raise CommandError(str(exc)) from None
+            raise CommandError(str(exc), kind=type(exc).__name__) from None
+
+    def main(  # type: ignore[override]
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:
+        """Run the command; in standalone mode, end with the documented exit status and print
+        an error as one line (or, with ``--json``, one JSON object) on stderr."""
+        argv = sys.argv[1:] if args is None else list(args)
+        if not standalone_mode:
+            return super().main(argv, prog_name, complete_var, standalone_mode=False, **extra)
+        try:
+            rv = super().main(argv, prog_name, complete_var, standalone_mode=False, **extra)
+        except click.exceptions.Abort:
+            click.echo("Aborted!", err=True)
+            sys.exit(RUNTIME_ERROR)
+        except click.ClickException as exc:
+            if wants_json(argv):
+                error = {
+                    "type": _error_kind(exc),
+                    "message": exc.format_message(),
+                    "exit_status": exc.exit_code,
+                }
+                click.echo(json.dumps({"error": error}, ensure_ascii=False), err=True)
+            else:
+                exc.show()
+            sys.exit(exc.exit_code)
+        sys.exit(rv if isinstance(rv, int) else 0)
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name in self.commands:
@@ -100,9 +164,34 @@ def cli() -> None:
     is_flag=True,
     help="Print installed plugin distributions as pip requirements instead of JSON.",
 )
-def plugins(show_all: bool, requirements: bool) -> None:
-    """List installed plugins as JSON: name, version, hooks, components, status."""
-    from rankseam.plugins import get_plugins
+@click.option(
+    "--options",
+    "show_options",
+    is_flag=True,
+    help="List every installed component (built-in ones too) with the options it takes.",
+)
+def plugins(show_all: bool, requirements: bool, show_options: bool) -> None:
+    """List installed plugins as JSON: name, version, hooks, components, status.
+
+    With --options: every component as JSON — kind, name, plugin, summary and the option names
+    it takes (``null`` when its plugin did not declare them). Options are set in rankseam.toml
+    (``[rerankers.mmr] lambda = 0.7``) or, for `search`, as ``--mmr-lambda 0.7``.
+    """
+    from rankseam.plugins import get_plugins, get_registry
+
+    if show_options:
+        components = [
+            {
+                "kind": spec.kind,
+                "name": spec.name,
+                "plugin": spec.plugin,
+                "summary": spec.summary,
+                "options": None if spec.options is None else list(spec.options),
+            }
+            for spec in sorted(get_registry(), key=lambda spec: (spec.kind, spec.name))
+        ]
+        click.echo(json.dumps(components, indent=2, ensure_ascii=False))
+        return
 
     infos = get_plugins(all=show_all)
     if requirements:
@@ -117,14 +206,5 @@ def plugins(show_all: bool, requirements: bool) -> None:
 
 
 def main(argv: list[str] | None = None) -> Any:
-    """Console entry point: a failed command prints one line and exits with status 2."""
-    try:
-        return cli.main(args=argv, prog_name="rankseam", standalone_mode=False)
-    except click.exceptions.Abort:
-        click.echo("Aborted!", err=True)
-        sys.exit(1)
-    except click.ClickException as exc:
-        exc.show()
-        sys.exit(exc.exit_code)
-    except click.exceptions.Exit as exc:
-        sys.exit(exc.exit_code)
+    """Console entry point (see the module docstring for exit statuses and ``--json`` errors)."""
+    return cli.main(args=argv, prog_name="rankseam")

@@ -13,7 +13,8 @@ Example ``rankseam.toml``::
 
     [search]
     pool = 30               # coarse pool size, 1..200
-    fusion = "rrf"          # or "weighted"
+    fusion = "convex"       # or "rrf"
+    weights = { vector = 0.5 }  # override a channel's declared weight (convex, rrf)
     sources = ["lexical", "vector", "importance"]
     reranker = "mmr"        # none by default
     on_error = "raise"      # or "coarse" (visible "degraded" status)
@@ -53,6 +54,7 @@ from rankseam.generation import GenerationBackend
 from rankseam.plugins import get_registry
 from rankseam.registry import Registry
 from rankseam.retrieval.base import CandidateSource
+from rankseam.retrieval.fusion import DEFAULT_FUSION, FUSION_METHODS, SCALES
 from rankseam.seam import (
     DEFAULT_MAX_CHARS,
     DEFAULT_POOL,
@@ -108,8 +110,32 @@ def _on_error(_inst: object, _attr: object, value: str) -> None:
 
 
 def _fusion(_inst: object, _attr: object, value: str) -> None:
-    if value not in ("rrf", "weighted"):
-        raise ConfigurationError(f"search.fusion must be 'rrf' or 'weighted', got {value!r}")
+    if value == "weighted":
+        raise ConfigurationError(
+            "search.fusion 'weighted' is now called 'convex' (weights are normalised to sum 1); "
+            "for the old weights add [search] weights = {lexical = 0.6, vector = 0.3, "
+            "importance = 0.1}"
+        )
+    if value not in FUSION_METHODS:
+        raise ConfigurationError(
+            f"search.fusion must be one of {', '.join(repr(m) for m in FUSION_METHODS)}, "
+            f"got {value!r}"
+        )
+
+
+def _scales(value: object) -> Mapping[str, str]:
+    if not isinstance(value, Mapping):
+        raise ConfigurationError(
+            f"search.scales must be a table of channel name -> scale, e.g. "
+            f'{{vector = "max"}}, got {value!r}'
+        )
+    for name, scale in value.items():
+        if scale not in SCALES:
+            raise ConfigurationError(
+                f"search.scales.{name} must be one of {', '.join(repr(s) for s in SCALES)}, "
+                f"got {scale!r}"
+            )
+    return frozen_mapping(value)
 
 
 def _positive_int(_inst: object, attr: attrs.Attribute[Any], value: object) -> None:
@@ -201,8 +227,9 @@ def _write_gate(value: object, source: str) -> tuple[bool, str | None]:
 @attrs.frozen
 class SearchConfig:
     pool: int = attrs.field(default=DEFAULT_POOL, validator=_pool)
-    fusion: str = attrs.field(default="rrf", validator=_fusion)
+    fusion: str = attrs.field(default=DEFAULT_FUSION, validator=_fusion)
     weights: Mapping[str, float] = attrs.field(factory=dict, converter=_weights)
+    scales: Mapping[str, str] = attrs.field(factory=dict, converter=_scales)
     sources: tuple[str, ...] = attrs.field(default=DEFAULT_SOURCES, converter=_source_names)
     reranker: str | None = attrs.field(default=None, validator=_optional_name)
     on_error: str = attrs.field(default="raise", validator=_on_error)
@@ -580,3 +607,57 @@ def _build_sources(
             "or 'vector'"
         )
     return tuple(out)
+
+
+#: The configuration file name looked for in the working directory and the user's config dir.
+CONFIG_NAME = "rankseam.toml"
+
+
+def user_config_dir() -> Path:
+    """The platform's per-user configuration folder for rankseam."""
+    if sys.platform == "darwin":
+        return Path.home() / "Library" / "Application Support" / "rankseam"
+    if os.name == "nt":
+        return Path(os.environ.get("APPDATA") or Path.home() / "AppData" / "Roaming") / "rankseam"
+    return Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config") / "rankseam"
+
+
+def find_config(
+    explicit: str | os.PathLike[str] | None = None,
+    *,
+    environ: Mapping[str, str] | None = None,
+    cwd: str | os.PathLike[str] | None = None,
+) -> Path | None:
+    """The configuration file the ``rankseam`` command uses, first match wins:
+
+    1. ``explicit`` (``--config FILE``), which must exist;
+    2. ``RANKSEAM_CONFIG`` (a file that must exist; set it empty to use no file at all);
+    3. ``./rankseam.toml`` in the working directory;
+    4. ``rankseam.toml`` in the user's config folder (:func:`user_config_dir`:
+       ``$XDG_CONFIG_HOME/rankseam`` or ``~/.config/rankseam`` on Linux,
+       ``~/Library/Application Support/rankseam`` on macOS, ``%APPDATA%\\rankseam`` on Windows).
+
+    ``None`` when none applies (the built-in defaults are used).
+    """
+    env = os.environ if environ is None else environ
+    if explicit is not None:
+        path = Path(explicit).expanduser()
+        if not path.is_file():
+            raise ConfigurationError(f"config file {str(path)!r} does not exist")
+        return path
+    if "RANKSEAM_CONFIG" in env:
+        value = env["RANKSEAM_CONFIG"].strip()
+        if not value:
+            return None
+        path = Path(value).expanduser()
+        if not path.is_file():
+            raise ConfigurationError(
+                f"RANKSEAM_CONFIG names {value!r}, which is not a file; point it at a "
+                "rankseam.toml, or set it empty to use no configuration file"
+            )
+        return path
+    local = Path(cwd or Path.cwd()) / CONFIG_NAME
+    if local.is_file():
+        return local
+    user = user_config_dir() / CONFIG_NAME
+    return user if user.is_file() else None

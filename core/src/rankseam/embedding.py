@@ -15,7 +15,7 @@ import numpy as np
 from rankseam.checks import is_int
 from rankseam.errors import ConfigurationError
 
-__all__ = ["Embedder", "EmbedderDescriptor", "embed_checked"]
+__all__ = ["DEFAULT_FUSION_WEIGHT", "Embedder", "EmbedderDescriptor", "embed_checked"]
 
 
 def _positive(_inst: object, attr: attrs.Attribute[int], value: int) -> None:
@@ -25,18 +25,37 @@ def _positive(_inst: object, attr: attrs.Attribute[int], value: int) -> None:
         )
 
 
+def _weight(_inst: object, attr: attrs.Attribute[float | None], value: object) -> None:
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
+        raise ValueError(f"EmbedderDescriptor.{attr.name} must be a number >= 0, got {value!r}")
+
+
+#: The vector channel's weight for an embedder that declares none (see ``fusion_weight``).
+DEFAULT_FUSION_WEIGHT = 0.5
+
+
 @attrs.frozen
 class EmbedderDescriptor:
     """Pins a vector space: two embedders with equal keys produce comparable vectors.
 
     ``revision`` pins the model or algorithm version (a model hash, a package version...).
     ``normalization`` is ``"l2"`` (unit vectors) or ``"none"``.
+
+    ``fusion_weight`` is how much the vector channel's cosine counts in the default
+    ``convex`` fusion, next to the lexical channel's BM25 at weight 1: about 1 for a model
+    whose cosine alone ranks about as well as BM25, less for a weak (lexical-like) embedder.
+    ``None`` (not declared) gets :data:`DEFAULT_FUSION_WEIGHT`. It says how to *use* the
+    space, not what the space is: it is not part of :attr:`key`, of equality or of
+    :meth:`to_dict`, so changing it never makes stored vectors incomparable.
     """
 
     name: str
     dimensions: int = attrs.field(validator=_positive)
     normalization: str = attrs.field(default="l2", validator=attrs.validators.in_(("l2", "none")))
     revision: str = "1"
+    fusion_weight: float | None = attrs.field(default=None, eq=False, validator=_weight)
 
     @property
     def key(self) -> str:

@@ -29,7 +29,7 @@ from rankseam.decision import (
     unwrap,
     write_gate_request,
 )
-from rankseam.embedding import Embedder, EmbedderDescriptor
+from rankseam.embedding import DEFAULT_FUSION_WEIGHT, Embedder, EmbedderDescriptor
 from rankseam.generation import (
     GenerationBackend,
     GenerationRequest,
@@ -50,6 +50,7 @@ from rankseam.registry import (
     RerankerRegister,
 )
 from rankseam.retrieval.base import CandidateSource, ScoredKey, SourceRequest
+from rankseam.retrieval.fusion import SCALES, ScoreSpec
 from rankseam.seam import (
     DEFAULT_MAX_CHARS,
     MAX_POOL,
@@ -60,11 +61,13 @@ from rankseam.seam import (
 )
 
 __all__ = [
+    "DEFAULT_FUSION_WEIGHT",
     "DEFAULT_MAX_CHARS",
     "MAX_POOL",
     "RERANK_DECISION_KIND",
     "RERANK_QUESTION",
     "RERANK_ROLE",
+    "SCALES",
     "WRITE_GATE_DECISION_KIND",
     "WRITE_GATE_QUESTION",
     "WRITE_GATE_ROLE",
@@ -89,6 +92,7 @@ __all__ = [
     "Reranker",
     "RerankerRegister",
     "Role",
+    "ScoreSpec",
     "ScoredKey",
     "SourceRequest",
     "check_options",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Generic, Protocol, TypeVar
 
 import attrs
@@ -68,17 +68,21 @@ _KINDS = ("candidate_source", "embedder", "reranker", "decision_backend", "gener
 
 @attrs.frozen
 class ComponentSpec(Generic[T]):
-    """A registered component: its kind, name, factory and owning plugin."""
+    """A registered component: its kind, name, factory and owning plugin; ``options`` are the
+    option names its factory accepts (``None``: the plugin did not declare them)."""
 
     kind: str
     name: str
     factory: Factory[T]
     plugin: str
     summary: str = ""
+    options: tuple[str, ...] | None = None
 
 
 class ComponentRegister(Generic[T]):
-    """Collects the components of one kind. Call it: ``register(name, factory, summary=...)``."""
+    """Collects the components of one kind. Call it:
+    ``register(name, factory, summary=..., options=(...))`` — ``options``, the option names the
+    factory accepts, is what ``rankseam plugins --options`` shows."""
 
     kind: str = ""
 
@@ -86,7 +90,14 @@ class ComponentRegister(Generic[T]):
         self._registry = registry
         self._plugin = plugin
 
-    def __call__(self, name: str, factory: Factory[T], *, summary: str = "") -> None:
+    def __call__(
+        self,
+        name: str,
+        factory: Factory[T],
+        *,
+        summary: str = "",
+        options: Iterable[str] | None = None,
+    ) -> None:
         if not isinstance(name, str) or not name or name.strip() != name:
             raise PluginError(
                 f"plugin {self._plugin!r} registered a {self.kind} with an invalid name {name!r}; "
@@ -97,7 +108,15 @@ class ComponentRegister(Generic[T]):
                 f"plugin {self._plugin!r} registered {self.kind} {name!r} with a factory that is "
                 f"not callable ({factory!r}); pass a callable factory(options, context)"
             )
-        self._registry.add(ComponentSpec(self.kind, name, factory, self._plugin, summary))
+        declared = None
+        if options is not None:
+            declared = tuple(options) if not isinstance(options, str) else (options,)
+            if not all(isinstance(o, str) and o for o in declared):
+                raise PluginError(
+                    f"plugin {self._plugin!r} registered {self.kind} {name!r} with options "
+                    f"{options!r}; pass the option names as strings, e.g. options=('lambda',)"
+                )
+        self._registry.add(ComponentSpec(self.kind, name, factory, self._plugin, summary, declared))
 
 
 class CandidateSourceRegister(ComponentRegister[Any]):

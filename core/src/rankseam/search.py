@@ -14,7 +14,7 @@ from rankseam.compose import SearchConfig
 from rankseam.embedding import Embedder, embed_checked
 from rankseam.errors import ValidationError
 from rankseam.retrieval.base import CandidateSource, SourceRequest, over_fetch
-from rankseam.retrieval.fusion import ChannelList, fuse
+from rankseam.retrieval.fusion import ChannelList, fuse, score_spec_of
 from rankseam.seam import (
     MAX_POOL,
     Reranker,
@@ -132,7 +132,12 @@ class SearchPipeline:
                     results[name] = list(src.candidates(request))
             refs = reader.identities(admitted)
             channels = [
-                ChannelList(name, src.admits, [(key, s) for key, s in results[name] if key in refs])
+                ChannelList(
+                    name,
+                    src.admits,
+                    [(key, s) for key, s in results[name] if key in refs],
+                    score_spec_of(src, space),
+                )
                 for name, src in self._sources
             ]
             fused = fuse(
@@ -140,6 +145,7 @@ class SearchPipeline:
                 refs.__getitem__,
                 method=self._settings.fusion,
                 weights=self._settings.weights,
+                scales=self._settings.scales,
                 limit=plan.pool,
             )
             rows = reader.memories([f.key for f in fused])

@@ -79,6 +79,16 @@ _plot_option = click.option(
     help="One more policy spec (repeatable), e.g. --policy mmr:lambda=0.3.",
 )
 @click.option(
+    "--search",
+    "search",
+    multiple=True,
+    metavar="VARIANT",
+    help="A search assembly to compare (repeatable; columns VARIANT/policy), over the same "
+    "stores: 'default', or KEY=VALUE[:KEY=VALUE...] with KEY fusion, sources (a+b), "
+    "weights.NAME or sources.NAME.OPTION, e.g. --search fusion=rrf --search sources=lexical; "
+    "LABEL==VARIANT names the column.",
+)
+@click.option(
     "--embedder",
     "embedder",
     default=None,
@@ -117,6 +127,14 @@ _plot_option = click.option(
     help="Report folder [default: bench-out/quality-<time>].",
 )
 @click.option(
+    "--stores",
+    "stores",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Keep the stores in this folder and reuse them in later runs (no ingest; useful "
+    "with a slow embedder) [default: a scratch folder, removed afterwards].",
+)
+@click.option(
     "--max-queries",
     type=click.IntRange(1),
     default=None,
@@ -129,11 +147,13 @@ def quality(
     split: str | None,
     rerank: str,
     policy: tuple[str, ...],
+    search: tuple[str, ...],
     embedder: str | None,
     option: tuple[str, ...],
     limit: int | None,
     pool: int,
     out: Path | None,
+    stores: Path | None,
     max_queries: int | None,
     progress: bool,
     plot: bool,
@@ -142,7 +162,7 @@ def quality(
     import attrs
 
     from rankseam.bench.datasets import load_dataset
-    from rankseam.bench.policies import component_options, parse_policies
+    from rankseam.bench.policies import component_options, parse_policies, parse_searches
     from rankseam.bench.quality import run_quality
     from rankseam.bench.reports import (
         check_plotting,
@@ -156,6 +176,7 @@ def quality(
     tables = component_options(option)
     policies = parse_policies(rerank, policy, tables.pop("rerankers", {}))
     embedders = _names(embedder, "--embedder")
+    variants = parse_searches(search) if search else []
     data = load_dataset(dataset, split=split)
     if max_queries is not None:
         data = attrs.evolve(
@@ -170,7 +191,8 @@ def quality(
     click.echo(
         f"{data.name}: {data.record_count} memories in {len(data.collections)} store(s), "
         f"{data.query_count} queries; policies: {', '.join(p.label for p in policies)}"
-        + (f"; embedders: {', '.join(embedders)}" if embedders else ""),
+        + (f"; embedders: {', '.join(embedders)}" if embedders else "")
+        + (f"; search: {', '.join(v.label for v in variants)}" if variants else ""),
         err=True,
     )
     body = run_quality(
@@ -181,6 +203,8 @@ def quality(
         progress=progress,
         embedders=embedders,
         config=tables,
+        variants=variants,
+        stores=stores,
     )
     if max_queries is not None:
         body["configuration"]["max_queries"] = max_queries
@@ -254,7 +278,9 @@ def _sizes(value: str | None) -> list[int] | None:
     show_default=True,
     metavar="NAME,NAME,...",
     help="Policies timed in whole searches, interleaved query by query: 'none' (no "
-    "reranker) and reranker names, built with the --option values, e.g. none,identity,mmr.",
+    "reranker) and reranker names, built with the --option values, e.g. none,identity,mmr; "
+    "NAME@VARIANT searches with a search variant as in `bench quality --search`, e.g. "
+    "none,none@fusion=rrf compares the default fusion with RRF.",
 )
 @click.option(
     "--corpus",

@@ -395,6 +395,7 @@ def _search_child(
     floor: bool = False,
 ) -> dict[str, Any]:
     import rankseam
+    from rankseam.bench.policies import parse_search
     from rankseam.retrieval.base import over_fetch
 
     qs = corpus_queries(corpus, count + 3)
@@ -403,6 +404,16 @@ def _search_child(
     t0 = time.perf_counter()
     memory = rankseam.open_memory(path, config=config)
     t1 = time.perf_counter()
+    # "NAME@VARIANT" searches a second Memory over the same store, assembled with the search
+    # variant (e.g. none@fusion=rrf), so assemblies are compared query by query in one process.
+    memories: dict[str, Any] = {"": memory}
+    for name in policies:
+        variant = name.partition("@")[2]
+        if variant not in memories:
+            memories[variant] = rankseam.open_memory(
+                path, config=parse_search(variant).config(config)
+            )
+            memories[variant].search(qs[0], limit=limit, reranker=None, pool=pool)
     memory.search(qs[0], limit=limit, reranker=None, pool=pool)
     t2 = time.perf_counter()
     opened = {"open_ms": round((t1 - t0) * 1000, 1), "first_search_ms": round((t2 - t1) * 1000, 1)}
@@ -425,8 +436,9 @@ def _search_child(
                     floor_search.search(q, over_fetch(pool), limit)
                     result = None
                 else:
-                    reranker = None if name == "none" else name
-                    result = memory.search(q, limit=limit, reranker=reranker, pool=pool)
+                    base, _at, variant = name.partition("@")
+                    reranker = None if base == "none" else base
+                    result = memories[variant].search(q, limit=limit, reranker=reranker, pool=pool)
                 if i >= 3:  # the first queries warm caches
                     times[name].append((time.perf_counter() - t0) * 1000.0)
                     if result is not None and result.trace.rerank is not None:
@@ -438,7 +450,8 @@ def _search_child(
             bar.close()
         if floor_search is not None:
             floor_search.close()
-        memory.close()
+        for each in memories.values():
+            each.close()
     out: dict[str, Any] = {p: _stats(t) for p, t in times.items()}
     out.update(opened)
     for p, c in calls.items():
@@ -609,6 +622,12 @@ def run_latency(
     built, skipped = _build_rerankers(names, reranker_options, config)
     search_policies = list(dict.fromkeys(search_policies))  # each once, in the order given
     for policy in search_policies:
+        policy, _at, variant = policy.partition("@")
+        if variant:
+            from rankseam.bench.policies import parse_search
+            from rankseam.compose import Config
+
+            Config.from_mapping(parse_search(variant).config(config), source=f"@{variant}")
         if policy != "none" and policy not in built:
             why = skipped.get(policy) or f"no reranker named {policy!r} is installed"
             raise ConfigurationError(

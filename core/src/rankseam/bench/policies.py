@@ -42,11 +42,14 @@ from rankseam.types import frozen_mapping
 __all__ = [
     "COMPONENT_TABLES",
     "PolicySpec",
+    "SearchVariant",
     "component_options",
     "option_defaults",
     "parse_option",
     "parse_policies",
     "parse_policy",
+    "parse_search",
+    "parse_searches",
     "parse_value",
 ]
 
@@ -172,3 +175,116 @@ def component_options(raw: Iterable[str]) -> dict[str, dict[str, dict[str, Any]]
 def option_defaults(raw: Iterable[str]) -> dict[str, dict[str, Any]]:
     """The reranker options among ``--option`` values: ``{reranker: {key: value}}``."""
     return component_options(raw).get(RERANKERS, {})
+
+
+# ------------------------------------------------------------------------ search variants
+
+#: Keys a search variant may set: ``[search]`` keys, ``weights.NAME`` and
+#: ``sources.NAME.OPTION`` (a candidate source's option).
+_SEARCH_KEYS = ("fusion", "sources")
+
+
+@attrs.frozen
+class SearchVariant:
+    """One search assembly compared side by side with others over the same stores:
+    ``search`` overrides ``[search]`` (``fusion``, ``weights``, ``scales``, ``sources``) and
+    ``sources`` holds candidate-source options (``[sources.NAME]``). The empty variant is the
+    configured default, labelled ``default``."""
+
+    search: Mapping[str, Any] = attrs.field(factory=dict, converter=frozen_mapping)
+    sources: Mapping[str, Mapping[str, Any]] = attrs.field(factory=dict, converter=frozen_mapping)
+    name: str | None = None
+
+    @property
+    def label(self) -> str:
+        if self.name:
+            return self.name
+        parts: list[str] = []
+        for key, value in sorted(self.search.items()):
+            if key in ("weights", "scales"):
+                tag = "w" if key == "weights" else "scale"
+                parts.extend(f"{tag}.{n}={_format_value(w)}" for n, w in sorted(value.items()))
+            elif key == "sources":
+                parts.append("sources=" + "+".join(value))
+            else:
+                parts.append(f"{key}={_format_value(value)}")
+        for source, options in sorted(self.sources.items()):
+            parts.extend(f"{source}.{k}={_format_value(v)}" for k, v in sorted(options.items()))
+        return ":".join(parts) or "default"
+
+    def config(self, base: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """``base`` (the ``rankseam.toml`` layout) with this variant's overrides."""
+        out = {k: dict(v) if isinstance(v, Mapping) else v for k, v in (base or {}).items()}
+        if self.search:
+            search = dict(out.get("search", {}))
+            for key, value in self.search.items():
+                search[key] = (
+                    {**search.get(key, {}), **value} if key in ("weights", "scales") else value
+                )
+            out["search"] = search
+        if self.sources:
+            tables = {k: dict(v) for k, v in out.get("sources", {}).items()}
+            for source, options in self.sources.items():
+                tables[source] = {**tables.get(source, {}), **options}
+            out["sources"] = tables
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "label": self.label,
+            "search": {
+                k: (dict(v) if isinstance(v, Mapping) else v) for k, v in self.search.items()
+            },
+            "sources": {k: dict(v) for k, v in self.sources.items()},
+        }
+
+
+def parse_search(spec: str) -> SearchVariant:
+    """``default``, or ``[LABEL=]KEY=VALUE[:KEY=VALUE...]`` with KEY one of ``fusion``,
+    ``sources`` (names joined with ``+``), ``weights.NAME``, ``scales.NAME`` or
+    ``sources.NAME.OPTION``, e.g.
+    ``fusion=rrf``, ``sources=lexical``, ``fusion=convex:weights.vector=0.3``,
+    ``sources.lexical.max_df=0.5``. ``LABEL=`` in front (a word followed by ``==``) names the
+    column: ``lexical-only==sources=lexical``."""
+    text = spec.strip()
+    name = None
+    if "==" in text:
+        name, _, text = (p.strip() for p in text.partition("=="))
+        if not name:
+            raise ConfigurationError(f"search variant {spec!r}: empty label before '=='")
+    if text in ("", "default"):
+        return SearchVariant(name=name)
+    search: dict[str, Any] = {}
+    sources: dict[str, dict[str, Any]] = {}
+    for part in (p.strip() for p in text.split(":")):
+        key, eq, raw = part.partition("=")
+        key = key.strip()
+        path = key.split(".")
+        value = parse_value(raw.strip())
+        if not eq or not key:
+            raise ConfigurationError(
+                f"search variant {spec!r}: {part!r} is not KEY=VALUE; write e.g. fusion=rrf"
+            )
+        if path[0] in ("weights", "scales") and len(path) == 2 and path[1]:
+            search.setdefault(path[0], {})[path[1]] = value
+        elif key == "sources":
+            search["sources"] = [s.strip() for s in str(raw).split("+") if s.strip()]
+        elif path[0] == "sources" and len(path) == 3 and all(path):
+            sources.setdefault(path[1], {})[path[2].replace("-", "_")] = value
+        elif len(path) == 1 and key in _SEARCH_KEYS:
+            search[key] = value
+        else:
+            raise ConfigurationError(
+                f"search variant {spec!r}: unknown key {key!r}; use fusion=..., "
+                "sources=a+b, weights.NAME=..., scales.NAME=... or sources.NAME.OPTION=..."
+            )
+    return SearchVariant(search, sources, name)
+
+
+def parse_searches(specs: Iterable[str]) -> list[SearchVariant]:
+    """Every ``--search`` value (none: the configured default only); duplicates refused."""
+    out = [parse_search(s) for s in specs] or [SearchVariant()]
+    labels = [v.label for v in out]
+    if len(set(labels)) != len(labels):
+        raise ConfigurationError(f"--search lists a variant twice: {labels}")
+    return out

@@ -35,7 +35,7 @@ import attrs
 
 from rankseam.bench.datasets import HEADLINE_CATEGORIES, Collection, Dataset, Query
 from rankseam.bench.metrics import dup_slot_at_k, mean, mrr, ndcg_at_k, percentile, recall_at_k
-from rankseam.bench.policies import PolicySpec
+from rankseam.bench.policies import PolicySpec, SearchVariant
 from rankseam.errors import ConfigurationError
 
 __all__ = ["POLICY_KEYS", "Column", "check_policies", "columns_for", "run_quality", "score_query"]
@@ -57,34 +57,52 @@ _DETAIL_KEYS = ("input_tokens_per_query", "output_tokens_per_query", "recall@100
 
 @attrs.frozen
 class Column:
-    """One column of the report: a policy run on the stores of one embedder."""
+    """One column of the report: a policy run with one search variant on the stores of one
+    embedder."""
 
     label: str
     spec: PolicySpec
     embedder: str | None
+    variant: SearchVariant = attrs.field(factory=SearchVariant)
 
 
-def columns_for(policies: Sequence[PolicySpec], embedders: Sequence[str] = ()) -> list[Column]:
-    """The columns of a run, embedder by embedder. With more than one embedder a column is
-    labelled ``EMBEDDER/policy``; otherwise by its policy label alone."""
+def columns_for(
+    policies: Sequence[PolicySpec],
+    embedders: Sequence[str] = (),
+    variants: Sequence[SearchVariant] = (),
+) -> list[Column]:
+    """The columns of a run, embedder by embedder, then search variant by variant. A column
+    is labelled ``EMBEDDER/VARIANT/policy``, where the embedder appears only when there are
+    several and the variant only when ``variants`` is given."""
     if len(set(embedders)) != len(embedders):
         raise ConfigurationError(f"--embedder lists an embedder twice: {list(embedders)}")
-    if len(embedders) <= 1:
-        name = embedders[0] if embedders else None
-        return [Column(p.label, p, name) for p in policies]
-    return [Column(f"{e}/{p.label}", p, e) for e in embedders for p in policies]
+    names: list[str | None] = list(embedders) if embedders else [None]
+    out = []
+    for e in names:
+        for v in variants or [SearchVariant()]:
+            for p in policies:
+                parts = [e] if len(embedders) > 1 and e else []
+                parts += [v.label] if variants else []
+                out.append(Column("/".join([*parts, p.label]), p, e, v))
+    return out
 
 
 def check_policies(
     policies: Sequence[PolicySpec],
     config: Mapping[str, Any] | None = None,
     embedders: Sequence[str] = (),
+    variants: Sequence[SearchVariant] = (),
 ) -> dict[str, dict[str, Any]]:
     """Build every embedder and reranker once, before any store is built, so that a missing
-    plugin or a bad option fails in a second, not after ingest. Returns
-    ``label -> {policy_id, descriptor}``."""
+    plugin or a bad option fails in a second, not after ingest; so does every search
+    variant's assembly. Returns ``label -> {policy_id, descriptor}``."""
     from rankseam.compose import TABLE_FOR_KIND, ComponentContext, Config
 
+    for variant in variants:
+        vcfg = Config.from_mapping(variant.config(config), source=f"--search {variant.label}")
+        vcontext = ComponentContext(vcfg)
+        for name in vcfg.search.sources:
+            vcontext.build("candidate_source", name)
     cfg = Config.from_mapping(config or {}, source="bench --option")
     context = ComponentContext(cfg)
     for name in embedders:
@@ -165,9 +183,17 @@ def run_quality(
     open_memory: Callable[..., Any] | None = None,
     embedders: Sequence[str] = (),
     config: Mapping[str, Any] | None = None,
+    variants: Sequence[SearchVariant] = (),
+    stores: str | Path | None = None,
 ) -> dict[str, Any]:
     """Run every policy over ``dataset`` (on the stores of each of ``embedders``; none given:
-    the configured default embedder); return the report body (see :mod:`reports`)."""
+    the configured default embedder), with each search variant (``variants``; none given: the
+    configured search); return the report body (see :mod:`reports`). Every variant searches
+    the same stores: each store is ingested once per embedder.
+
+    ``stores`` keeps the stores in that folder instead of a scratch one, and a later run
+    with the same collection and embedder reuses them without ingesting again (a store whose
+    marker names other records or another embedding space is refused)."""
     if not policies:
         raise ConfigurationError("no policy to benchmark; pass e.g. --rerank none,identity")
     if open_memory is None:
@@ -175,8 +201,9 @@ def run_quality(
 
         open_memory = rankseam.open_memory
     embedders = list(embedders)
-    columns = columns_for(policies, embedders)
-    described = check_policies(policies, config, embedders)
+    variants = list(variants)
+    columns = columns_for(policies, embedders, variants)
+    described = check_policies(policies, config, embedders, variants)
     rows: dict[str, list[tuple[Query, dict[str, float]]]] = {c.label: [] for c in columns}
     status_counts: dict[str, dict[str, int]] = {c.label: {} for c in columns}
     started = time.perf_counter()
@@ -194,17 +221,43 @@ def run_quality(
                 kwargs["config"] = dict(config)
             ingest_by[key] = 0.0
             for index, collection in enumerate(dataset.collections):
-                path = Path(tmp) / f"store-{e_index}-{index}.sqlite3"
+                if stores is None:
+                    path = Path(tmp) / f"store-{e_index}-{index}.sqlite3"
+                else:
+                    path = _kept_store(Path(stores), dataset, collection, key)
+                reuse = path.exists()
                 memory = open_memory(str(path), **kwargs)
                 try:
                     if key not in assembly:
                         assembly[key] = _assembly(memory)
                     t0 = time.perf_counter()
-                    _resolve(memory.ingest(r.to_ingest() for r in collection.records))
+                    if reuse:
+                        _check_kept(memory, path, collection)
+                    else:
+                        _resolve(memory.ingest(r.to_ingest() for r in collection.records))
+                        if stores is not None:
+                            _mark_kept(memory, path, collection)
                     ingest_by[key] += time.perf_counter() - t0
-                    _search_collection(
-                        memory, collection, these, limit, pool, rows, status_counts, bar
-                    )
+                    for variant in variants or [SearchVariant()]:
+                        mine = [c for c in these if c.variant == variant]
+                        if not variant.search and not variant.sources:
+                            _search_collection(
+                                memory, collection, mine, limit, pool, rows, status_counts, bar
+                            )
+                            continue
+                        other = open_memory(
+                            str(path), **{**kwargs, "config": variant.config(config)}
+                        )
+                        try:
+                            if f"{key}/{variant.label}" not in assembly:
+                                assembly[f"{key}/{variant.label}"] = _assembly(other)
+                            _search_collection(
+                                other, collection, mine, limit, pool, rows, status_counts, bar
+                            )
+                        finally:
+                            close = getattr(other, "close", None)
+                            if callable(close):
+                                close()
                 finally:
                     close = getattr(memory, "close", None)
                     if callable(close):
@@ -225,11 +278,56 @@ def run_quality(
     )
     body["configuration"]["search"] = next(iter(assembly.values()), {})
     body["configuration"]["embedders"] = embedders or None
+    if variants:
+        body["configuration"]["search_variants"] = [v.to_dict() for v in variants]
+        body["configuration"]["search_by_variant"] = {k: v for k, v in assembly.items() if "/" in k}
     body["configuration"]["components"] = {k: dict(v) for k, v in (config or {}).items()}
     if len(embedders) > 1:
         body["configuration"]["search_by_embedder"] = assembly
         body["timing"]["ingest_s_by_embedder"] = {k: round(v, 3) for k, v in ingest_by.items()}
     return body
+
+
+def _digest(collection: Collection) -> str:
+    import hashlib
+
+    digest = hashlib.sha256()
+    for r in collection.records:
+        digest.update(f"{r.id}\x1f{r.text}\x1e".encode())
+    return digest.hexdigest()
+
+
+def _kept_store(folder: Path, dataset: Dataset, collection: Collection, embedder: str) -> Path:
+    import re
+
+    safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{dataset.kind}-{collection.name}-{embedder}")
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder / f"{safe}.sqlite3"
+
+
+def _mark_kept(memory: Any, path: Path, collection: Collection) -> None:
+    import json
+
+    marker = {"records": _digest(collection), "space": memory.stats()["embedder"]["key"]}
+    path.with_suffix(".json").write_text(json.dumps(marker))
+
+
+def _check_kept(memory: Any, path: Path, collection: Collection) -> None:
+    import json
+
+    marker_path = path.with_suffix(".json")
+    try:
+        marker = json.loads(marker_path.read_text())
+    except (OSError, ValueError):
+        marker = {}
+    stats = memory.stats()
+    want = {"records": _digest(collection), "space": stats["embedder"]["key"]}
+    if marker != want or stats["memories"] != len(collection.records):
+        raise ConfigurationError(
+            f"--stores: {path} does not hold this collection's memories for embedder space "
+            f"{want['space']} (or its marker {marker_path.name} is missing); delete it, or "
+            "pass another --stores folder"
+        )
 
 
 def _assembly(memory: Any) -> dict[str, Any]:
@@ -240,10 +338,12 @@ def _assembly(memory: Any) -> dict[str, Any]:
     if search is not None:
         out.update(sources=list(search.sources), fusion=search.fusion, max_chars=search.max_chars)
         out["weights"] = dict(search.weights)
+        out["scales"] = dict(getattr(search, "scales", {}))
     embedder = getattr(memory, "embedder", None)
     descriptor = getattr(embedder, "descriptor", None)
     if descriptor is not None and hasattr(descriptor, "to_dict"):
         out["embedder"] = descriptor.to_dict()
+        out["embedder"]["fusion_weight"] = getattr(descriptor, "fusion_weight", None)
     return out
 
 
@@ -343,6 +443,7 @@ def _summarise(
         details[label] = {
             **described[spec.label],
             "embedder": column.embedder,
+            "search": column.variant.label,
             "policy": spec.label,
             "reranker": spec.reranker,
             "options": dict(spec.options),

@@ -153,11 +153,13 @@ def quality_markdown(report: Mapping[str, Any]) -> str:
             f"{data.get('queries')} queries; "
             f"limit {config['limit']}, coarse pool {config['pool']})."
         )
-        header = ["policy", "nDCG@10", "Recall@100", "MRR", "pool recall", "calls/query"]
+        header = ["policy", "nDCG@10", "Recall@5", "Recall@100", "MRR", "pool recall"]
+        header.append("calls/query")
         rows = [
             [
                 label,
                 m["ndcg@10"],
+                m["recall@5"],
                 details.get(label, {}).get("recall@100"),
                 m["mrr"],
                 m["pool_recall"],

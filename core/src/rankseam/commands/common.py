@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 import click
 
 from rankseam.cli import CommandError
+from rankseam.compose import find_config
 from rankseam.memory import Memory, open_memory
 
 __all__ = ["CommandError", "echo_json", "echo_report", "json_option", "open_store", "store_options"]
@@ -25,7 +26,10 @@ def store_options(fn: F) -> F:
         "config_file",
         type=click.Path(dir_okay=False),
         default=None,
-        help="A rankseam.toml configuration file.",
+        help=(
+            "A rankseam.toml configuration file (default: RANKSEAM_CONFIG, else ./rankseam.toml, "
+            "else rankseam.toml in the user's config folder)."
+        ),
     )(fn)
     return click.option(
         "--db",
@@ -42,8 +46,9 @@ json_option = click.option("--json", "as_json", is_flag=True, help="Print the re
 def open_store(
     db: str | None, config_file: str | None, *, create: bool = True, **overrides: Any
 ) -> Memory:
-    """The store of ``--db``/``--config``; ``create=False`` for read-only commands."""
-    return open_memory(db, config_file=config_file, create=create, **overrides)
+    """The store of ``--db``/``--config``; ``create=False`` for read-only commands. Without
+    ``--config`` the configuration file is discovered (:func:`rankseam.compose.find_config`)."""
+    return open_memory(db, config_file=find_config(config_file), create=create, **overrides)
 
 
 def echo_json(value: Any) -> None:

@@ -128,7 +128,11 @@ def _count_lines(path: str) -> int | None:
 @store_options
 @click.option("--namespace", "-n", default=None, help="Namespace of records that name none.")
 @click.option("--batch-size", type=click.IntRange(min=1), default=500, show_default=True)
-@click.option("--progress/--no-progress", default=True, show_default=True)
+@click.option(
+    "--progress/--no-progress",
+    default=None,
+    help="Show a progress bar on stderr (default: only when stderr is a terminal).",
+)
 @json_option
 def ingest(
     file: str,
@@ -136,7 +140,7 @@ def ingest(
     config_file: str | None,
     namespace: str | None,
     batch_size: int,
-    progress: bool,
+    progress: bool | None,
     as_json: bool,
 ) -> None:
     """Bulk-add memories from a JSONL file (one JSON object per line: text, id, importance,
@@ -145,6 +149,8 @@ def ingest(
         raise click.BadParameter(f"{file!r} does not exist", param_hint="FILE")
     lines_of: list[int] = []
     committed = [0]
+    if progress is None:
+        progress = sys.stderr.isatty()
     total = _count_lines(file) if progress else None
     with open_store(db, config_file) as memory:
         bar_cm = (
@@ -169,11 +175,12 @@ def ingest(
         except IngestError as exc:
             line = lines_of[exc.index - 1] if 0 < exc.index <= len(lines_of) else exc.index
             reason = str(exc).split(": ", 1)[1] if ": " in str(exc) else str(exc)
-            raise CommandError(f"line {line}: {reason}") from None
+            raise CommandError(f"line {line}: {reason}", kind=type(exc).__name__) from None
         except ValidationError as exc:
             raise CommandError(
                 f"{exc}; nothing of its batch was written ({committed[0]} earlier record(s) "
-                "were committed)"
+                "were committed)",
+                kind=type(exc).__name__,
             ) from None
         finally:
             if bar_cm is not None:
@@ -269,7 +276,10 @@ def search(
     trace: bool,
     as_json: bool,
 ) -> None:
-    """Search memories; optionally rerank (--rerank NAME --NAME-OPTION VALUE ...)."""
+    """Search memories; optionally rerank (--rerank NAME --NAME-OPTION VALUE ...).
+
+    A reranker's options are listed by `rankseam plugins --options` (e.g. --rerank mmr
+    --mmr-lambda 0.7); VALUE is a TOML literal (number, bool or string)."""
     with open_store(db, config_file, create=False) as memory:
         chosen = memory.config.search.reranker if rerank is None else rerank
         if chosen in ("none", ""):

@@ -25,6 +25,21 @@ def _importance(options: Mapping[str, Any], context: object) -> ImportanceSource
 
 @hookimpl
 def register_candidate_sources(register: CandidateSourceRegister) -> None:
-    register("lexical", _lexical, summary="FTS5 BM25 over OR-joined quoted query terms")
-    register("vector", _vector, summary="cosine over stored vectors of the active embedder")
-    register("importance", _importance, summary="importance prior over admitted candidates")
+    register(
+        "lexical",
+        _lexical,
+        summary="FTS5 BM25 over OR-joined quoted query terms",
+        options=("stopwords", "max_df"),
+    )
+    register(
+        "vector",
+        _vector,
+        summary="cosine over stored vectors of the active embedder",
+        options=("min_score",),
+    )
+    register(
+        "importance",
+        _importance,
+        summary="importance prior over admitted candidates",
+        options=(),
+    )

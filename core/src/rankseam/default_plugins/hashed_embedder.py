@@ -1,12 +1,18 @@
 """The default embedder ``hashed``: hashed word and character n-grams, L2-normalised.
 
-Built on scikit-learn's ``HashingVectorizer``: deterministic (MurmurHash3), no fitting, no
-vocabulary, no download. Word unigrams catch shared words, character n-grams (within word
-boundaries) catch inflections and typos. The two hashed vectors are mixed with
-``char_weight``, densified to float32 and L2-normalised. A text with no features (empty or
-only punctuation) embeds to the zero vector. Options (``[embedders.hashed]``): ``dimensions``
-(default 256), ``char_ngrams`` (default ``[3, 5]``), ``word_ngrams`` (default ``[1, 1]``),
-``char_weight`` (default 0.5). Every option is part of the descriptor, so changing one is a new
+The features and hashes of scikit-learn's ``HashingVectorizer`` (MurmurHash3, signed; no
+fitting, no vocabulary, no download). Small batches (a query) are hashed here in pure Python,
+so a search never imports scikit-learn (about a second of start-up); larger batches use
+scikit-learn's compiled hasher, once per distinct word. All paths give identical vectors
+(tested against scikit-learn's own analyzers and hasher).
+
+Word unigrams catch shared words, character n-grams (within word boundaries) catch
+inflections and typos. The two hashed vectors are mixed with ``char_weight``, densified to
+float32 and L2-normalised. A text with no features (empty or only punctuation) embeds to the
+zero vector. Options (``[embedders.hashed]``): ``dimensions`` (default 256), ``char_ngrams``
+(default ``[3, 5]``), ``word_ngrams`` (default ``[1, 1]``), ``char_weight`` (default 0.5),
+``stop_words`` (default false: when true, English stop words are dropped before hashing,
+unless nothing else is left). Every option is part of the descriptor, so changing one is a new
 vector space (``rankseam reembed`` fills it).
 """
 
@@ -30,9 +36,15 @@ from rankseam.plugin import (
     is_real,
 )
 
-__all__ = ["HashedEmbedder"]
+__all__ = ["FUSION_WEIGHT", "HashedEmbedder"]
 
-_OPTIONS = ("dimensions", "char_ngrams", "word_ngrams", "char_weight")
+#: The vector channel's weight in the convex fusion (lexical: 1). Hashed n-grams are a weak,
+#: lexical-like channel: chosen on the development data (docs/benchmarks.md, "Fusion"), where
+#: 0.2-0.3 was best on both sets and 0.7 or more fell below BM25 alone on SciFact.
+FUSION_WEIGHT = 0.3
+
+_OPTIONS = ("dimensions", "char_ngrams", "word_ngrams", "char_weight", "stop_words")
+_WORD = re.compile(r"\w+", re.UNICODE)
 
 
 def _range(name: str, value: Any) -> tuple[int, int]:
@@ -50,10 +62,82 @@ def _range(name: str, value: Any) -> tuple[int, int]:
     return int(value[0]), int(value[1])
 
 
-#: Words whose hashed features are kept (per embedder); the cache is emptied when full.
-_CACHE_WORDS = 200_000
 #: scikit-learn's default ``token_pattern`` (word analyzer) and whitespace split (char_wb).
 _TOKEN = re.compile(r"(?u)\b\w\w+\b")
+
+#: Batches up to this many texts are hashed in pure Python (no scikit-learn import).
+SMALL_BATCH = 16
+
+_MASK = 0xFFFFFFFF
+_WHITE_SPACES = re.compile(r"\s\s+")
+
+
+def _rotl(x: int, r: int) -> int:
+    return ((x << r) | (x >> (32 - r))) & _MASK
+
+
+def murmurhash3_32(data: bytes, seed: int = 0) -> int:
+    """MurmurHash3 x86 32-bit of ``data``, as a signed int (scikit-learn's
+    ``murmurhash3_32(data, seed, positive=False)``)."""
+    c1, c2 = 0xCC9E2D51, 0x1B873593
+    h = seed & _MASK
+    n = len(data)
+    end = n - n % 4
+    for i in range(0, end, 4):
+        k = int.from_bytes(data[i : i + 4], "little")
+        k = (_rotl((k * c1) & _MASK, 15) * c2) & _MASK
+        h = (_rotl(h ^ k, 13) * 5 + 0xE6546B64) & _MASK
+    k = 0
+    rest = n % 4
+    if rest == 3:
+        k ^= data[end + 2] << 16
+    if rest >= 2:
+        k ^= data[end + 1] << 8
+    if rest >= 1:
+        k ^= data[end]
+        h ^= (_rotl((k * c1) & _MASK, 15) * c2) & _MASK
+    h ^= n
+    h ^= h >> 16
+    h = (h * 0x85EBCA6B) & _MASK
+    h ^= h >> 13
+    h = (h * 0xC2B2AE35) & _MASK
+    h ^= h >> 16
+    return h - (1 << 32) if h & 0x80000000 else h
+
+
+def _word_features(text: str, ngrams: tuple[int, int]) -> list[str]:
+    """HashingVectorizer(analyzer="word", lowercase=True, ngram_range=ngrams) features."""
+    tokens = _TOKEN.findall(text.lower())
+    low, high = ngrams
+    if high == 1:
+        return tokens
+    out = list(tokens) if low == 1 else []
+    for n in range(max(low, 2), min(high + 1, len(tokens) + 1)):
+        out.extend(" ".join(tokens[i : i + n]) for i in range(len(tokens) - n + 1))
+    return out
+
+
+def _char_wb_features(text: str, ngrams: tuple[int, int]) -> list[str]:
+    """HashingVectorizer(analyzer="char_wb", lowercase=True, ngram_range=ngrams) features."""
+    low, high = ngrams
+    words = _WHITE_SPACES.sub(" ", text.lower()).split()
+    return [gram for word in words for gram in _char_wb_ngrams(word, low, high)]
+
+
+def _hash_rows(rows: list[list[str]], dimensions: int) -> np.ndarray:
+    """FeatureHasher(n_features=dimensions, input_type="string", alternate_sign=True)."""
+    out = np.zeros((len(rows), dimensions), dtype=np.float32)
+    edge = (2147483647 - (dimensions - 1)) % dimensions  # scikit-learn's index of -2**31
+    for r, features in enumerate(rows):
+        row = out[r]
+        for feature in features:
+            h = murmurhash3_32(feature.encode("utf-8"))
+            row[edge if h == -(2**31) else abs(h) % dimensions] += 1.0 if h >= 0 else -1.0
+    return out
+
+
+#: Words whose hashed features are kept (per embedder); the cache is emptied when full.
+_CACHE_WORDS = 200_000
 
 
 def _char_wb_ngrams(word: str, low: int, high: int) -> list[str]:
@@ -89,7 +173,7 @@ class _HashedBag:
     SMALL = 8
 
     def __init__(self, hasher: Any, expand: Any) -> None:
-        self._hasher = hasher
+        self._hasher = hasher  # a callable returning scikit-learn's FeatureHasher
         self._expand = expand  # unit -> list of feature strings
         self._lock = threading.Lock()
         self._cache: dict[str, tuple[np.ndarray, np.ndarray]] = {}
@@ -101,7 +185,7 @@ class _HashedBag:
             if missing:
                 if len(cache) + len(missing) > _CACHE_WORDS:
                     cache.clear()
-                block = self._hasher.transform(self._expand(u) for u in missing).tocsr()
+                block = self._hasher().transform(self._expand(u) for u in missing).tocsr()
                 block.sum_duplicates()
                 ptr, idx, data = block.indptr, block.indices, block.data
                 for i, u in enumerate(missing):
@@ -111,7 +195,7 @@ class _HashedBag:
     def transform(self, bags: list[list[str]]) -> np.ndarray:
         import scipy.sparse as sp
 
-        dims = self._hasher.n_features
+        dims = self._hasher().n_features
         if len(bags) <= self.SMALL:
             out = np.zeros((len(bags), dims), dtype=np.float32)
             for i, bag in enumerate(bags):
@@ -164,57 +248,86 @@ class HashedEmbedder:
         char_ngrams: tuple[int, int] = (3, 5),
         word_ngrams: tuple[int, int] = (1, 1),
         char_weight: float = 0.5,
+        stop_words: bool = False,
     ) -> None:
-        from sklearn.feature_extraction import FeatureHasher
-        from sklearn.feature_extraction.text import HashingVectorizer
+        self._stop: frozenset[str] | None = None
+        if stop_words:  # scikit-learn's list; only this non-default option imports it here
+            from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
+            self._stop = frozenset(ENGLISH_STOP_WORDS)
         self.dimensions = dimensions
         self.char_weight = char_weight
-        # The analyzers of HashingVectorizer, hashed by FeatureHasher directly: the same
-        # features and hashes as HashingVectorizer.transform, without its per-call overhead.
-        self._word_analyzer = HashingVectorizer(
-            analyzer="word", ngram_range=word_ngrams, lowercase=True
-        ).build_analyzer()
-        self._char_analyzer = HashingVectorizer(
-            analyzer="char_wb", ngram_range=char_ngrams, lowercase=True
-        ).build_analyzer()
-        self._hasher = FeatureHasher(
-            n_features=dimensions, input_type="string", alternate_sign=True, dtype=np.float32
-        )
+        self._word_ngrams = word_ngrams
+        self._char_ngrams = char_ngrams
+        self._sklearn: tuple[Any, Any, Any] | None = None
+        self._sklearn_lock = threading.Lock()
         low, high = char_ngrams
         self._chars = _HashedBag(self._hasher, lambda word: _char_wb_ngrams(word, low, high))
         # word unigrams (the default) hash each token alone; other ranges use the analyzer
-        self._words = (
-            _HashedBag(self._hasher, lambda token: [token])
-            if word_ngrams
-            == (
-                1,
-                1,
-            )
-            else None
-        )
+        unigrams = word_ngrams == (1, 1)
+        self._words = _HashedBag(self._hasher, lambda token: [token]) if unigrams else None
         self.descriptor = EmbedderDescriptor(
             name="hashed",
+            fusion_weight=FUSION_WEIGHT,
             dimensions=dimensions,
             normalization="l2",
             revision=(
                 f"1:w{word_ngrams[0]}-{word_ngrams[1]}:c{char_ngrams[0]}-{char_ngrams[1]}"
-                f":cw{char_weight:g}"
+                f":cw{char_weight:g}" + (":sw" if stop_words else "")
             ),
         )
+
+    def _compiled(self) -> tuple[Any, Any, Any]:
+        """scikit-learn's word analyzer, char_wb analyzer and hasher (imported on first use:
+        a large batch, or :meth:`reference_embed`)."""
+        with self._sklearn_lock:
+            if self._sklearn is None:
+                from sklearn.feature_extraction import FeatureHasher
+                from sklearn.feature_extraction.text import HashingVectorizer
+
+                # The analyzers of HashingVectorizer, hashed by FeatureHasher directly: the same
+                # features and hashes as HashingVectorizer.transform, without its overhead.
+                word = HashingVectorizer(
+                    analyzer="word", ngram_range=self._word_ngrams, lowercase=True
+                ).build_analyzer()
+                char = HashingVectorizer(
+                    analyzer="char_wb", ngram_range=self._char_ngrams, lowercase=True
+                ).build_analyzer()
+                hasher = FeatureHasher(
+                    n_features=self.dimensions,
+                    input_type="string",
+                    alternate_sign=True,
+                    dtype=np.float32,
+                )
+                self._sklearn = (word, char, hasher)
+            return self._sklearn
+
+    def _hasher(self) -> Any:
+        return self._compiled()[2]
 
     def embed(self, texts: Sequence[str], /) -> np.ndarray:
         texts = list(texts)
         if not texts:
             return np.zeros((0, self.dimensions), dtype=np.float32)
+        if self._stop is not None:
+            texts = [self._content(t) for t in texts]
         w = self.char_weight
+        if len(texts) <= SMALL_BATCH:  # a query: pure Python, no scikit-learn import
+            words = _unit_rows(
+                _hash_rows([_word_features(t, self._word_ngrams) for t in texts], self.dimensions)
+            )
+            chars = _unit_rows(
+                _hash_rows(
+                    [_char_wb_features(t, self._char_ngrams) for t in texts], self.dimensions
+                )
+            )
+            return _unit_rows(words * np.float32(1.0 - w) + chars * np.float32(w))
         lowered = [t.lower() for t in texts]
         if self._words is not None:
             words = _unit_rows(self._words.transform([_TOKEN.findall(t) for t in lowered]))
         else:
-            words = _unit_rows(
-                self._hasher.transform(self._word_analyzer(t) for t in texts).toarray()
-            )
+            word, _char, hasher = self._compiled()
+            words = _unit_rows(hasher.transform(word(t) for t in texts).toarray())
         chars = _unit_rows(self._chars.transform([t.split() for t in lowered]))
         return _unit_rows(words * np.float32(1.0 - w) + chars * np.float32(w))
 
@@ -225,9 +338,16 @@ class HashedEmbedder:
         if not texts:
             return np.zeros((0, self.dimensions), dtype=np.float32)
         w = self.char_weight
-        words = _unit_rows(self._hasher.transform(self._word_analyzer(t) for t in texts).toarray())
-        chars = _unit_rows(self._hasher.transform(self._char_analyzer(t) for t in texts).toarray())
+        word, char, hasher = self._compiled()
+        words = _unit_rows(hasher.transform(word(t) for t in texts).toarray())
+        chars = _unit_rows(hasher.transform(char(t) for t in texts).toarray())
         return _unit_rows(words * np.float32(1.0 - w) + chars * np.float32(w))
+
+    def _content(self, text: str) -> str:
+        """``text`` without English stop words (unchanged if nothing else is left)."""
+        assert self._stop is not None
+        words = [w for w in _WORD.findall(text.lower()) if w not in self._stop]
+        return " ".join(words) if words else text
 
     @classmethod
     def from_options(cls, options: Mapping[str, Any]) -> HashedEmbedder:
@@ -242,8 +362,14 @@ class HashedEmbedder:
             raise ConfigurationError(
                 f"[embedders.hashed] char_weight must be a number in [0, 1], got {weight!r}"
             )
+        stop = options.get("stop_words", False)
+        if not isinstance(stop, bool):
+            raise ConfigurationError(
+                f"[embedders.hashed] stop_words must be true or false, got {stop!r}"
+            )
         return cls(
             dimensions=dims,
+            stop_words=stop,
             char_ngrams=_range("char_ngrams", options.get("char_ngrams", (3, 5))),
             word_ngrams=_range("word_ngrams", options.get("word_ngrams", (1, 1))),
             char_weight=float(weight),
@@ -256,4 +382,9 @@ def _factory(options: Mapping[str, Any], context: object) -> HashedEmbedder:
 
 @hookimpl
 def register_embedders(register: EmbedderRegister) -> None:
-    register("hashed", _factory, summary="hashed word + char n-grams (scikit-learn), no download")
+    register(
+        "hashed",
+        _factory,
+        summary="hashed word + char n-grams (scikit-learn's features), no download",
+        options=_OPTIONS,
+    )

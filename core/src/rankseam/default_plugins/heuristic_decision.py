@@ -157,4 +157,5 @@ def register_decision_backends(register: DecisionBackendRegister) -> None:
         "heuristic",
         _factory,
         summary="deterministic, no model: query-term coverage -> yes / abstain / no (a heuristic)",
+        options=("yes_threshold", "no_threshold", "min_terms"),
     )

@@ -29,4 +29,6 @@ def _factory(options: Mapping[str, Any], context: object) -> IdentityReranker:
 
 @hookimpl
 def register_rerankers(register: RerankerRegister) -> None:
-    register("identity", _factory, summary="keeps the coarse order (selects ranks 1..limit)")
+    register(
+        "identity", _factory, summary="keeps the coarse order (selects ranks 1..limit)", options=()
+    )

@@ -1,11 +1,26 @@
 """Fusion of per-channel ranked lists into one coarse order.
 
-- ``rrf`` (default): Reciprocal Rank Fusion, ``score = sum over channels of 1 / (60 + rank)``.
-  Ranks are *competition* ranks of the channel's scores (equal scores share a rank), so a
-  channel that cannot tell two memories apart does not order them.
-- ``weighted``: ``score = sum of weight[channel] * normalised channel score``; lexical BM25 is
-  divided by the best BM25 of the query, vector cosine is clipped to ``[0, 1]``, importance is
-  used as is. Default weights: :data:`DEFAULT_WEIGHTS`; a channel without a weight gets 1.
+Every channel (candidate source) declares what fusion needs to know about its scores in a
+:class:`ScoreSpec`: how to bring its raw scores onto ``[0, 1]`` (``scale``) and how much its
+vote counts (``weight``). The host names no particular source here; see
+:func:`score_spec_of`.
+
+- ``convex`` (default): a convex combination of normalised scores,
+  ``score = sum_c w_c * norm_c(s) / sum_c w_c`` over the configured channels, so a hit's
+  score lies in ``[0, 1]``: 1 means "the best of its query in every channel". A channel that
+  did not return a memory contributes 0 for it. Scales:
+
+  - ``max``: non-negative scores without an upper bound (BM25): divided by the best score of
+    the query (theoretical minimum 0), so the channel's best hit gets 1;
+  - ``unit``: scores already on ``[0, 1]`` or ``[-1, 1]`` (cosine, importance): clipped to
+    ``[0, 1]`` and used as they are, so a weak best match stays weak;
+  - ``minmax``: ``(s - min) / (max - min)`` over the channel's list; a list whose scores are
+    all equal gets 1 everywhere.
+
+- ``rrf``: Reciprocal Rank Fusion, ``score = sum_c w_c / (60 + rank_c)`` with competition
+  ranks (equal scores share a rank, so a channel that cannot tell two memories apart does not
+  order them). Its weights are the configured ones only (default 1 each): it ignores the
+  sources' declarations, which makes it the equal-vote RRF of earlier versions.
 
 Only memories admitted by an admitting channel enter the result; prior channels only add
 score. Ties on the fused score are broken by :meth:`MemoryRef.sort_key` (identity bytes), so
@@ -16,16 +31,73 @@ found a memory, in configuration order; ``channel_scores`` holds every channel's
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import attrs
 
+from rankseam.embedding import EmbedderDescriptor
 from rankseam.types import MemoryRef
 
-__all__ = ["DEFAULT_WEIGHTS", "RRF_K", "ChannelList", "Fused", "competition_ranks", "fuse"]
+__all__ = [
+    "DEFAULT_FUSION",
+    "FUSION_METHODS",
+    "RRF_K",
+    "SCALES",
+    "ChannelList",
+    "Fused",
+    "ScoreSpec",
+    "competition_ranks",
+    "fuse",
+    "score_spec_of",
+]
 
 RRF_K = 60
-DEFAULT_WEIGHTS: Mapping[str, float] = {"lexical": 0.6, "vector": 0.3, "importance": 0.1}
+#: Fusion methods a configuration may name (``[search] fusion``).
+FUSION_METHODS = ("convex", "rrf")
+DEFAULT_FUSION = "convex"
+#: How a channel's raw scores map onto [0, 1] (see the module docstring).
+SCALES = ("max", "unit", "minmax")
+
+
+def _weight(_inst: object, attr: attrs.Attribute[float], value: float) -> None:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
+        raise ValueError(f"ScoreSpec.{attr.name} must be a number >= 0, got {value!r}")
+
+
+@attrs.frozen
+class ScoreSpec:
+    """What fusion needs to know about one channel's scores.
+
+    ``scale`` is ``"max"`` (non-negative, unbounded, e.g. BM25), ``"unit"`` (already on
+    [0, 1] or [-1, 1], e.g. cosine) or ``"minmax"`` (anything else); ``weight`` is the
+    channel's default weight in the ``convex`` fusion (the lexical channel's is 1; a
+    configuration's ``[search] weights`` overrides it).
+    """
+
+    scale: str = attrs.field(default="minmax", validator=attrs.validators.in_(SCALES))
+    weight: float = attrs.field(default=1.0, converter=float, validator=_weight)
+
+
+#: The declaration assumed for a source that makes none.
+UNDECLARED = ScoreSpec()
+
+
+def score_spec_of(source: Any, embedder: EmbedderDescriptor | None) -> ScoreSpec:
+    """The :class:`ScoreSpec` a candidate source declares for the active embedder.
+
+    A source declares it with a method ``score_spec(embedder) -> ScoreSpec`` (the vector
+    channel's weight follows the embedder: see ``EmbedderDescriptor.fusion_weight``); a
+    source without one gets ``ScoreSpec()`` (min-max scaled, weight 1).
+    """
+    declare = getattr(source, "score_spec", None)
+    if declare is None:
+        return UNDECLARED
+    spec = declare(embedder)
+    if not isinstance(spec, ScoreSpec):
+        raise TypeError(
+            f"{type(source).__name__}.score_spec() must return a rankseam ScoreSpec, got {spec!r}"
+        )
+    return spec
 
 
 def _items(items: Iterable[tuple[int, float]]) -> tuple[tuple[int, float], ...]:
@@ -34,11 +106,13 @@ def _items(items: Iterable[tuple[int, float]]) -> tuple[tuple[int, float], ...]:
 
 @attrs.frozen
 class ChannelList:
-    """One channel's ranked list: ``(row_key, score)`` best first; ``admits`` as the source's."""
+    """One channel's ranked list: ``(row_key, score)`` best first; ``admits`` as the source's;
+    ``spec`` as the source declared it."""
 
     name: str
     admits: bool
     items: tuple[tuple[int, float], ...] = attrs.field(converter=_items)
+    spec: ScoreSpec = UNDECLARED
 
 
 class Fused(NamedTuple):
@@ -62,25 +136,38 @@ def competition_ranks(items: Sequence[tuple[int, float]]) -> dict[int, int]:
     return ranks
 
 
-def _normalise(name: str, items: Sequence[tuple[int, float]]) -> dict[int, float]:
-    if name == "vector":
+def normalise(scale: str, items: Sequence[tuple[int, float]]) -> dict[int, float]:
+    """Map one channel's raw scores onto [0, 1] (see :data:`SCALES`)."""
+    if not items:
+        return {}
+    if scale == "unit":
         return {k: min(max(s, 0.0), 1.0) for k, s in items}
-    if name == "lexical":
-        best = max((s for _k, s in items), default=0.0)
-        return {k: (s / best if best > 0 else 0.0) for k, s in items}
-    return {k: s for k, s in items}
+    if scale == "max":
+        best = max(s for _k, s in items)
+        if best <= 0:
+            return dict.fromkeys((k for k, _s in items), 0.0)
+        return {k: max(s, 0.0) / best for k, s in items}
+    low = min(s for _k, s in items)
+    high = max(s for _k, s in items)
+    if high == low:
+        return dict.fromkeys((k for k, _s in items), 1.0)
+    return {k: (s - low) / (high - low) for k, s in items}
 
 
 def fuse(
     channels: Sequence[ChannelList],
     ref_of: Callable[[int], MemoryRef],
     *,
-    method: str = "rrf",
+    method: str = DEFAULT_FUSION,
     weights: Mapping[str, float] | None = None,
+    scales: Mapping[str, str] | None = None,
     limit: int | None = None,
 ) -> list[Fused]:
     """Fuse channel lists into the coarse order (best first), cut to ``limit``. ``ref_of``
-    gives the identity of a row key (for the deterministic tie-break)."""
+    gives the identity of a row key (for the deterministic tie-break); ``weights`` and
+    ``scales`` (the configuration's) override what the channels declared."""
+    if method not in FUSION_METHODS:
+        raise ValueError(f"unknown fusion {method!r}; use one of {', '.join(FUSION_METHODS)}")
     admitted: dict[int, list[str]] = {}
     for ch in channels:
         if ch.admits:
@@ -90,18 +177,25 @@ def fuse(
                     names.append(ch.name)
     fused: dict[int, float] = dict.fromkeys(admitted, 0.0)
     raw: dict[int, dict[str, float]] = {k: {} for k in admitted}
-    w = {**DEFAULT_WEIGHTS, **(weights or {})}
+    given = weights or {}
+    given_scales = scales or {}
+    total = 0.0
     for ch in channels:
         items = [(k, s) for k, s in ch.items if k in admitted]
         for k, s in items:
             raw[k].setdefault(ch.name, s)
         if method == "rrf":
+            weight = float(given.get(ch.name, 1.0))
             for k, rank in competition_ranks(items).items():
-                fused[k] += 1.0 / (RRF_K + rank)
+                fused[k] += weight / (RRF_K + rank)
         else:
-            weight = float(w.get(ch.name, 1.0))
-            for k, s in _normalise(ch.name, items).items():
-                fused[k] += weight * s
+            weight = float(given.get(ch.name, ch.spec.weight))
+            total += weight
+            if weight:
+                for k, s in normalise(given_scales.get(ch.name, ch.spec.scale), items).items():
+                    fused[k] += weight * s
+    if method == "convex" and total > 0:
+        fused = {k: v / total for k, v in fused.items()}
     order = sorted(fused, key=lambda k: -fused[k])
     # Break ties on the fused score by identity bytes (only tied runs pay for sort keys).
     i = 0

@@ -1,7 +1,9 @@
 """The importance prior: ranks the memories other channels admitted by their importance.
 
-It never admits a memory on its own (``admits = False``). Equal importances share a rank, so a
-store where every memory has the default importance 0.5 is ranked exactly as without it.
+It never admits a memory on its own (``admits = False``). Equal importances share a rank (and
+add the same amount in the convex fusion, where importance counts at weight
+:data:`IMPORTANCE_WEIGHT`), so a store where every memory has the default importance 0.5 is
+ranked exactly as without it.
 """
 
 from __future__ import annotations
@@ -10,14 +12,21 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rankseam.errors import ConfigurationError
-from rankseam.plugin import ScoredKey, SourceRequest
+from rankseam.plugin import EmbedderDescriptor, ScoredKey, ScoreSpec, SourceRequest
 
-__all__ = ["ImportanceSource"]
+__all__ = ["IMPORTANCE_WEIGHT", "ImportanceSource"]
+
+#: The prior's weight in the convex fusion (lexical counts 1): a tie-breaker between
+#: memories that match about equally well, never a reason to rank a poor match first.
+IMPORTANCE_WEIGHT = 0.1
 
 
 class ImportanceSource:
     admits = False
     needs_query_vector = False
+
+    def score_spec(self, embedder: EmbedderDescriptor | None, /) -> ScoreSpec:
+        return ScoreSpec(scale="unit", weight=IMPORTANCE_WEIGHT)
 
     def candidates(self, request: SourceRequest, /) -> Sequence[ScoredKey]:
         if not request.admitted:

@@ -31,7 +31,14 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rankseam.errors import ConfigurationError
-from rankseam.plugin import ScoredKey, SourceRequest, check_options, is_real
+from rankseam.plugin import (
+    EmbedderDescriptor,
+    ScoredKey,
+    ScoreSpec,
+    SourceRequest,
+    check_options,
+    is_real,
+)
 
 __all__ = ["MAX_TERMS", "STOPWORDS", "LexicalSource", "match_expression", "query_terms"]
 
@@ -92,7 +99,9 @@ def _or_joined(terms: Sequence[str]) -> str:
 
 
 class LexicalSource:
-    """FTS5 BM25; score = ``-bm25`` (higher is better)."""
+    """FTS5 BM25; score = ``-bm25`` (higher is better, unbounded): fusion divides it by the
+    query's best BM25 and counts it at weight 1, the reference the other weights are set
+    against."""
 
     admits = True
     needs_query_vector = False
@@ -103,6 +112,9 @@ class LexicalSource:
         self.stopwords = stopwords
         self.max_df = max_df
         self.max_postings = max_postings
+
+    def score_spec(self, embedder: EmbedderDescriptor | None, /) -> ScoreSpec:
+        return ScoreSpec(scale="max", weight=1.0)
 
     def candidates(self, request: SourceRequest, /) -> Sequence[ScoredKey]:
         terms = query_terms(request.query, stopwords=self.stopwords)

@@ -6,7 +6,15 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rankseam.errors import ConfigurationError
-from rankseam.plugin import ScoredKey, SourceRequest, check_options, is_real
+from rankseam.plugin import (
+    DEFAULT_FUSION_WEIGHT,
+    EmbedderDescriptor,
+    ScoredKey,
+    ScoreSpec,
+    SourceRequest,
+    check_options,
+    is_real,
+)
 
 __all__ = ["VectorSource"]
 
@@ -16,6 +24,9 @@ class VectorSource:
 
     Only vectors of ``request.embedder``'s space are compared: memories without a vector in
     that space are invisible to this channel (``rankseam reembed`` fills them in).
+
+    Fusion uses the cosine as it is (clipped to [0, 1]), at the weight the embedder declares
+    (``EmbedderDescriptor.fusion_weight``; undeclared: ``DEFAULT_FUSION_WEIGHT``).
     """
 
     admits = True
@@ -23,6 +34,10 @@ class VectorSource:
 
     def __init__(self, *, min_score: float | None = None) -> None:
         self.min_score = min_score
+
+    def score_spec(self, embedder: EmbedderDescriptor | None, /) -> ScoreSpec:
+        weight = None if embedder is None else embedder.fusion_weight
+        return ScoreSpec(scale="unit", weight=DEFAULT_FUSION_WEIGHT if weight is None else weight)
 
     def candidates(self, request: SourceRequest, /) -> Sequence[ScoredKey]:
         if request.query_vector is None or request.embedder is None:

@@ -15,16 +15,36 @@ Options (``[decision_backends.openai]`` / ``[generation_backends.openai]``): ``b
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rankseam.plugin import DecisionBackendRegister, GenerationBackendRegister, hookimpl
-from rankseam_openai.backends import (
-    DECISION_POLICY_ID,
-    GENERATION_POLICY_ID,
-    OpenAIDecisionBackend,
-    OpenAIGenerationBackend,
-)
-from rankseam_openai.config import OpenAISettings, Secret, settings_from_options
+from rankseam_openai.config import OPENAI_OPTIONS, OpenAISettings, Secret, settings_from_options
+
+if TYPE_CHECKING:
+    from rankseam_openai.backends import (
+        DECISION_POLICY_ID,
+        GENERATION_POLICY_ID,
+        OpenAIDecisionBackend,
+        OpenAIGenerationBackend,
+    )
+
+#: Names served from :mod:`rankseam_openai.backends`, which imports httpx and tenacity: it
+#: loads when a backend is built, not when rankseam loads its plugins (fast `rankseam` start).
+_LAZY = {
+    "DECISION_POLICY_ID",
+    "GENERATION_POLICY_ID",
+    "OpenAIDecisionBackend",
+    "OpenAIGenerationBackend",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        from rankseam_openai import backends
+
+        return getattr(backends, name)
+    raise AttributeError(f"module 'rankseam_openai' has no attribute {name!r}")
+
 
 __all__ = [
     "DECISION_POLICY_ID",
@@ -48,6 +68,8 @@ def make_decision_backend(
     options: Mapping[str, Any], context: object = None
 ) -> OpenAIDecisionBackend:
     """Factory of the ``openai`` decision backend (validates ``options``)."""
+    from rankseam_openai.backends import OpenAIDecisionBackend
+
     what = "decision backend 'openai'"
     settings = settings_from_options(
         options, what=what, table="decision_backends.openai", default_max_tokens=DECISION_MAX_TOKENS
@@ -59,6 +81,8 @@ def make_generation_backend(
     options: Mapping[str, Any], context: object = None
 ) -> OpenAIGenerationBackend:
     """Factory of the ``openai`` generation backend (validates ``options``)."""
+    from rankseam_openai.backends import OpenAIGenerationBackend
+
     what = "generation backend 'openai'"
     settings = settings_from_options(
         options,
@@ -75,6 +99,7 @@ def register_decision_backends(register: DecisionBackendRegister) -> None:
         "openai",
         make_decision_backend,
         summary="yes/no/abstain over an OpenAI-compatible chat API (hosted, vLLM, llama.cpp)",
+        options=OPENAI_OPTIONS,
     )
 
 
@@ -84,4 +109,5 @@ def register_generation_backends(register: GenerationBackendRegister) -> None:
         "openai",
         make_generation_backend,
         summary="structured JSON generation over an OpenAI-compatible chat API",
+        options=OPENAI_OPTIONS,
     )

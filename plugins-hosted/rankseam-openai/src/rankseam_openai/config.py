@@ -140,7 +140,7 @@ class OpenAISettings:
         }
 
 
-_OPTIONS = (
+OPENAI_OPTIONS = (
     "base_url",
     "model",
     "api_key",
@@ -197,7 +197,7 @@ def settings_from_options(
     """Validate a component's options. ``what`` names the component in messages
     (e.g. ``"decision backend 'openai'"``), ``table`` its configuration table."""
     env = os.environ if environ is None else environ
-    check_options(f"{what} (table [{table}])", options, _OPTIONS)
+    check_options(f"{what} (table [{table}])", options, OPENAI_OPTIONS)
 
     base_url = options.get("base_url") or env.get(ENV_BASE_URL) or DEFAULT_BASE_URL
     base_url = _string(what, "base_url", resolve_env_refs(base_url, what=f"{what} base_url"))

@@ -71,7 +71,7 @@ log = logging.getLogger("rankseam_decision")
 POLICY_ID = "rankseam.rerank.decision.v1"
 DEFAULT_KEEP = frozenset({DecisionOutcome.YES, DecisionOutcome.ABSTAIN})
 DEFAULT_DEADLINE_S = 30.0
-_OPTIONS = ("backend", "keep", "window", "deadline_s")
+OPTIONS = ("backend", "keep", "window", "deadline_s")
 
 _Answer = tuple[DecisionResult, float]  # the verdict and the call's latency in ms
 
@@ -379,7 +379,7 @@ def from_options(options: Mapping[str, Any], context: Any) -> DecisionReranker:
     Options: ``backend`` (required: a decision backend name), ``keep`` (default
     ``"yes,abstain"``), ``window`` (default 1), ``deadline_s`` (default 30).
     """
-    check_options("reranker 'decision'", options, _OPTIONS)
+    check_options("reranker 'decision'", options, OPTIONS)
     name = options.get("backend")
     if name is not None and not isinstance(name, str):
         raise ConfigurationError(

@@ -27,6 +27,7 @@ from rankseam_listwise.local import LOCAL_POLICY_ID, LocalGenerationBackend, mak
 from rankseam_listwise.reranker import (
     DEFAULT_MAX_CALLS,
     DEFAULT_WINDOW,
+    LISTWISE_OPTIONS,
     POLICY_ID,
     CallBudgetError,
     ListwiseOptions,
@@ -63,6 +64,7 @@ def register_rerankers(register: RerankerRegister) -> None:
         "listwise",
         make_reranker,
         summary="one structured generation request over the pool, answered with ranks only",
+        options=LISTWISE_OPTIONS,
     )
 
 
@@ -72,6 +74,7 @@ def register_generation_backends(register: GenerationBackendRegister) -> None:
         "local",
         make_local_backend,
         summary="deterministic term-overlap heuristic (not a model) for tests and demos",
+        options=(),
     )
 
 

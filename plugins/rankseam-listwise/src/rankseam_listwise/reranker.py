@@ -48,7 +48,7 @@ DEFAULT_WINDOW = 30
 #: Default budget: enough for a 200-candidate pool with the default window and stride (13).
 DEFAULT_MAX_CALLS = 20
 
-_OPTIONS = ("backend", "window", "stride", "max_calls", "max_chars")
+LISTWISE_OPTIONS = ("backend", "window", "stride", "max_calls", "max_chars")
 
 
 class CallBudgetError(RerankError):
@@ -79,7 +79,7 @@ class ListwiseOptions:
 
     @classmethod
     def from_mapping(cls, options: Mapping[str, Any]) -> ListwiseOptions:
-        check_options("reranker 'listwise'", options, _OPTIONS)
+        check_options("reranker 'listwise'", options, LISTWISE_OPTIONS)
         backend = options.get("backend")
         if not isinstance(backend, str) or not backend.strip():
             raise ConfigurationError(

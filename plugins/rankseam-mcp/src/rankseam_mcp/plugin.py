@@ -24,7 +24,10 @@ from rankseam.plugin import hookimpl
     "config_file",
     type=click.Path(dir_okay=False),
     default=None,
-    help="A rankseam.toml configuration file.",
+    help=(
+        "A rankseam.toml configuration file (default: RANKSEAM_CONFIG, else ./rankseam.toml, "
+        "else rankseam.toml in the user's config folder)."
+    ),
 )
 @click.option("--namespace", "-n", default=None, help="Default namespace of the tools.")
 def mcp_command(db: str | None, config_file: str | None, namespace: str | None) -> None:
@@ -33,11 +36,11 @@ def mcp_command(db: str | None, config_file: str | None, namespace: str | None) 
     Configure it in a client as the command `rankseam mcp --db PATH`. Logs go to stderr;
     stdout carries the protocol only.
     """
-    from rankseam import open_memory
+    from rankseam import find_config, open_memory
     from rankseam_mcp.server import build_server
 
     overrides: dict[str, Any] = {} if namespace is None else {"namespace": namespace}
-    with open_memory(db, config_file=config_file, **overrides) as memory:
+    with open_memory(db, config_file=find_config(config_file), **overrides) as memory:
         build_server(memory).run("stdio")
 
 

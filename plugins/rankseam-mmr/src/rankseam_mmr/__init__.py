@@ -19,6 +19,7 @@ from rankseam.plugin import RerankerRegister, hookimpl
 from rankseam_mmr.reranker import (
     DEFAULT_LAMBDA,
     MAX_CANDIDATES,
+    MMR_OPTIONS,
     POLICY_ID,
     RELEVANCE_CHOICES,
     MMROptions,
@@ -59,6 +60,7 @@ def register_rerankers(register: RerankerRegister) -> None:
         "mmr",
         make_reranker,
         summary="maximal marginal relevance over stored vectors (λ=1 relevance, λ=0 diversity)",
+        options=MMR_OPTIONS,
     )
 
 

@@ -52,7 +52,7 @@ POLICY_ID = "rankseam.rerank.mmr.v1"
 DEFAULT_LAMBDA = 0.5
 RELEVANCE_CHOICES = ("coarse", "query_cosine")
 MAX_CANDIDATES = MAX_POOL
-_KNOWN_OPTIONS = ("lambda", "relevance")
+MMR_OPTIONS = ("lambda", "relevance")
 
 
 def _lambda(_inst: object, _attr: object, value: object) -> None:
@@ -82,7 +82,7 @@ class MMROptions:
 
     @classmethod
     def from_mapping(cls, options: Mapping[str, Any]) -> MMROptions:
-        check_options("reranker 'mmr'", options, _KNOWN_OPTIONS)
+        check_options("reranker 'mmr'", options, MMR_OPTIONS)
         lam = options.get("lambda", DEFAULT_LAMBDA)
         _lambda(None, None, lam)
         return cls(lam=float(lam), relevance=options.get("relevance", "coarse"))

@@ -44,6 +44,7 @@ def register_rerankers(register: RerankerRegister) -> None:
         make_reranker,
         summary="relevance reranker via the rerankers library (cross-encoder, T5, ColBERT, "
         "APIs), with its scores; option model = local directory or hub name",
+        options=OPTION_NAMES,
     )
 
 

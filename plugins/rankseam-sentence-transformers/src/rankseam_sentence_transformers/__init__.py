@@ -59,6 +59,7 @@ def register_embedders(register: EmbedderRegister) -> None:
         "sentence-transformers",
         make_embedder,
         summary=f"local sentence-transformers model (default {DEFAULT_MODEL}), no download",
+        options=EMBEDDER_OPTIONS,
     )
 
 
@@ -68,6 +69,7 @@ def register_decision_backends(register: DecisionBackendRegister) -> None:
         "similarity",
         make_similarity_backend,
         summary="embedding cosine(query, candidate) vs two thresholds -> yes / abstain / no",
+        options=SIMILARITY_OPTIONS,
     )
 
 

@@ -84,7 +84,7 @@ def test_plot_without_matplotlib_says_how_to_fix(tmp_path):
         pytest.skip("matplotlib is installed here; this checks the error without it")
     data = _tiny_locomo(tmp_path / "l.json")
     result = CliRunner().invoke(cli, ["bench", "quality", "--dataset", f"locomo:{data}"])
-    assert result.exit_code == 2
+    assert result.exit_code == 1
     assert "pip install 'rankseam[bench]'" in result.output
 
 
@@ -146,7 +146,7 @@ def test_a_bad_search_variant_fails_before_ingest(tmp_path):
             cli,
             ["bench", "quality", "--no-plot", "--dataset", f"locomo:{data}", "--search", variant],
         )
-        assert result.exit_code == 2
+        assert result.exit_code == 1
         assert message in result.output, (variant, result.output)
 
 
@@ -185,5 +185,5 @@ def test_kept_stores_are_reused_and_checked(tmp_path):
         cli,
         ["bench", "quality", "--no-plot", "--dataset", f"beir:{folder}", "--stores", str(stores)],
     )
-    assert result.exit_code == 2
+    assert result.exit_code == 1
     assert "does not hold this collection's memories" in result.output

@@ -24,7 +24,7 @@ import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import attrs
 import numpy as np
@@ -41,6 +41,8 @@ from rankseam.store.vectors import VectorCache, decode_vectors, encode_vector, t
 from rankseam.types import MemoryRef
 
 __all__ = ["BatchCounts", "PreparedRecord", "SQLiteStore", "StoreReader"]
+
+T = TypeVar("T")
 
 #: Identities per vector-fetch statement (3 parameters each, well under SQLite's limit).
 _FETCH_CHUNK = 250
@@ -367,23 +369,26 @@ class SQLiteStore:
     def cached_count(self, key: tuple[Any, ...], compute: Callable[[], int]) -> int:
         """A small memo for counts its readers compute (keys carry the write version, so a
         write makes every older entry unreachable)."""
-        value = self._memo.get(key)
-        if value is None:
-            value = compute()
-            with self._memo_lock:
-                if len(self._memo) > 4096:
-                    self._memo.clear()
-                self._memo[key] = value
-        return value
+        return self._memoised(self._memo, 4096, key, compute)
 
     def cached_array(self, key: tuple[Any, ...], compute: Callable[[], np.ndarray]) -> np.ndarray:
-        value = self._arrays.get(key)
+        """The same memo for arrays, kept to a few entries."""
+        return self._memoised(self._arrays, 64, key, compute)
+
+    def _memoised(
+        self,
+        memo: dict[tuple[Any, ...], T],
+        cap: int,
+        key: tuple[Any, ...],
+        compute: Callable[[], T],
+    ) -> T:
+        value = memo.get(key)
         if value is None:
             value = compute()
             with self._memo_lock:
-                if len(self._arrays) > 64:
-                    self._arrays.clear()
-                self._arrays[key] = value
+                if len(memo) > cap:
+                    memo.clear()
+                memo[key] = value
         return value
 
     # -- the ANN index ---------------------------------------------------------------------

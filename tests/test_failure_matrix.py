@@ -152,14 +152,23 @@ def _config(server: Any, role: str) -> dict[str, Any]:
 @pytest.mark.parametrize("persistence", PERSISTENCE)
 @pytest.mark.parametrize("fault", sorted(FAULTS))
 def test_cell(
-    server: Any, db: str, coarse: list[str], fault: str, persistence: str, role: str
+    server: Any,
+    db: str,
+    coarse: list[str],
+    fault: str,
+    persistence: str,
+    role: str,
+    tmp_path: Path,
 ) -> None:
     server.clear()
     server.inject(fault, times=None if persistence == "persistent" else 1)
     outcome = expected(fault, persistence, role)
     kind = KIND[fault]
     recovers = outcome.endswith("(retried)")
-    with open_memory(db, config=_config(server, role)) as memory:
+    # A write-gate cell may store its memory (fail-open): it gets a store of its own, so that
+    # the search cells keep seeing exactly the memories their coarse order was taken from.
+    target = str(tmp_path / "gate.sqlite3") if role == "write_gate" else db
+    with open_memory(target, config=_config(server, role)) as memory:
         if role == "write_gate":
             added = memory.add("ok, thanks!", gate=True)
             assert added.gate is not None

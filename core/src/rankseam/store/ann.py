@@ -143,6 +143,9 @@ class AnnIndexes:
         self._lock = threading.Lock()
         self._bases: dict[tuple[str, str], _Base | None] = {}
         self._maintaining: set[tuple[str, str]] = set()
+        # one maintenance at a time per index in this process: a caller's maintain waits for
+        # a background one (and then usually finds nothing left to merge)
+        self._maintain_locks: dict[tuple[str, str], threading.Lock] = {}
         self._threads: list[threading.Thread] = []
         self._closed = False
 
@@ -272,6 +275,21 @@ class AnnIndexes:
         it. ``conn`` must be a connection of this thread with no open transaction. Returns the
         new manifest, or ``None`` when the namespace is too small for an index (unless
         ``force``)."""
+        with self._lock:
+            lock = self._maintain_locks.setdefault((namespace, space), threading.Lock())
+        with lock:
+            return self._maintain(conn, namespace, space, dims, normalized, force=force)
+
+    def _maintain(
+        self,
+        conn: sqlite3.Connection,
+        namespace: str,
+        space: str,
+        dims: int,
+        normalized: bool,
+        *,
+        force: bool,
+    ) -> AnnManifest | None:
         from usearch.index import Index
 
         old = self.base(namespace, space)
@@ -388,7 +406,8 @@ class AnnIndexes:
             file=name,
             bytes=(self.folder / name).stat().st_size,
         )
-        mtmp = self.folder / f"{slug}.json.tmp"
+        # a name of its own: another process may be publishing this index at the same time
+        mtmp = self.folder / f"{slug}.{uuid.uuid4().hex[:12]}.json.tmp"
         with open(mtmp, "w") as fh:
             json.dump(manifest.to_dict(), fh)
             fh.flush()
@@ -407,7 +426,11 @@ class AnnIndexes:
         manifest names and that are old enough not to be another process's work in progress
         (the leftovers of a killed maintenance)."""
         now = time.time()
-        for path in self.folder.glob(f"{slug}.*.usearch*"):
+        leftovers = [
+            *self.folder.glob(f"{slug}.*.usearch*"),
+            *self.folder.glob(f"{slug}.*.json.tmp"),
+        ]
+        for path in leftovers:
             if path.name == keep:
                 continue
             try:

@@ -29,7 +29,12 @@ from rankseam.decision import (
     unwrap,
     write_gate_request,
 )
-from rankseam.embedding import DEFAULT_FUSION_WEIGHT, Embedder, EmbedderDescriptor
+from rankseam.embedding import (
+    DEFAULT_FUSION_SCALE,
+    DEFAULT_FUSION_WEIGHT,
+    Embedder,
+    EmbedderDescriptor,
+)
 from rankseam.generation import (
     GenerationBackend,
     GenerationRequest,
@@ -61,6 +66,7 @@ from rankseam.seam import (
 )
 
 __all__ = [
+    "DEFAULT_FUSION_SCALE",
     "DEFAULT_FUSION_WEIGHT",
     "DEFAULT_MAX_CHARS",
     "MAX_POOL",

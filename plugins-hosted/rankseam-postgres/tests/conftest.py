@@ -23,10 +23,12 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 @pytest.fixture(scope="session")
-def pg_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TemporaryServer]:
+def pg_server() -> Iterator[TemporaryServer]:
+    # in the system's temporary folder: pytest's own is private to the user, and a server
+    # started as root runs as the user "pgserver", which must reach its data directory
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        server = TemporaryServer(tmp_path_factory.mktemp("pg")).start()
+        server = TemporaryServer().start()
     try:
         yield server
     finally:
@@ -53,7 +55,7 @@ def data_dir() -> Path | None:
     """``../shared/data`` (or ``RANKSEAM_DATA``), when it holds the dev sets."""
     env = os.environ.get("RANKSEAM_DATA")
     candidates = [Path(env)] if env else []
-    candidates.append(Path(__file__).resolve().parents[3] / "shared" / "data")
+    candidates.append(Path(__file__).resolve().parents[4] / "shared" / "data")
     for folder in candidates:
         if (folder / "locomo-dev.json").is_file():
             return folder

@@ -13,6 +13,7 @@ import warnings
 warnings.simplefilter("ignore")
 
 import rankseam  # noqa: E402
+from rankseam.plugin import MemoryNotFoundError  # noqa: E402
 from rankseam.types import MemoryRef  # noqa: E402
 
 NAMESPACE = "soak"
@@ -88,15 +89,19 @@ def reader(url: str, out: str, number: int, seconds: float) -> None:
                 hits += 1
                 try:
                     stored = memory.get(hit.ref)
-                except rankseam.MemoryNotFoundError:
+                except MemoryNotFoundError:
                     stored = None
                 match = _SELF.match(hit.text)
                 ok = (
                     stored is not None
                     and stored.text == hit.text
                     and stored.ref == hit.ref
-                    and match is not None
-                    and hit.ref == MemoryRef(NAMESPACE, f"w{match[1]}-{match[2]}", int(match[3]))
+                    and (
+                        hit.ref.memory_id == "seed"
+                        or match is not None
+                        and hit.ref
+                        == MemoryRef(NAMESPACE, f"w{match[1]}-{match[2]}", int(match[3]))
+                    )
                 )
                 if not ok:
                     invalid += 1

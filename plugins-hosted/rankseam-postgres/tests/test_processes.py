@@ -32,7 +32,7 @@ def test_many_writers_and_readers_lose_nothing_and_cite_exactly(
     seconds = float(os.environ.get("RANKSEAM_PG_SOAK_SECONDS", "5"))
     writers, readers = 4, 4
     with rankseam.open_memory(pg_url, namespace="soak") as memory:
-        memory.add("writer 0 memory -1 rev 1 seed", memory_id="seed")  # the schema exists
+        memory.add("a seed memory, so the store exists", memory_id="seed")  # the schema exists
     procs = [
         _spawn("writer", pg_url, str(tmp_path / f"w{i}.json"), str(i), str(seconds))
         for i in range(writers)

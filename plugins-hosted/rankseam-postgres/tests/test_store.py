@@ -9,6 +9,8 @@ import pytest
 
 import rankseam
 from rankseam.errors import ConfigurationError, ValidationError
+from rankseam.memory import IngestError
+from rankseam.plugin import MemoryNotFoundError
 from rankseam.types import MemoryRef
 
 
@@ -56,10 +58,15 @@ def test_ingest_is_idempotent_and_batches_are_counted(pg_url: str) -> None:
         assert (first.added, first.batches) == (120, 3)
         second = memory.ingest(records, batch_size=50)
         assert (second.added, second.updated, second.unchanged) == (0, 0, 120)
-        changed = [*records[:3], {"id": "m0", "text": "note zero, rewritten twice"}]
-        third = memory.ingest(changed, batch_size=500)  # one id twice in one batch
-        assert (third.updated, third.unchanged) == (1 + 1, 2)
-        assert memory.get("m0").ref.revision == 2
+        changed = [
+            *records[1:3],
+            {"id": "m0", "text": "note zero, rewritten"},
+            {"id": "m0", "text": "note zero, rewritten twice"},  # one id twice in one batch
+        ]
+        third = memory.ingest(changed, batch_size=500)
+        assert (third.updated, third.unchanged) == (2, 2)
+        assert memory.get("m0").ref.revision == 3
+        assert memory.get(rankseam.MemoryRef("default", "m0", 2)).text == "note zero, rewritten"
         assert memory.get("m0").text == "note zero, rewritten twice"
         assert len(list(memory.list())) == 120
 
@@ -67,13 +74,13 @@ def test_ingest_is_idempotent_and_batches_are_counted(pg_url: str) -> None:
 def test_bad_records_leave_the_batch_unwritten(pg_url: str) -> None:
     with rankseam.open_memory(pg_url) as memory:
         bad = [{"id": "ok", "text": "fine"}, {"id": "bad", "text": ""}]
-        with pytest.raises(rankseam.IngestError) as err:
+        with pytest.raises(IngestError) as err:
             memory.ingest(bad)
         assert err.value.index == 2 and err.value.committed == 0
         assert list(memory.list()) == []
         with pytest.raises(ValidationError):
             memory.add("nul \x00 inside")
-        with pytest.raises(rankseam.MemoryNotFoundError):
+        with pytest.raises(MemoryNotFoundError):
             memory.update("nobody", "text")
 
 

@@ -15,25 +15,50 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from rankseam.plugin import CandidateSourceRegister, hookimpl
+from rankseam.plugin import (
+    CandidateSourceRegister,
+    FactoryContext,
+    StoreRegister,
+    StoreTarget,
+    hookimpl,
+)
+from rankseam_postgres.url import SCHEMES
 
 if TYPE_CHECKING:
     from rankseam_postgres.store import PostgresStore
 
 __version__ = "0.1.0"
 
-__all__ = ["STORE_OPTIONS", "__version__", "open_store"]
+__all__ = ["SCHEMES", "STORE_OPTIONS", "__version__", "open_store"]
 
 #: Options of ``[stores.postgres]``.
 STORE_OPTIONS = ("password", "schema", "pool_min", "pool_max", "text_search")
 
 
-def open_store(url: str, options: Mapping[str, Any] | None = None) -> PostgresStore:
-    """Open (creating or migrating its schema) the store at ``url`` with ``options``."""
+def open_store(
+    url: str, options: Mapping[str, Any] | None = None, *, create: bool = True
+) -> PostgresStore:
+    """Open the store at ``url`` with ``[stores.postgres]`` ``options``: its schema is
+    created (``create=True``) or migrated on open."""
     from rankseam_postgres.store import PostgresStore
     from rankseam_postgres.url import with_options
 
-    return PostgresStore(with_options(url, options or {}))
+    return PostgresStore(with_options(url, options or {}), create=create)
+
+
+def _store(target: StoreTarget, options: Mapping[str, Any], context: FactoryContext) -> Any:
+    return open_store(target.url, options, create=target.create)
+
+
+@hookimpl
+def register_stores(register: StoreRegister) -> None:
+    register(
+        "postgres",
+        _store,
+        schemes=SCHEMES,
+        summary="PostgreSQL + pgvector: one store for many processes and machines",
+        options=STORE_OPTIONS,
+    )
 
 
 def _lexical(options: Mapping[str, Any], context: object) -> Any:
@@ -61,19 +86,19 @@ def register_candidate_sources(register: CandidateSourceRegister) -> None:
         _lexical,
         summary="PostgreSQL full text, BM25 over OR-joined query terms",
         options=("ranking", "normalization", "stopwords", "max_df", "max_postings"),
-        store="postgres",  # type: ignore[call-arg]
+        store="postgres",
     )
     register(
         "vector",
         _vector,
         summary="pgvector cosine over stored vectors of the active embedder (HNSW when large)",
         options=("min_score",),
-        store="postgres",  # type: ignore[call-arg]
+        store="postgres",
     )
     register(
         "importance",
         _importance,
         summary="importance prior over admitted candidates",
         options=(),
-        store="postgres",  # type: ignore[call-arg]
+        store="postgres",
     )

@@ -136,10 +136,21 @@ def _ensure_vector(conn: psycopg.Connection[Any], display: str) -> None:
 
 
 def ensure_schema(
-    conn: psycopg.Connection[Any], *, schema: str, text_search: str, display: str
+    conn: psycopg.Connection[Any],
+    *,
+    schema: str,
+    text_search: str,
+    display: str,
+    create: bool = True,
 ) -> str:
-    """Create or migrate the store in ``schema``; return its text search configuration.
-    ``conn`` is in autocommit mode; the migration runs in one transaction of its own."""
+    """Create (``create=True``) or migrate the store in ``schema``; return its text search
+    configuration. ``conn`` is in autocommit mode; the migration runs in one transaction of
+    its own."""
+    if not create and not _exists(conn, schema, "meta"):
+        raise ConfigurationError(
+            f"no rankseam store at {display} (schema {schema!r} holds none); check the URL "
+            "and its ?schema=, or create one first (`rankseam add`, `rankseam ingest`)"
+        )
     _ensure_vector(conn, display)
     s = sql.Identifier(schema)
     with conn.transaction():

@@ -36,14 +36,14 @@ from psycopg import sql
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from rankseam.errors import ConfigurationError, ValidationError
-from rankseam.types import MemoryRef
-from rankseam_postgres.compat import (
+from rankseam.plugin import (
     BatchCounts,
     EmbedderDescriptor,
     MemoryNotFoundError,
     PreparedRecord,
     StoredMemory,
 )
+from rankseam.types import MemoryRef
 from rankseam_postgres.schema import (
     SCHEMA_VERSION,
     build_space_index,
@@ -373,7 +373,11 @@ class PostgresStore:
     """A rankseam store in a PostgreSQL database. Thread-safe: a connection pool serves the
     threads of a process; any number of processes and machines may open the same URL."""
 
-    def __init__(self, url: str | StoreURL, *, exact_below: int = EXACT_BELOW) -> None:
+    def __init__(
+        self, url: str | StoreURL, *, create: bool = True, exact_below: int = EXACT_BELOW
+    ) -> None:
+        """Open the store at ``url``, creating its schema (``create=True``) or refusing a
+        missing one, and migrating an older one."""
         self.url = url if isinstance(url, StoreURL) else parse_url(url)
         self.schema = self.url.schema
         self.exact_below = exact_below
@@ -389,6 +393,7 @@ class PostgresStore:
                     schema=self.schema,
                     text_search=self.url.text_search,
                     display=self.url.display,
+                    create=create,
                 )
         except psycopg.Error as exc:
             raise self._error("cannot open", exc) from None

@@ -18,12 +18,12 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit, urlunsplit
 
 import attrs
 
 from rankseam.errors import ConfigurationError
-from rankseam.plugin import check_options, resolve_env_refs
+from rankseam.plugin import StoreTarget, check_options, resolve_env_refs
 
 __all__ = ["SCHEMES", "StoreURL", "parse_url", "redact", "with_options"]
 
@@ -36,18 +36,9 @@ _OWN = {"schema", "pool_min", "pool_max", "text_search"}
 
 
 def redact(url: str) -> str:
-    """``url`` without its password (user info and ``password`` parameters alike)."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return "postgresql://<unparseable URL>"
-    netloc = parts.netloc
-    if "@" in netloc:
-        userinfo, _, hostport = netloc.rpartition("@")
-        user = userinfo.split(":", 1)[0]
-        netloc = f"{user}@{hostport}" if user else hostport
-    query = [(k, "***" if k in _SECRET_PARAMS else v) for k, v in parse_qsl(parts.query)]
-    return urlunsplit((parts.scheme, netloc, parts.path, urlencode(query, safe="/*"), ""))
+    """``url`` with its password replaced by ``***`` (the host's redaction, the one form every
+    message shows)."""
+    return StoreTarget(url, "postgresql").redacted
 
 
 @attrs.frozen(repr=False)
@@ -108,7 +99,7 @@ def parse_url(url: str) -> StoreURL:
         )
     secrets: list[str] = []
     if parts.password:
-        secrets.append(parts.password)
+        secrets.extend({parts.password, unquote(parts.password)})
     own: dict[str, str] = {}
     passed: list[tuple[str, str]] = []
     for key, value in parse_qsl(parts.query, keep_blank_values=True):

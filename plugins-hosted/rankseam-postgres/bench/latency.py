@@ -64,6 +64,7 @@ def _corpus() -> str:
 
 def _settings(url: str) -> dict[str, str]:
     import psycopg
+
     from rankseam_postgres.url import parse_url
 
     parsed = parse_url(url)

@@ -9,6 +9,7 @@ import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
+import psycopg
 import pytest
 
 with warnings.catch_warnings():
@@ -60,3 +61,19 @@ def data_dir() -> Path | None:
         if (folder / "locomo-dev.json").is_file():
             return folder
     return None
+
+
+#: The password of the role ``alice`` (the server checks it: scram-sha-256 on its socket).
+SECRET = "s3cr3t-Pa55_w0rd"
+
+
+@pytest.fixture(scope="session")
+def alice_role(pg_server: TemporaryServer) -> tuple[str, str]:
+    """A login role whose password the server checks, and that password."""
+    hba = Path(pg_server.socket_dir) / "pg_hba.conf"
+    with psycopg.connect(pg_server.base_url, autocommit=True) as conn:
+        conn.execute(f"CREATE ROLE alice LOGIN PASSWORD '{SECRET}'")
+        conn.execute("GRANT CREATE ON DATABASE postgres TO alice")
+        hba.write_text("local all alice scram-sha-256\n" + hba.read_text())
+        conn.execute("SELECT pg_reload_conf()")
+    return "alice", SECRET

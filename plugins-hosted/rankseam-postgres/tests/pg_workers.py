@@ -98,9 +98,11 @@ def reader(url: str, out: str, number: int, seconds: float) -> None:
                     and stored.ref == hit.ref
                     and (
                         hit.ref.memory_id == "seed"
-                        or match is not None
-                        and hit.ref
-                        == MemoryRef(NAMESPACE, f"w{match[1]}-{match[2]}", int(match[3]))
+                        or (
+                            match is not None
+                            and hit.ref
+                            == MemoryRef(NAMESPACE, f"w{match[1]}-{match[2]}", int(match[3]))
+                        )
                     )
                 )
                 if not ok:

@@ -13,10 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import data_dir
 
 import rankseam
-
-from conftest import data_dir
 
 
 def _run(*args: str) -> dict[str, Any]:

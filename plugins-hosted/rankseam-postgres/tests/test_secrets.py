@@ -6,31 +6,13 @@ from __future__ import annotations
 
 import json
 import logging
-from pathlib import Path
 from urllib.parse import quote
 
-import psycopg
 import pytest
+from conftest import SECRET
 
 import rankseam
 from rankseam.errors import ConfigurationError
-
-SECRET = "s3cr3t-Pa55_w0rd"
-
-
-@pytest.fixture(scope="module")
-def alice(pg_server) -> str:
-    """A login role whose password the server checks (scram) on its Unix socket."""
-    hba = Path(pg_server.socket_dir) / "pg_hba.conf"
-    with psycopg.connect(pg_server.base_url, autocommit=True) as conn:
-        exists = conn.execute("SELECT 1 FROM pg_roles WHERE rolname = 'alice'").fetchone()
-        if not exists:
-            conn.execute(f"CREATE ROLE alice LOGIN PASSWORD '{SECRET}'")
-            conn.execute("GRANT CREATE ON DATABASE postgres TO alice")
-            original = hba.read_text()
-            hba.write_text("local all alice scram-sha-256\n" + original)
-            conn.execute("SELECT pg_reload_conf()")
-    return "alice"
 
 
 def _url(pg_server, password: str | None, schema: str) -> str:
@@ -53,7 +35,7 @@ def _everything(memory: rankseam.Memory) -> str:
     )
 
 
-def test_password_in_the_url_is_never_shown(pg_server, alice, caplog) -> None:
+def test_password_in_the_url_is_never_shown(pg_server, alice_role, caplog) -> None:
     caplog.set_level(logging.DEBUG)
     with rankseam.open_memory(_url(pg_server, SECRET, "sec_url")) as memory:
         memory.add("the lighthouse keeper", memory_id="k")
@@ -63,14 +45,14 @@ def test_password_in_the_url_is_never_shown(pg_server, alice, caplog) -> None:
     assert SECRET not in caplog.text
 
 
-def test_password_from_the_environment(pg_server, alice, monkeypatch) -> None:
+def test_password_from_the_environment(pg_server, alice_role, monkeypatch) -> None:
     monkeypatch.setenv("PGPASSWORD", SECRET)
     with rankseam.open_memory(_url(pg_server, None, "sec_env")) as memory:
         memory.add("the lighthouse keeper", memory_id="k")
         assert SECRET not in _everything(memory)
 
 
-def test_password_from_an_env_reference_in_the_config(pg_server, alice, monkeypatch) -> None:
+def test_password_from_an_env_reference_in_the_config(pg_server, alice_role, monkeypatch) -> None:
     monkeypatch.setenv("MY_PG_PASSWORD", SECRET)
     config = {"stores": {"postgres": {"password": {"$env": "MY_PG_PASSWORD"}}}}
     with rankseam.open_memory(_url(pg_server, None, "sec_ref"), config=config) as memory:
@@ -80,7 +62,7 @@ def test_password_from_an_env_reference_in_the_config(pg_server, alice, monkeypa
 
 @pytest.mark.parametrize("how", ["url", "env", "config"])
 def test_a_wrong_password_is_a_clear_error_without_it(
-    pg_server, alice, monkeypatch, caplog, how
+    pg_server, alice_role, monkeypatch, caplog, how
 ) -> None:
     caplog.set_level(logging.DEBUG)
     wrong = "wr0ng-" + SECRET[::-1]

@@ -261,9 +261,7 @@ def run_quality(
                                 memory, collection, mine, limit, pool, rows, status_counts, bar
                             )
                             continue
-                        other = open_memory(
-                            target, **{**kwargs, "config": variant.config(config)}
-                        )
+                        other = open_memory(target, **{**kwargs, "config": variant.config(config)})
                         try:
                             if f"{key}/{variant.label}" not in assembly:
                                 assembly[f"{key}/{variant.label}"] = _assembly(other)

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import inspect
 import os
+import re
 import sys
 import tomllib
 from collections.abc import Iterable, Mapping
@@ -231,6 +232,20 @@ def _write_gate(value: object, source: str) -> tuple[bool, str | None]:
     return enabled, backend
 
 
+#: Option names whose values are secrets: a configuration's ``repr`` shows ``***`` instead.
+_SECRET_OPTION = re.compile(r"pass(word|wd)?|secret|token|api_?key|credential", re.IGNORECASE)
+
+
+def _masked(value: Any) -> Any:
+    """``value`` (the components' option tables) with secret-looking string options masked."""
+    if isinstance(value, Mapping):
+        return {
+            k: "***" if isinstance(v, str) and _SECRET_OPTION.search(str(k)) else _masked(v)
+            for k, v in value.items()
+        }
+    return value
+
+
 @attrs.frozen
 class SearchConfig:
     pool: int = attrs.field(default=DEFAULT_POOL, validator=_pool)
@@ -258,7 +273,7 @@ class Config:
     embedder: str = attrs.field(default="hashed", validator=_name)
     search: SearchConfig = attrs.field(factory=SearchConfig)
     components: Mapping[str, Mapping[str, Mapping[str, Any]]] = attrs.field(
-        factory=dict, converter=frozen_mapping
+        factory=dict, converter=frozen_mapping, repr=lambda value: repr(_masked(value))
     )
     write_gate: bool = attrs.field(default=False, validator=_bool(""))
     write_gate_backend: str | None = attrs.field(default=None, validator=_optional_str)
@@ -399,6 +414,11 @@ class ComponentContext:
     def build(self, kind: str, name: str, options: Mapping[str, Any] | None = None) -> Any:
         """Instantiate component ``name`` of ``kind``; cached per name when options come from
         the configuration."""
+        if kind == "store":
+            raise ConfigurationError(
+                f"a store is opened from its target (open_memory(target), --db), not built by "
+                f"name; got build('store', {name!r})"
+            )
         cache_key = (kind, name)
         if options is None and cache_key in self._instances:
             return self._instances[cache_key]

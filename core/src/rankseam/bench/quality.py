@@ -110,7 +110,8 @@ def check_policies(
         context.build("embedder", name)
     kinds = {table: kind for kind, table in TABLE_FOR_KIND.items()}
     for table, named in cfg.components.items():
-        if table != "rerankers":  # rerankers are built below, once per column
+        # rerankers are built below, once per column; stores when each store is opened
+        if table not in ("rerankers", "stores"):
             for name in named:
                 context.build(kinds[table], name)  # a typo in --option fails here
     out: dict[str, dict[str, Any]] = {}

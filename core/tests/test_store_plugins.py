@@ -304,3 +304,37 @@ def test_the_kit_fails_a_broken_store(mirror: Any, tmp_path: Path, broken: str, 
         getattr(_Kit(), test)(target)
     # the same test passes for the store when it is not broken
     getattr(_Kit(), test)(mirror_url(tmp_path / "fine.sqlite3"))
+
+
+# -- the contract's documentation ----------------------------------------------------------
+
+PAGE = Path(__file__).resolve().parents[2] / "docs" / "writing-plugins.md"
+
+
+def _members(protocol: type) -> list[str]:
+    return sorted(
+        name
+        for name, value in vars(protocol).items()
+        if not name.startswith("_") and (callable(value) or isinstance(value, property))
+    )
+
+
+def test_the_store_section_documents_every_member_of_the_contract() -> None:
+    from rankseam.plugin import Store, StoreReader
+
+    if not PAGE.exists():
+        pytest.fail(f"{PAGE} is missing")
+    section = PAGE.read_text(encoding="utf-8").split("## Writing a store", 1)[1]
+    section = section.split("\n## ", 1)[0]
+    missing = [
+        f"{protocol.__name__}.{name}"
+        for protocol in (Store, StoreReader)
+        for name in _members(protocol)
+        if f"`{name}" not in section and f", `{name}`" not in section
+    ]
+    assert not missing, f"docs/writing-plugins.md 'Writing a store' does not describe {missing}"
+    assert len(_members(Store)) >= 20 and _members(StoreReader) == [
+        "identities",
+        "memories",
+        "resolve",
+    ]

@@ -48,7 +48,14 @@ from typing import Any
 import attrs
 
 from rankseam.checks import is_int, is_real
-from rankseam.decision import WRITE_GATE_ROLE, DecisionBackend, Role, wrap_for_role
+from rankseam.decision import (
+    DEFAULT_WRITE_GATE_TIMEOUT_S,
+    WRITE_GATE_ROLE,
+    DecisionBackend,
+    FailurePolicy,
+    Role,
+    wrap_for_role,
+)
 from rankseam.embedding import Embedder, EmbedderDescriptor
 from rankseam.errors import ConfigurationError, ValidationError
 from rankseam.generation import GenerationBackend
@@ -204,20 +211,23 @@ def _optional_str(_inst: object, attr: attrs.Attribute[Any], value: object) -> N
         raise ConfigurationError(f"{attr.name} must be a string, got {value!r}")
 
 
-def _write_gate(value: object, source: str) -> tuple[bool, str | None]:
-    """``write_gate = true|false``, or a ``[write_gate]`` table of ``enabled`` and ``backend``."""
+_GATE_KEYS = ("backend", "enabled", "failure_policy", "timeout_s")
+
+
+def _write_gate(value: object, source: str) -> dict[str, Any]:
+    """``write_gate = true|false``, or a ``[write_gate]`` table of ``enabled``, ``backend``,
+    ``timeout_s`` and ``failure_policy``; returns the :class:`Config` fields it sets."""
     if isinstance(value, bool):
-        return value, None
+        return {"write_gate": value}
     if not isinstance(value, Mapping):
         raise ConfigurationError(
             f"{source}: write_gate must be true, false or a table "
             f"(enabled = true, backend = 'NAME'), got {value!r}"
         )
-    unknown = sorted(set(value) - {"enabled", "backend"})
+    unknown = sorted(set(value) - set(_GATE_KEYS))
     if unknown:
         raise ConfigurationError(
-            f"{source}: unknown [write_gate] key(s) {unknown}; known keys are "
-            "['backend', 'enabled']"
+            f"{source}: unknown [write_gate] key(s) {unknown}; known keys are {list(_GATE_KEYS)}"
         )
     enabled = value.get("enabled", True)
     if not isinstance(enabled, bool):
@@ -229,7 +239,27 @@ def _write_gate(value: object, source: str) -> tuple[bool, str | None]:
         raise ConfigurationError(
             f"{source}: write_gate.backend must be a decision backend name, got {backend!r}"
         )
-    return enabled, backend
+    out: dict[str, Any] = {"write_gate": enabled, "write_gate_backend": backend}
+    if "timeout_s" in value:
+        out["write_gate_timeout_s"] = value["timeout_s"]
+    if "failure_policy" in value:
+        out["write_gate_failure_policy"] = value["failure_policy"]
+    return out
+
+
+def _gate_timeout(_inst: object, _attr: attrs.Attribute[Any], value: object) -> None:
+    if not is_real(value) or not 0 < value <= 86400:  # type: ignore[operator]
+        raise ConfigurationError(
+            f"write_gate.timeout_s must be a number of seconds in (0, 86400], got {value!r}"
+        )
+
+
+def _gate_policy(_inst: object, _attr: attrs.Attribute[Any], value: object) -> None:
+    if value not in [p.value for p in FailurePolicy]:
+        raise ConfigurationError(
+            f"write_gate.failure_policy must be 'fail_open' (store with a degraded verdict) or "
+            f"'fail_closed' (refuse the write), got {value!r}"
+        )
 
 
 #: Option names whose values are secrets: a configuration's ``repr`` shows ``***`` instead.
@@ -277,6 +307,21 @@ class Config:
     )
     write_gate: bool = attrs.field(default=False, validator=_bool(""))
     write_gate_backend: str | None = attrs.field(default=None, validator=_optional_str)
+    write_gate_timeout_s: float = attrs.field(
+        default=DEFAULT_WRITE_GATE_TIMEOUT_S, validator=_gate_timeout
+    )
+    write_gate_failure_policy: str = attrs.field(
+        default=FailurePolicy.FAIL_OPEN.value, validator=_gate_policy
+    )
+
+    @property
+    def write_gate_role(self) -> Role:
+        """The write gate's role: its failure policy and timeout, as configured."""
+        return Role(
+            WRITE_GATE_ROLE.name,
+            FailurePolicy(self.write_gate_failure_policy),
+            float(self.write_gate_timeout_s),
+        )
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any], *, source: str = "configuration") -> Config:
@@ -317,7 +362,7 @@ class Config:
                     f"{source}: [{table}] must hold one table per component, e.g. [{table}.NAME]"
                 )
             components[table] = frozen_mapping({k: frozen_mapping(v) for k, v in value.items()})
-        gate, gate_backend = _write_gate(data.get("write_gate", False), source)
+        gate = _write_gate(data.get("write_gate", False), source)
         try:
             return cls(
                 db=data.get("db"),
@@ -325,8 +370,7 @@ class Config:
                 embedder=data.get("embedder", "hashed"),
                 search=SearchConfig(**search),
                 components=components,
-                write_gate=gate,
-                write_gate_backend=gate_backend,
+                **gate,
             )
         except ConfigurationError as exc:
             raise ConfigurationError(f"{source}: {exc}") from None
@@ -608,7 +652,15 @@ def default_db_path() -> Path:
     return base / "rankseam" / "memory.sqlite3"
 
 
-_TOP_OVERRIDES = {"db", "namespace", "embedder", "write_gate", "write_gate_backend"}
+_TOP_OVERRIDES = {
+    "db",
+    "namespace",
+    "embedder",
+    "write_gate",
+    "write_gate_backend",
+    "write_gate_timeout_s",
+    "write_gate_failure_policy",
+}
 _SEARCH_OVERRIDES = {f.name for f in attrs.fields(SearchConfig)}
 
 
@@ -696,7 +748,7 @@ def assemble(config: Config, registry: Registry | None = None, *, create: bool =
         context.reranker(config.search.reranker)
     gate = None
     if config.write_gate:
-        gate = context.decision_backend(config.write_gate_backend, WRITE_GATE_ROLE)
+        gate = context.decision_backend(config.write_gate_backend, config.write_gate_role)
     return Assembly(config, context, embedder, sources, gate, store, target)
 
 

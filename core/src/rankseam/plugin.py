@@ -53,6 +53,7 @@ from rankseam.registry import (
 )
 from rankseam.retrieval.base import CandidateSource, ScoredKey, SourceRequest
 from rankseam.retrieval.fusion import SCALES, ScoreSpec
+from rankseam.retrieval.terms import MAX_TERMS, STOPWORDS, query_terms
 from rankseam.seam import (
     DEFAULT_MAX_CHARS,
     MAX_POOL,
@@ -77,10 +78,12 @@ __all__ = [
     "DEFAULT_FUSION_WEIGHT",
     "DEFAULT_MAX_CHARS",
     "MAX_POOL",
+    "MAX_TERMS",
     "RERANK_DECISION_KIND",
     "RERANK_QUESTION",
     "RERANK_ROLE",
     "SCALES",
+    "STOPWORDS",
     "WRITE_GATE_DECISION_KIND",
     "WRITE_GATE_QUESTION",
     "WRITE_GATE_ROLE",
@@ -131,6 +134,7 @@ __all__ = [
     "make_candidates",
     "normalize_ranks",
     "parse_output",
+    "query_terms",
     "rerank_request",
     "resolve_env_refs",
     "thaw",

@@ -41,18 +41,20 @@ figures do not depend on the budgets; docs/store.md measures them at 100k and 1M
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, cast
 
 from rankseam.errors import ConfigurationError
 from rankseam.plugin import (
+    MAX_TERMS,
+    STOPWORDS,
     EmbedderDescriptor,
     ScoredKey,
     ScoreSpec,
     SourceRequest,
     check_options,
     is_real,
+    query_terms,
 )
 
 __all__ = [
@@ -66,8 +68,6 @@ __all__ = [
     "query_terms",
 ]
 
-#: Most terms kept from one query (the first ones, after stop words are dropped).
-MAX_TERMS = 32
 #: Frequent-term pruning applies from this many live memories on.
 PRUNE_MIN_ROWS = 1000
 #: Default posting budget of the terms that find memories (see the module docstring).
@@ -76,8 +76,6 @@ MAX_POSTINGS = 5_000
 MAX_SCORING_POSTINGS = 100_000
 #: Default size above which the budgets apply (live memories in the store).
 BUDGET_FROM = 20_000
-
-_TOKEN = re.compile(r"\w+", re.UNICODE)
 
 
 class _FtsReader(Protocol):
@@ -90,36 +88,6 @@ class _FtsReader(Protocol):
     def lexical(
         self, match: str, namespace: str, k: int, /, *, scoring: str | None = None
     ) -> list[tuple[int, float]]: ...
-
-
-#: English function words and question words; they match most memories and rank none.
-STOPWORDS = frozenset(
-    """
-    a about above after again against all am an and any are as at be because been before being
-    below between both but by can could did do does doing down during each few for from further
-    had has have having he her here hers herself him himself his how i if in into is it its
-    itself just me more most my myself no nor not now of off on once only or other our ours
-    ourselves out over own same she should so some such than that the their theirs them
-    themselves then there these they this those through to too under until up very was we were
-    what when where which while who whom why will with would you your yours yourself yourselves
-    s t d ll m re ve don didn doesn isn wasn weren won wouldn shouldn couldn also ever
-    """.split()
-)
-
-
-def query_terms(query: str, *, stopwords: bool = True) -> list[str]:
-    """Distinct terms of ``query`` in order of first appearance (at most :data:`MAX_TERMS`)."""
-    seen: dict[str, None] = {}
-    for token in _TOKEN.findall(query.lower()):
-        if len(token) < 2 and not token.isdigit():
-            continue
-        if stopwords and token in STOPWORDS:
-            continue
-        seen.setdefault(token, None)
-    terms = list(seen)
-    if not terms and stopwords:
-        return query_terms(query, stopwords=False)
-    return terms[:MAX_TERMS]
 
 
 def match_expression(query: str, *, stopwords: bool = True) -> str | None:

@@ -52,7 +52,6 @@ from rankseam.decision import (
     DEFAULT_WRITE_GATE_TIMEOUT_S,
     WRITE_GATE_ROLE,
     DecisionBackend,
-    FailurePolicy,
     Role,
     wrap_for_role,
 )
@@ -212,6 +211,7 @@ def _optional_str(_inst: object, attr: attrs.Attribute[Any], value: object) -> N
 
 
 _GATE_KEYS = ("backend", "enabled", "failure_policy", "timeout_s")
+_GATE_POLICIES = ("fail_open", "fail_closed")  # the values of the failure policy enum
 
 
 def _write_gate(value: object, source: str) -> dict[str, Any]:
@@ -255,7 +255,7 @@ def _gate_timeout(_inst: object, _attr: attrs.Attribute[Any], value: object) -> 
 
 
 def _gate_policy(_inst: object, _attr: attrs.Attribute[Any], value: object) -> None:
-    if value not in [p.value for p in FailurePolicy]:
+    if value not in _GATE_POLICIES:
         raise ConfigurationError(
             f"write_gate.failure_policy must be 'fail_open' (store with a degraded verdict) or "
             f"'fail_closed' (refuse the write), got {value!r}"
@@ -310,16 +310,14 @@ class Config:
     write_gate_timeout_s: float = attrs.field(
         default=DEFAULT_WRITE_GATE_TIMEOUT_S, validator=_gate_timeout
     )
-    write_gate_failure_policy: str = attrs.field(
-        default=FailurePolicy.FAIL_OPEN.value, validator=_gate_policy
-    )
+    write_gate_failure_policy: str = attrs.field(default="fail_open", validator=_gate_policy)
 
     @property
     def write_gate_role(self) -> Role:
         """The write gate's role: its failure policy and timeout, as configured."""
         return Role(
             WRITE_GATE_ROLE.name,
-            FailurePolicy(self.write_gate_failure_policy),
+            self.write_gate_failure_policy,  # Role converts it to the policy enum
             float(self.write_gate_timeout_s),
         )
 

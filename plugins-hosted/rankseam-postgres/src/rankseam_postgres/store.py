@@ -54,7 +54,14 @@ from rankseam_postgres.schema import (
 )
 from rankseam_postgres.url import StoreURL, parse_url
 
-__all__ = ["EXACT_BELOW", "PostgresReader", "PostgresStore", "as_array", "count_tokens"]
+__all__ = [
+    "EXACT_BELOW",
+    "PostgresReader",
+    "PostgresStore",
+    "as_array",
+    "copy_vectors",
+    "count_tokens",
+]
 
 T = TypeVar("T")
 
@@ -342,6 +349,24 @@ class PostgresReader:
             (ref.namespace, ref.memory_id, ref.revision),
         ).fetchone()
         return int(row[0]) if row else None
+
+
+def copy_vectors(
+    conn: psycopg.Connection[Any],
+    tables: Callable[[str], sql.Composed],
+    rows: Sequence[tuple[str, str, int, bool, np.ndarray]],
+) -> None:
+    """Insert vector rows ``(namespace, space, rid, live, vector)`` with one binary ``COPY``
+    (several times faster than one ``INSERT`` per row)."""
+    with conn.cursor() as cur:
+        with cur.copy(
+            tables(
+                "COPY {vectors} (namespace, space, rid, live, vector) FROM STDIN (FORMAT BINARY)"
+            )
+        ) as copy:
+            copy.set_types(["text", "text", "int8", "bool", "vector"])
+            for row in rows:
+                copy.write_row(row)
 
 
 def _tsquery(lexemes: Sequence[str]) -> str:
@@ -1007,7 +1032,7 @@ class _RowWriter:
             )
         )
         if vector is not None and space is not None:
-            self._vectors.append((rec.namespace, space, rid, np.asarray(vector, np.float32)))
+            self._vectors.append((rec.namespace, space, rid, True, np.asarray(vector, np.float32)))
         self._heads[(rec.namespace, rec.memory_id)] = (rid, revision)
         self._pending[rid] = (rec.namespace, tokens)
         self._count(rec.namespace, 1, tokens)
@@ -1049,14 +1074,7 @@ class _RowWriter:
                 [self._store.text_search, *[list(c) for c in cols]],
             )
         if self._vectors:
-            with self._conn.cursor() as cur:
-                cur.executemany(
-                    t(
-                        "INSERT INTO {vectors}(namespace, space, rid, live, vector) "
-                        "VALUES (%s, %s, %s, true, %s)"
-                    ),
-                    self._vectors,
-                )
+            copy_vectors(self._conn, t, self._vectors)
         if self._heads:
             keys = list(self._heads)
             self._conn.execute(

@@ -129,18 +129,30 @@ class PostgresReader:
         self._store = store
         self._conn = conn
         self._t = store.tables
+        self._namespaces: dict[str, tuple[int, int, int, int]] = {}
+        self._indexed: dict[str, bool] = {}
 
     # -- namespace statistics --------------------------------------------------------------
 
     def _ns_row(self, namespace: str) -> tuple[int, int, int, int]:
-        row = self._conn.execute(
-            self._t(
-                "SELECT version, vector_epoch, live_count, live_tokens FROM {namespaces} "
-                "WHERE name = %s"
-            ),
-            (namespace,),
-        ).fetchone()
-        return (int(row[0]), int(row[1]), int(row[2]), int(row[3])) if row else (0, 0, 0, 0)
+        """``(version, vector epoch, live count, token total)`` of ``namespace``, read once
+        per snapshot (it cannot change within one)."""
+        row = self._namespaces.get(namespace)
+        if row is None:
+            found = self._conn.execute(
+                self._t(
+                    "SELECT version, vector_epoch, live_count, live_tokens FROM {namespaces} "
+                    "WHERE name = %s"
+                ),
+                (namespace,),
+            ).fetchone()
+            row = (
+                (int(found[0]), int(found[1]), int(found[2]), int(found[3]))
+                if found
+                else (0, 0, 0, 0)
+            )
+            self._namespaces[namespace] = row
+        return row
 
     def namespace_version(self, namespace: str) -> int:
         return self._ns_row(namespace)[0]
@@ -201,18 +213,42 @@ class PostgresReader:
         for lex in lexemes:
             n = self.document_frequency(namespace, lex, live + 1)
             idf.append(max(float(np.log((live - n + 0.5) / (n + 0.5))), 1e-6) * weights[lex])
-        rows = self._conn.execute(
-            self._t(
-                "WITH q(lexeme, idf) AS (SELECT * FROM unnest(%s::text[], %s::float8[])), "
-                "m AS (SELECT rid, tsv, tokens FROM {revisions} WHERE namespace = %s AND live "
-                "AND tsv @@ %s::tsquery) "
-                "SELECT m.rid, sum(q.idf * (cardinality(u.positions) * (%s + 1)) / "
-                "(cardinality(u.positions) + %s * (1 - %s + %s * m.tokens / %s))) AS s "
-                "FROM m CROSS JOIN LATERAL unnest(m.tsv) AS u JOIN q ON q.lexeme = u.lexeme "
-                "GROUP BY m.rid ORDER BY s DESC, m.rid LIMIT %s"
-            ),
-            (lexemes, idf, namespace, _tsquery(lexemes), k1, k1, b, b, avgdl, k),
-        ).fetchall()
+        # tf of each lexeme: ts_rank_cd with every weight 1 counts a single lexeme's positions
+        params: dict[str, Any] = {
+            "ns": namespace,
+            "q": _tsquery(lexemes),
+            "k": k,
+            "ones": [1.0, 1.0, 1.0, 1.0],
+            "k1": k1,
+            "b": b,
+            "avgdl": avgdl,
+        }
+        tfs, terms = [], []
+        for n, (lex, weight) in enumerate(zip(lexemes, idf, strict=True)):
+            params[f"q{n}"] = _tsquery([lex])
+            params[f"idf{n}"] = weight
+            tfs.append(
+                sql.SQL("ts_rank_cd(%(ones)s::float4[], r.tsv, {}::tsquery, 0) AS {}").format(
+                    sql.Placeholder(f"q{n}"), sql.Identifier(f"t{n}")
+                )
+            )
+            terms.append(
+                sql.SQL("{idf} * f.{t} * (%(k1)s + 1) / (f.{t} + f.kd)").format(
+                    idf=sql.Placeholder(f"idf{n}"), t=sql.Identifier(f"t{n}")
+                )
+            )
+        # OFFSET 0 keeps the planner from inlining the tf subquery (each tf once per row)
+        query = sql.SQL(
+            "SELECT rid, {score} AS s FROM (SELECT r.rid, {tfs}, "
+            "%(k1)s * (1 - %(b)s + %(b)s * r.tokens / %(avgdl)s) AS kd FROM {s}.revisions r "
+            "WHERE r.namespace = %(ns)s AND r.live AND r.tsv @@ %(q)s::tsquery OFFSET 0) AS f "
+            "ORDER BY s DESC, rid LIMIT %(k)s"
+        ).format(
+            score=sql.SQL(" + ").join(terms),
+            s=sql.Identifier(self._store.schema),
+            tfs=sql.SQL(", ").join(tfs),
+        )
+        rows = self._conn.execute(query, params).fetchall()
         return [(int(r), float(s)) for r, s in rows]
 
     def ts_rank(
@@ -267,26 +303,27 @@ class PostgresReader:
         if not l2:
             norm = float(np.linalg.norm(q))
             q = q / norm if norm > 0 else q
-        dims = sql.Literal(descriptor.dimensions)
-        if l2:
-            distance = sql.SQL("(v.vector::vector({d}) <#> %(q)s::vector({d}))").format(d=dims)
-            score = sql.SQL("-d")
-        else:
-            distance = sql.SQL("(v.vector::vector({d}) <=> %(q)s::vector({d}))").format(d=dims)
-            score = sql.SQL("CASE WHEN d = 'NaN' THEN 0 ELSE 1 - d END")
+        op = sql.SQL("<#>" if l2 else "<=>")
+        score = sql.SQL("-d" if l2 else "CASE WHEN d = 'NaN' THEN 0 ELSE 1 - d END")
         indexed = (
             not exact
             and self.live_count(namespace) >= self._store.exact_below
-            and space_index_state(self._conn, self._store.schema, descriptor.key) is True
+            and self._index_ready(descriptor.key)
         )
         if indexed:
             self._conn.execute(
                 sql.SQL("SET LOCAL hnsw.ef_search = {}").format(sql.Literal(max(EF_SEARCH, k)))
             )
             self._conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-            order = distance
+            # the index's own expression, so the planner walks the HNSW graph
+            dims = sql.Literal(descriptor.dimensions)
+            distance = sql.SQL("(v.vector::vector({d}) {op} %(q)s::vector({d}))").format(
+                d=dims, op=op
+            )
         else:
-            order = sql.SQL("{} + 0").format(distance)  # not the index's expression: a scan
+            # an exact scan: no cast per row (the space's vectors all have its dimensions)
+            distance = sql.SQL("(v.vector {op} %(q)s::vector)").format(op=op)
+        order = distance
         query_sql = sql.SQL(
             "SELECT rid, {score} FROM (SELECT v.rid, {distance} AS d FROM {s}.vectors v "
             "WHERE v.space = {key} AND v.live AND v.namespace = %(ns)s ORDER BY {order} "
@@ -302,6 +339,13 @@ class PostgresReader:
         hits = [(int(r), float(s)) for r, s in rows]
         hits.sort(key=lambda h: (-h[1], h[0]))
         return hits[:k]
+
+    def _index_ready(self, space: str) -> bool:
+        ready = self._indexed.get(space)
+        if ready is None:
+            state = space_index_state(self._conn, self._store.schema, space)
+            ready = self._indexed[space] = state is True
+        return ready
 
     # -- rows --------------------------------------------------------------------------------
 

@@ -2,7 +2,9 @@
 
 A *decision backend* answers a :class:`DecisionRequest` with a :class:`DecisionResult` and
 raises on failure. A *role* (a consumer such as the decision reranker or the write gate)
-declares a :class:`FailurePolicy`; the host resolves it when it hands the role a backend:
+declares a :class:`DecisionFailurePolicy` (fail-open unless it opts into fail-closed); the host
+resolves it when it hands the role a backend (``ComponentContext.decision_backend`` and
+``ComponentContext.generation_backend`` both go through one resolution function):
 
 - ``FAIL_CLOSED`` roles get the backend itself (the *unwrapped* handle): failures raise.
 - ``FAIL_OPEN`` roles get it inside :class:`FailOpenDecisionBackend`, the one and only fail-open
@@ -18,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import enum
 import logging
+import warnings
 from collections.abc import Iterable
 from typing import Any, Protocol, runtime_checkable
 
@@ -35,11 +38,11 @@ __all__ = [
     "WRITE_GATE_QUESTION",
     "WRITE_GATE_ROLE",
     "DecisionBackend",
+    "DecisionFailurePolicy",
     "DecisionOutcome",
     "DecisionRequest",
     "DecisionResult",
     "FailOpenDecisionBackend",
-    "FailurePolicy",
     "GateVerdict",
     "Role",
     "ask_write_gate",
@@ -139,8 +142,9 @@ class DecisionBackend(Protocol):
     async def evaluate(self, request: DecisionRequest, /) -> DecisionResult: ...
 
 
-class FailurePolicy(enum.StrEnum):
-    """What a role does when its backend fails: degrade to a marked abstain, or raise."""
+class DecisionFailurePolicy(enum.StrEnum):
+    """What a role does when its backend fails: degrade visibly (a marked abstain for a
+    decision, a marked empty result for a generation), or raise."""
 
     FAIL_OPEN = "fail_open"
     FAIL_CLOSED = "fail_closed"
@@ -157,19 +161,23 @@ def _timeout(_inst: object, _attribute: object, value: Any) -> None:
 class Role:
     """A consumer of a backend and the failure policy it declares.
 
-    ``timeout_s`` applies only to fail-open roles (the envelope enforces it); a fail-closed
-    consumer keeps its own deadline (the decision reranker's ``deadline_s``).
+    The policy defaults to ``FAIL_OPEN``, as in the reference RFC: a consumer is advisory
+    unless it opts into ``FAIL_CLOSED`` (the rerank role does). ``timeout_s`` applies only to
+    fail-open roles (the envelope enforces it); a fail-closed consumer keeps its own deadline
+    (the decision reranker's ``deadline_s``, the seam's rerank deadline).
     """
 
     name: str = attrs.field(validator=non_empty_str)
-    failure_policy: FailurePolicy = attrs.field(converter=FailurePolicy)
+    failure_policy: DecisionFailurePolicy = attrs.field(
+        default=DecisionFailurePolicy.FAIL_OPEN, converter=DecisionFailurePolicy
+    )
     timeout_s: float | None = attrs.field(default=None, validator=_timeout)
 
 
 #: The reranking role: fails closed (an error is raised, never a quiet coarse result).
-RERANK_ROLE = Role("rerank", FailurePolicy.FAIL_CLOSED)
+RERANK_ROLE = Role("rerank", DecisionFailurePolicy.FAIL_CLOSED)
 #: The advisory write gate: fails open (a degraded verdict never blocks a write).
-WRITE_GATE_ROLE = Role("write_gate", FailurePolicy.FAIL_OPEN)
+WRITE_GATE_ROLE = Role("write_gate", DecisionFailurePolicy.FAIL_OPEN)
 
 RERANK_DECISION_KIND = "memory.rerank"
 RERANK_QUESTION = "does this entry contain evidence that answers the query?"
@@ -268,7 +276,7 @@ def wrap_for_role(backend: DecisionBackend, role: Role) -> DecisionBackend:
     timeout.
     """
     bare = unwrap(backend)
-    if role.failure_policy is FailurePolicy.FAIL_CLOSED:
+    if role.failure_policy is DecisionFailurePolicy.FAIL_CLOSED:
         return bare
     return FailOpenDecisionBackend(bare, role=role.name, timeout_s=role.timeout_s)
 
@@ -320,3 +328,15 @@ async def ask_write_gate(backend: DecisionBackend, text: str) -> GateVerdict:
         usage=result.usage,
         rationale=result.rationale,
     )
+
+
+def __getattr__(name: str) -> Any:
+    if name == "FailurePolicy":
+        warnings.warn(
+            "rankseam.decision.FailurePolicy is deprecated; its name is DecisionFailurePolicy "
+            "(same values). The alias will be removed in a future release",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return DecisionFailurePolicy
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -16,7 +16,6 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rankseam.compose import (
@@ -25,6 +24,7 @@ from rankseam.compose import (
     assemble,
     check_embedder,
     default_db_path,
+    open_store,
     resolve_config,
 )
 from rankseam.decision import WRITE_GATE_ROLE, DecisionBackend, ask_write_gate
@@ -35,13 +35,11 @@ from rankseam.loop import LoopRunner, LoopTimeout, complete_now
 from rankseam.retrieval.base import CandidateSource
 from rankseam.seam import Reranker, as_async_reranker, runs_inline
 from rankseam.search import MAX_QUERY_BYTES, SearchPipeline, SearchPlan
-from rankseam.store.ann import setting_from_env as ann_setting_from_env
+from rankseam.store.contract import Store
 from rankseam.store.records import MemoryNotFoundError, StoredMemory, check_memory_id
-from rankseam.store.sqlite import SQLiteStore
 from rankseam.types import MemoryRef, SearchResult
 
 if TYPE_CHECKING:
-    from rankseam.store.ann import AnnManifest
     from rankseam.store.snapshot import ExportReport, ImportReport, VerifyReport
 
 __all__ = [
@@ -69,7 +67,7 @@ _CONFIG_DEFAULT: Any = _ConfigDefault()
 
 
 def open_memory(
-    path: str | os.PathLike[str] | None = None,
+    target: str | os.PathLike[str] | None = None,
     *,
     config: Config | Mapping[str, Any] | None = None,
     config_file: str | os.PathLike[str] | None = None,
@@ -78,8 +76,11 @@ def open_memory(
 ) -> Memory:
     """Open (or, with ``create=True``, create) a memory store and assemble its search.
 
-    The database is ``path``, else the configuration's ``db``, else ``RANKSEAM_DB``, else the
-    platform default (:func:`default_db_path`). ``config`` is a
+    The store is ``target``, else the configuration's ``db``, else ``RANKSEAM_DB``, else the
+    platform default (:func:`default_db_path`). A target is a plain path (the embedded SQLite
+    store) or a URL whose scheme picks an installed store plugin (``sqlite:///ABSOLUTE/PATH``,
+    ``postgresql://user@host/db`` with rankseam-postgres); the password of a URL never
+    appears in messages, logs or ``repr``. ``config`` is a
     :class:`~rankseam.compose.Config` or a mapping of the ``rankseam.toml`` layout;
     ``config_file`` is a ``rankseam.toml``. Environment overrides (``RANKSEAM_*``, see
     :meth:`Config.with_env`) apply, then keyword ``overrides`` (``namespace``, ``embedder``,
@@ -97,15 +98,9 @@ def open_memory(
                 f"rerank(query, candidates, limit) method); {exc}"
             ) from None
         overrides = {**overrides, "reranker": None}  # the object, not a configured name
-    cfg = resolve_config(path, config, config_file, overrides)
-    db = str(cfg.db)
-    if not create and db != ":memory:" and not Path(db).exists():
-        raise ConfigurationError(
-            f"no rankseam store at {db}; check --db / RANKSEAM_DB, or create one first "
-            "(`rankseam add`, `rankseam ingest`, or open_memory(..., create=True))"
-        )
-    parts = assemble(cfg)
-    store = SQLiteStore(db, ann=ann_setting_from_env())
+    cfg = resolve_config(target, config, config_file, overrides)
+    parts = assemble(cfg, create=create)
+    store = open_store(parts)
     try:
         store.register_space(parts.embedder.descriptor)
     except BaseException:
@@ -127,7 +122,7 @@ class Memory:
 
     def __init__(
         self,
-        store: SQLiteStore,
+        store: Store,
         config: Config,
         context: ComponentContext,
         embedder: Embedder,
@@ -159,14 +154,15 @@ class Memory:
 
     @property
     def path(self) -> str:
-        return self._store.path
+        """Where the store is: its file, or its URL without the password."""
+        return self._store.location
 
     @property
     def embedder(self) -> Embedder:
         return self._embedder
 
     @property
-    def store(self) -> SQLiteStore:
+    def store(self) -> Store:
         return self._store
 
     def __enter__(self) -> Memory:
@@ -269,15 +265,15 @@ class Memory:
             records, namespace=namespace, batch_size=batch_size, progress=progress
         )
 
-    def maintain_index(
-        self, namespace: str | None = None, *, force: bool = False
-    ) -> AnnManifest | None:
+    def maintain_index(self, namespace: str | None = None, *, force: bool = False) -> Any:
         """Bring the namespace's ANN index (docs/store.md) up to date now: merge what was
         written since it was built, or build it. Searches do this in the background when it
         is due; call it after a large ingest so that the next search finds it ready. Returns
         the index's manifest, or None when the namespace is below the size where an index is
         used (``force=True`` builds one anyway)."""
-        return self._store.maintain_ann(self._ns(namespace), self._embedder.descriptor, force=force)
+        return self._store.maintain_index(
+            self._ns(namespace), self._embedder.descriptor, force=force
+        )
 
     def reembed(
         self, embedder: str | Embedder | None = None, *, batch_size: int = 500
@@ -315,6 +311,7 @@ class Memory:
 
     def stats(self) -> dict[str, Any]:
         out = self._store.stats()
+        out["path"] = self.path  # the store's own location, never a password
         out["embedder"] = self._space.to_dict()
         live = out["memories"]
         have = out["vectors_by_space"].get(self._space.key, 0)

@@ -1,9 +1,10 @@
 """The public plugin API: the one module a plugin imports, with :mod:`rankseam.types`,
 :mod:`rankseam.errors` and :mod:`rankseam.testing`.
 
-Everything a plugin author needs to write a candidate source, an embedder, a reranker, a
-decision backend or a generation backend is here: the hook marker, the register types, the
-component Protocols, the option helpers, the numeric checks and the seam helpers. Names leave
+Everything a plugin author needs to write a store, a candidate source, an embedder, a reranker,
+a decision backend or a generation backend is here: the hook marker, the register types, the
+component Protocols, the store's record types, the option helpers, the numeric checks and the
+seam helpers. Names leave
 this module only through a deprecation; other ``rankseam.*`` modules are internal and may
 change in any release. docs/writing-plugins.md documents each name.
 """
@@ -51,6 +52,7 @@ from rankseam.registry import (
     FactoryContext,
     GenerationBackendRegister,
     RerankerRegister,
+    StoreRegister,
 )
 from rankseam.retrieval.base import CandidateSource, ScoredKey, SourceRequest
 from rankseam.retrieval.fusion import SCALES, ScoreSpec
@@ -62,6 +64,17 @@ from rankseam.seam import (
     make_candidates,
     normalize_ranks,
 )
+from rankseam.store.contract import BulkReader, BulkWriter, Store, StoreReader, Vectors
+from rankseam.store.records import (
+    BatchCounts,
+    MemoryNotFoundError,
+    MemoryRows,
+    PreparedRecord,
+    RevisionRow,
+    StoredMemory,
+)
+from rankseam.store.target import StoreTarget
+from rankseam.store.vectors import decode_vectors, encode_vector
 
 __all__ = [
     "DEFAULT_FUSION_WEIGHT",
@@ -75,6 +88,9 @@ __all__ = [
     "WRITE_GATE_QUESTION",
     "WRITE_GATE_ROLE",
     "AssemblyConfig",
+    "BatchCounts",
+    "BulkReader",
+    "BulkWriter",
     "CandidateSource",
     "CandidateSourceRegister",
     "CandidateViews",
@@ -92,14 +108,26 @@ __all__ = [
     "GenerationBackendRegister",
     "GenerationRequest",
     "GenerationResult",
+    "MemoryNotFoundError",
+    "MemoryRows",
+    "PreparedRecord",
     "Reranker",
     "RerankerRegister",
+    "RevisionRow",
     "Role",
     "ScoreSpec",
     "ScoredKey",
     "SourceRequest",
+    "Store",
+    "StoreReader",
+    "StoreRegister",
+    "StoreTarget",
+    "StoredMemory",
+    "Vectors",
     "check_options",
     "checked_result",
+    "decode_vectors",
+    "encode_vector",
     "hookimpl",
     "is_int",
     "is_real",

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol, cast
 
 from rankseam.errors import ConfigurationError
 from rankseam.plugin import (
@@ -50,6 +50,17 @@ PRUNE_MIN_ROWS = 1000
 MAX_POSTINGS = 30_000
 
 _TOKEN = re.compile(r"\w+", re.UNICODE)
+
+
+class _FtsReader(Protocol):
+    """What this source uses of the SQLite store's reader (it runs on that store only)."""
+
+    def live_count(self) -> int: ...
+
+    def document_frequency(self, term: str, cap: int, /) -> int: ...
+
+    def lexical(self, match: str, namespace: str, k: int, /) -> list[tuple[int, float]]: ...
+
 
 #: English function words and question words; they match most memories and rank none.
 STOPWORDS = frozenset(
@@ -117,24 +128,25 @@ class LexicalSource:
         return ScoreSpec(scale="max", weight=1.0)
 
     def candidates(self, request: SourceRequest, /) -> Sequence[ScoredKey]:
+        reader = cast(_FtsReader, request.reader)
         terms = query_terms(request.query, stopwords=self.stopwords)
         if terms:
-            rows = request.reader.live_count()
+            rows = reader.live_count()
             if rows >= PRUNE_MIN_ROWS and (self.max_df < 1.0 or rows > self.max_postings):
-                terms = self._affordable(request, terms, rows)
+                terms = self._affordable(reader, terms, rows)
         if not terms:
             return []
-        return request.reader.lexical(_or_joined(terms), request.namespace, request.k)
+        return reader.lexical(_or_joined(terms), request.namespace, request.k)
 
-    def _affordable(self, request: SourceRequest, terms: list[str], rows: int) -> list[str]:
+    def _affordable(self, reader: _FtsReader, terms: list[str], rows: int) -> list[str]:
         """``terms`` without those above ``max_df`` and, rarest first, those that would take
         the query over its posting budget (in the question's order)."""
         cap = int(self.max_df * rows) if self.max_df < 1.0 else rows
         probe = min(cap, self.max_postings) + 1  # counting stops there: the probe is bounded
-        df = {t: request.reader.document_frequency(_fts5_string(t), probe) for t in terms}
+        df = {t: reader.document_frequency(_fts5_string(t), probe) for t in terms}
         if all(n >= probe for n in df.values()) and probe <= cap:
             # every term is over the budget: count them up to max_df to keep the rarest
-            df = {t: request.reader.document_frequency(_fts5_string(t), cap + 1) for t in terms}
+            df = {t: reader.document_frequency(_fts5_string(t), cap + 1) for t in terms}
         budget = self.max_postings
         kept: set[str] = set()
         for term in sorted((t for t in terms if df[t] <= cap), key=lambda t: (df[t], t)):

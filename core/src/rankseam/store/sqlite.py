@@ -20,27 +20,30 @@ import sqlite3
 import tempfile
 import threading
 import time
-import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
-import attrs
 import numpy as np
 
 from rankseam.embedding import EmbedderDescriptor
 from rankseam.errors import ConfigurationError, ValidationError
 from rankseam.store import ann as ann_module
 from rankseam.store.ann import AnnIndexes, AnnManifest
-from rankseam.store.bulk import BulkReader, BulkWriter
-from rankseam.store.records import MemoryNotFoundError, StoredMemory
+from rankseam.store.bulk import SQLiteBulkReader, SQLiteBulkWriter
+from rankseam.store.records import (
+    BatchCounts,
+    MemoryNotFoundError,
+    PreparedRecord,
+    StoredMemory,
+)
 from rankseam.store.rows import bump, retire
 from rankseam.store.schema import PAGE_SIZE, SCHEMA_VERSION, ensure_schema
 from rankseam.store.vectors import VectorCache, decode_vectors, encode_vector, top_k
 from rankseam.types import MemoryRef
 
-__all__ = ["BatchCounts", "PreparedRecord", "SQLiteStore", "StoreReader"]
+__all__ = ["BatchCounts", "PreparedRecord", "SQLiteReader", "SQLiteStore"]
 
 T = TypeVar("T")
 
@@ -57,28 +60,6 @@ _PAGE = 500
 _SQL_VARS = 900  # stay under SQLITE_MAX_VARIABLE_NUMBER of old builds
 
 
-@attrs.frozen
-class PreparedRecord:
-    """One validated record of a write batch (texts checked, metadata encoded)."""
-
-    namespace: str
-    memory_id: str
-    text: str
-    importance: float | None
-    metadata: str | None  # JSON; None keeps the previous revision's metadata
-    created_at: float
-    content_hash: str
-    vector: np.ndarray | None = attrs.field(default=None, eq=False)
-
-
-@attrs.frozen
-class BatchCounts:
-    added: int = 0
-    updated: int = 0
-    unchanged: int = 0
-    refs: tuple[MemoryRef, ...] = ()
-
-
 def _row_to_memory(row: Sequence[Any], deleted: bool = False) -> StoredMemory:
     _rid, ns, mid, rev, text, importance, meta, created, chash = row[:9]
     return StoredMemory(
@@ -92,7 +73,7 @@ def _row_to_memory(row: Sequence[Any], deleted: bool = False) -> StoredMemory:
     )
 
 
-class StoreReader:
+class SQLiteReader:
     """Read access bound to one read transaction (one snapshot). Given to candidate sources."""
 
     def __init__(self, store: SQLiteStore, conn: sqlite3.Connection) -> None:
@@ -316,7 +297,11 @@ def _chunks(items: Sequence[int]) -> Iterator[list[int]]:
 
 
 class SQLiteStore:
-    """The embedded store in one SQLite file. Thread-safe; one connection per thread."""
+    """The embedded store in one SQLite file. Thread-safe; one connection per thread.
+    Implements :class:`rankseam.store.contract.Store`."""
+
+    kind = "sqlite"
+    schema_version = SCHEMA_VERSION
 
     def __init__(
         self,
@@ -391,7 +376,18 @@ class SQLiteStore:
                 memo[key] = value
         return value
 
+    @property
+    def location(self) -> str:
+        """The store's file (a path never holds a secret)."""
+        return self.path
+
     # -- the ANN index ---------------------------------------------------------------------
+
+    def maintain_index(
+        self, namespace: str, descriptor: EmbedderDescriptor, *, force: bool = False
+    ) -> AnnManifest | None:
+        """The store contract's name for :meth:`maintain_ann`."""
+        return self.maintain_ann(namespace, descriptor, force=force)
 
     def maintain_ann(
         self, namespace: str, descriptor: EmbedderDescriptor, *, force: bool = False
@@ -481,23 +477,23 @@ class SQLiteStore:
             conn.execute("COMMIT")
 
     @contextmanager
-    def read(self) -> Iterator[StoreReader]:
+    def read(self) -> Iterator[SQLiteReader]:
         """One short read transaction (a consistent snapshot); never held while reranking."""
         with self._read() as conn:
-            yield StoreReader(self, conn)
+            yield SQLiteReader(self, conn)
 
     @contextmanager
-    def bulk_read(self) -> Iterator[BulkReader]:
+    def bulk_read(self) -> Iterator[SQLiteBulkReader]:
         """The whole store in one read transaction (what an export reads); writers carry on."""
         with self._read() as conn:
-            yield BulkReader(conn)
+            yield SQLiteBulkReader(conn)
 
     @contextmanager
-    def bulk_write(self) -> Iterator[BulkWriter]:
+    def bulk_write(self) -> Iterator[SQLiteBulkWriter]:
         """One write transaction for bulk rows (what an import writes): all or nothing. Every
         namespace written to gets a new version and vector epoch when it commits."""
         with self._write() as conn:
-            writer = BulkWriter(conn)
+            writer = SQLiteBulkWriter(conn)
             yield writer
             writer.finish()
 
@@ -939,30 +935,3 @@ class SQLiteStore:
             "vectors_by_space": spaces,
             "vector_cache_bytes": self.vector_cache.nbytes(),
         }
-
-
-def new_memory_id() -> str:
-    return uuid.uuid4().hex
-
-
-def prepare(
-    namespace: str,
-    memory_id: str,
-    text: str,
-    *,
-    importance: float | None,
-    metadata: str | None,
-    created_at: float | None,
-    content_hash: str,
-    vector: np.ndarray | None = None,
-) -> PreparedRecord:
-    return PreparedRecord(
-        namespace=namespace,
-        memory_id=memory_id,
-        text=text,
-        importance=importance,
-        metadata=metadata,
-        created_at=time.time() if created_at is None else created_at,
-        content_hash=content_hash,
-        vector=vector,
-    )

@@ -33,6 +33,7 @@ pytest.register_assert_rewrite(
     "rankseam.testing.embedder",
     "rankseam.testing.generation",
     "rankseam.testing.reranker",
+    "rankseam.testing.store",
 )
 
 from rankseam.testing.base import Capability, ContractBase  # noqa: E402
@@ -45,6 +46,7 @@ __all__ = [
     "EmbedderContract",
     "GenerationBackendContract",
     "RerankerContract",
+    "StoreContract",
     "synthetic_pool",
 ]
 
@@ -52,6 +54,7 @@ _LAZY = {
     "DecisionBackendContract": "rankseam.testing.decision",
     "GenerationBackendContract": "rankseam.testing.generation",
     "EmbedderContract": "rankseam.testing.embedder",
+    "StoreContract": "rankseam.testing.store",
 }
 
 

@@ -22,6 +22,8 @@ class Capability(enum.StrEnum):
     FAILURE_CASE = "failure_case"
     #: EmbedderContract: same text, same vector, across instances and batches.
     DETERMINISTIC = "deterministic"
+    #: StoreContract: the store can be opened from several processes (declared by default).
+    PROCESSES = "processes"
 
 
 class ContractBase:

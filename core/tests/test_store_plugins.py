@@ -255,9 +255,18 @@ def test_schemes_and_plain_paths() -> None:
 
 
 def test_a_config_never_shows_the_password() -> None:
-    config = Config(db=f"postgresql://app:{SECRET}@db/mem")
-    assert SECRET not in repr(config)
+    config = Config.from_mapping(
+        {
+            "db": f"postgresql://app:{SECRET}@db/mem",
+            "stores": {"postgres": {"password": SECRET, "pool_max": 4}},
+            "decision_backends": {"openai": {"api_key": SECRET, "model": "m"}},
+        }
+    )
+    shown = repr(config)
+    assert SECRET not in shown
+    assert "'pool_max': 4" in shown and "'model': 'm'" in shown  # the rest stays visible
     assert config.db is not None and SECRET in config.db  # kept for the store to connect
+    assert config.options("store", "postgres")["password"] == SECRET
 
 
 # -- the kit against a plugin store --------------------------------------------------------
@@ -295,3 +304,37 @@ def test_the_kit_fails_a_broken_store(mirror: Any, tmp_path: Path, broken: str, 
         getattr(_Kit(), test)(target)
     # the same test passes for the store when it is not broken
     getattr(_Kit(), test)(mirror_url(tmp_path / "fine.sqlite3"))
+
+
+# -- the contract's documentation ----------------------------------------------------------
+
+PAGE = Path(__file__).resolve().parents[2] / "docs" / "writing-plugins.md"
+
+
+def _members(protocol: type) -> list[str]:
+    return sorted(
+        name
+        for name, value in vars(protocol).items()
+        if not name.startswith("_") and (callable(value) or isinstance(value, property))
+    )
+
+
+def test_the_store_section_documents_every_member_of_the_contract() -> None:
+    from rankseam.plugin import Store, StoreReader
+
+    if not PAGE.exists():
+        pytest.fail(f"{PAGE} is missing")
+    section = PAGE.read_text(encoding="utf-8").split("## Writing a store", 1)[1]
+    section = section.split("\n## ", 1)[0]
+    missing = [
+        f"{protocol.__name__}.{name}"
+        for protocol in (Store, StoreReader)
+        for name in _members(protocol)
+        if f"`{name}" not in section and f", `{name}`" not in section
+    ]
+    assert not missing, f"docs/writing-plugins.md 'Writing a store' does not describe {missing}"
+    assert len(_members(Store)) >= 20 and _members(StoreReader) == [
+        "identities",
+        "memories",
+        "resolve",
+    ]

@@ -17,6 +17,7 @@ from rankseam.errors import (
     RankseamError,
     RerankError,
     ValidationError,
+    WriteGateError,
 )
 from rankseam.hookspecs import hookimpl
 from rankseam.types import (
@@ -61,6 +62,7 @@ __all__ = [
     "SearchTrace",
     "Usage",
     "ValidationError",
+    "WriteGateError",
     "__version__",
     "find_config",
     "hookimpl",

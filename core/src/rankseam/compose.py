@@ -39,6 +39,7 @@ from __future__ import annotations
 import inspect
 import logging
 import os
+import re
 import sys
 import tomllib
 from collections.abc import Iterable, Mapping
@@ -50,6 +51,7 @@ import attrs
 
 from rankseam.checks import is_int, is_real
 from rankseam.decision import (
+    DEFAULT_WRITE_GATE_TIMEOUT_S,
     WRITE_GATE_ROLE,
     DecisionBackend,
     DecisionFailurePolicy,
@@ -240,20 +242,24 @@ def _optional_str(_inst: object, attr: attrs.Attribute[Any], value: object) -> N
         raise ConfigurationError(f"{attr.name} must be a string, got {value!r}")
 
 
-def _write_gate(value: object, source: str) -> tuple[bool, str | None]:
-    """``write_gate = true|false``, or a ``[write_gate]`` table of ``enabled`` and ``backend``."""
+_GATE_KEYS = ("backend", "enabled", "failure_policy", "timeout_s")
+_GATE_POLICIES = ("fail_open", "fail_closed")  # the values of the failure policy enum
+
+
+def _write_gate(value: object, source: str) -> dict[str, Any]:
+    """``write_gate = true|false``, or a ``[write_gate]`` table of ``enabled``, ``backend``,
+    ``timeout_s`` and ``failure_policy``; returns the :class:`Config` fields it sets."""
     if isinstance(value, bool):
-        return value, None
+        return {"write_gate": value}
     if not isinstance(value, Mapping):
         raise ConfigurationError(
             f"{source}: write_gate must be true, false or a table "
             f"(enabled = true, backend = 'NAME'), got {value!r}"
         )
-    unknown = sorted(set(value) - {"enabled", "backend"})
+    unknown = sorted(set(value) - set(_GATE_KEYS))
     if unknown:
         raise ConfigurationError(
-            f"{source}: unknown [write_gate] key(s) {unknown}; known keys are "
-            "['backend', 'enabled']"
+            f"{source}: unknown [write_gate] key(s) {unknown}; known keys are {list(_GATE_KEYS)}"
         )
     enabled = value.get("enabled", True)
     if not isinstance(enabled, bool):
@@ -265,7 +271,41 @@ def _write_gate(value: object, source: str) -> tuple[bool, str | None]:
         raise ConfigurationError(
             f"{source}: write_gate.backend must be a decision backend name, got {backend!r}"
         )
-    return enabled, backend
+    out: dict[str, Any] = {"write_gate": enabled, "write_gate_backend": backend}
+    if "timeout_s" in value:
+        out["write_gate_timeout_s"] = value["timeout_s"]
+    if "failure_policy" in value:
+        out["write_gate_failure_policy"] = value["failure_policy"]
+    return out
+
+
+def _gate_timeout(_inst: object, _attr: attrs.Attribute[Any], value: object) -> None:
+    if not is_real(value) or not 0 < value <= 86400:  # type: ignore[operator]
+        raise ConfigurationError(
+            f"write_gate.timeout_s must be a number of seconds in (0, 86400], got {value!r}"
+        )
+
+
+def _gate_policy(_inst: object, _attr: attrs.Attribute[Any], value: object) -> None:
+    if value not in _GATE_POLICIES:
+        raise ConfigurationError(
+            f"write_gate.failure_policy must be 'fail_open' (store with a degraded verdict) or "
+            f"'fail_closed' (refuse the write), got {value!r}"
+        )
+
+
+#: Option names whose values are secrets: a configuration's ``repr`` shows ``***`` instead.
+_SECRET_OPTION = re.compile(r"pass(word|wd)?|secret|token|api_?key|credential", re.IGNORECASE)
+
+
+def _masked(value: Any) -> Any:
+    """``value`` (the components' option tables) with secret-looking string options masked."""
+    if isinstance(value, Mapping):
+        return {
+            k: "***" if isinstance(v, str) and _SECRET_OPTION.search(str(k)) else _masked(v)
+            for k, v in value.items()
+        }
+    return value
 
 
 @attrs.frozen
@@ -296,13 +336,26 @@ class Config:
     embedder: str = attrs.field(default="hashed", validator=_name)
     search: SearchConfig = attrs.field(factory=SearchConfig)
     components: Mapping[str, Mapping[str, Mapping[str, Any]]] = attrs.field(
-        factory=dict, converter=frozen_mapping
+        factory=dict, converter=frozen_mapping, repr=lambda value: repr(_masked(value))
     )
     write_gate: bool = attrs.field(default=False, validator=_bool(""))
     write_gate_backend: str | None = attrs.field(default=None, validator=_optional_str)
     #: What the environment changed that a user would not guess from the configuration
     #: (e.g. ``RANKSEAM_RERANK`` replacing the configured reranker); shown in search traces.
     notes: tuple[str, ...] = attrs.field(default=(), eq=False)
+    write_gate_timeout_s: float = attrs.field(
+        default=DEFAULT_WRITE_GATE_TIMEOUT_S, validator=_gate_timeout
+    )
+    write_gate_failure_policy: str = attrs.field(default="fail_open", validator=_gate_policy)
+
+    @property
+    def write_gate_role(self) -> Role:
+        """The write gate's role: its failure policy and timeout, as configured."""
+        return Role(
+            WRITE_GATE_ROLE.name,
+            self.write_gate_failure_policy,  # Role converts it to the policy enum
+            float(self.write_gate_timeout_s),
+        )
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any], *, source: str = "configuration") -> Config:
@@ -343,7 +396,7 @@ class Config:
                     f"{source}: [{table}] must hold one table per component, e.g. [{table}.NAME]"
                 )
             components[table] = frozen_mapping({k: frozen_mapping(v) for k, v in value.items()})
-        gate, gate_backend = _write_gate(data.get("write_gate", False), source)
+        gate = _write_gate(data.get("write_gate", False), source)
         try:
             return cls(
                 db=data.get("db"),
@@ -351,8 +404,7 @@ class Config:
                 embedder=data.get("embedder", "hashed"),
                 search=SearchConfig(**search),
                 components=components,
-                write_gate=gate,
-                write_gate_backend=gate_backend,
+                **gate,
             )
         except ConfigurationError as exc:
             raise ConfigurationError(f"{source}: {exc}") from None
@@ -451,6 +503,11 @@ class ComponentContext:
     def build(self, kind: str, name: str, options: Mapping[str, Any] | None = None) -> Any:
         """Instantiate component ``name`` of ``kind``; cached per name when options come from
         the configuration."""
+        if kind == "store":
+            raise ConfigurationError(
+                f"a store is opened from its target (open_memory(target), --db), not built by "
+                f"name; got build('store', {name!r})"
+            )
         cache_key = (kind, name)
         if options is None and cache_key in self._instances:
             return self._instances[cache_key]
@@ -648,7 +705,15 @@ def default_db_path() -> Path:
     return base / "rankseam" / "memory.sqlite3"
 
 
-_TOP_OVERRIDES = {"db", "namespace", "embedder", "write_gate", "write_gate_backend"}
+_TOP_OVERRIDES = {
+    "db",
+    "namespace",
+    "embedder",
+    "write_gate",
+    "write_gate_backend",
+    "write_gate_timeout_s",
+    "write_gate_failure_policy",
+}
 _SEARCH_OVERRIDES = {f.name for f in attrs.fields(SearchConfig)}
 
 
@@ -738,7 +803,7 @@ def assemble(config: Config, registry: Registry | None = None, *, create: bool =
         context.reranker(config.search.reranker)
     gate = None
     if config.write_gate:
-        gate = context.decision_backend(config.write_gate_backend, WRITE_GATE_ROLE)
+        gate = context.decision_backend(config.write_gate_backend, config.write_gate_role)
     return Assembly(config, context, embedder, sources, gate, store, target)
 
 

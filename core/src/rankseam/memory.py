@@ -27,7 +27,7 @@ from rankseam.compose import (
     open_store,
     resolve_config,
 )
-from rankseam.decision import WRITE_GATE_ROLE, DecisionBackend, ask_write_gate
+from rankseam.decision import DecisionBackend, ask_write_gate
 from rankseam.embedding import Embedder, EmbedderDescriptor
 from rankseam.errors import ConfigurationError
 from rankseam.ingest import AddResult, IngestError, IngestReport, ReembedReport, Writer
@@ -192,7 +192,7 @@ class Memory:
         with self._gate_lock:
             if self._gate is None:
                 self._gate = self._context.decision_backend(
-                    self._config.write_gate_backend, WRITE_GATE_ROLE
+                    self._config.write_gate_backend, self._config.write_gate_role
                 )
             return self._gate
 
@@ -209,7 +209,11 @@ class Memory:
         gate: bool | None = None,
     ) -> AddResult:
         """Store a new memory (revision 1). ``gate=True`` (or ``write_gate`` in the config)
-        first asks the write gate; a healthy NO stores nothing.
+        first asks the write gate; a healthy NO stores nothing. The gate waits at most its
+        ``timeout_s`` (default 10 s). When it gets no verdict, a fail-open gate (the default)
+        stores the memory with ``AddResult.gate.degraded=True``, and a fail-closed gate
+        (``[write_gate] failure_policy = "fail_closed"``) raises
+        :class:`~rankseam.errors.WriteGateError` and stores nothing.
 
         Without ``memory_id`` every call stores a new memory under a new random id (running a
         script twice stores everything twice). With ``memory_id`` it is idempotent: an id that
@@ -218,7 +222,9 @@ class Memory:
         rec = self._writer.record(text, namespace, memory_id, importance, metadata or {})
         verdict = None
         if gate or (gate is None and self._config.write_gate):
-            verdict = self._runner.run(ask_write_gate(self._gate_backend(), rec.text))
+            verdict = self._runner.run(
+                ask_write_gate(self._gate_backend(), rec.text, role=self._config.write_gate_role)
+            )
             if not verdict.store:
                 log.info("write gate declined a memory", extra={"event": "write_gate.no"})
                 return AddResult(None, False, verdict)

@@ -33,7 +33,12 @@ from rankseam.decision import (
     unwrap,
     write_gate_request,
 )
-from rankseam.embedding import DEFAULT_FUSION_WEIGHT, Embedder, EmbedderDescriptor
+from rankseam.embedding import (
+    DEFAULT_FUSION_SCALE,
+    DEFAULT_FUSION_WEIGHT,
+    Embedder,
+    EmbedderDescriptor,
+)
 from rankseam.generation import (
     GenerationBackend,
     GenerationRequest,
@@ -56,6 +61,7 @@ from rankseam.registry import (
 )
 from rankseam.retrieval.base import CandidateSource, ScoredKey, SourceRequest
 from rankseam.retrieval.fusion import SCALES, ScoreSpec
+from rankseam.retrieval.terms import MAX_TERMS, STOPWORDS, query_terms
 from rankseam.seam import (
     DEFAULT_MAX_CHARS,
     MAX_POOL,
@@ -77,13 +83,16 @@ from rankseam.store.target import StoreTarget
 from rankseam.store.vectors import decode_vectors, encode_vector
 
 __all__ = [
+    "DEFAULT_FUSION_SCALE",
     "DEFAULT_FUSION_WEIGHT",
     "DEFAULT_MAX_CHARS",
     "MAX_POOL",
+    "MAX_TERMS",
     "RERANK_DECISION_KIND",
     "RERANK_QUESTION",
     "RERANK_ROLE",
     "SCALES",
+    "STOPWORDS",
     "WRITE_GATE_DECISION_KIND",
     "WRITE_GATE_QUESTION",
     "WRITE_GATE_ROLE",
@@ -134,6 +143,7 @@ __all__ = [
     "make_candidates",
     "normalize_ranks",
     "parse_output",
+    "query_terms",
     "rerank_request",
     "resolve_env_refs",
     "thaw",

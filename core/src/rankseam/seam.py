@@ -674,8 +674,8 @@ def _failed(
             "on_error='coarse' to return the coarse order marked 'degraded' instead",
             policy_id=policy_id,
             reason=reason,
+            usage=usage,
         )
-        _attach_usage(error, usage)
         raise error from exc
     log.warning(
         "rerank failed; returning the coarse order marked degraded",

@@ -30,7 +30,7 @@ def register_candidate_sources(register: CandidateSourceRegister) -> None:
         "lexical",
         _lexical,
         summary="FTS5 BM25 over OR-joined quoted query terms",
-        options=("stopwords", "max_df"),
+        options=("stopwords", "max_df", "max_postings", "max_scoring_postings", "budget_from"),
         store="sqlite",
     )
     register(

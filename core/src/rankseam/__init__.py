@@ -16,6 +16,7 @@ from rankseam.errors import (
     PluginError,
     RankseamError,
     RerankError,
+    StoreError,
     ValidationError,
 )
 from rankseam.hookspecs import hookimpl
@@ -59,6 +60,7 @@ __all__ = [
     "RerankTrace",
     "SearchResult",
     "SearchTrace",
+    "StoreError",
     "Usage",
     "ValidationError",
     "__version__",

@@ -145,9 +145,7 @@ def test_namespaces_share_lexical_statistics_but_never_memories(tmp_path: Path) 
         )
     before = _lexical_scores(path, "lantern river")
     with open_memory(path) as memory:  # another tenant writes many memories with one term
-        memory.ingest(
-            [{"text": f"river report number {i}"} for i in range(200)], namespace="bob"
-        )
+        memory.ingest([{"text": f"river report number {i}"} for i in range(200)], namespace="bob")
     after = _lexical_scores(path, "lantern river")
     assert set(after) == set(before) == {"a1", "a2", "a3"}  # only alice's memories
     assert after != before  # ... but their BM25 scores moved: statistics are shared

@@ -9,6 +9,7 @@ literal: number, bool or string; a bare word is a string).
 from __future__ import annotations
 
 import json
+import os
 import sys
 import tempfile
 import tomllib
@@ -62,9 +63,9 @@ def add(
     meta = None
     if metadata is not None:
         try:
-            meta = json.loads(metadata)
-        except json.JSONDecodeError as exc:
-            raise click.BadParameter(f"not valid JSON: {exc}", param_hint="--metadata") from None
+            meta = parse_json(os.fsencode(metadata))
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="--metadata") from None
     with open_store(db, config_file) as memory:
         result = memory.add(
             text,

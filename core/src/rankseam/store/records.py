@@ -205,8 +205,10 @@ def check_created_at(value: object) -> float | None:
             f"created_at must be epoch seconds or an ISO 8601 string, got {value!r}"
         )
     if isinstance(value, int | float):
-        if not math.isfinite(float(value)):
-            raise ValidationError(f"created_at must be finite, got {value!r}")
+        if not is_real(value):  # NaN, an infinity, or an int too large for a float
+            shown = repr(value)
+            shown = shown if len(shown) <= 40 else shown[:37] + "..."
+            raise ValidationError(f"created_at must be finite epoch seconds, got {shown}")
         return float(value)
     if isinstance(value, str):
         try:

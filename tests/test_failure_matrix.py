@@ -62,6 +62,7 @@ KIND = {
     "prose_around_json": "invalid_output",
     "hanging_body": "timeout",
     "wrong_content_type": "invalid_output",
+    "endless_body": "invalid_output",
 }
 RETRIED = frozenset(
     {"delay", "rate_limit", "http_500", "http_503", "connection_reset", "hanging_body"}
@@ -177,12 +178,15 @@ def test_cell(
             else:  # fail-open: stored anyway, and visibly degraded
                 assert added.stored and added.gate.degraded
                 assert added.gate.outcome.value == "abstain"
+            # the verdict counts every request the server received, failed ones included
+            assert added.gate.usage.calls == _received(server) >= 1
             return
 
         if role == "decision" and not recovers:
             with pytest.raises(RerankError) as info:
                 memory.search(QUERY, LIMIT)
             assert info.value.reason == kind, info.value
+            assert info.value.usage.calls == _received(server) >= 1
             return
 
         result = memory.search(QUERY, LIMIT)
@@ -197,13 +201,19 @@ def test_cell(
         else:
             assert ids == coarse[::-1][:LIMIT]
             assert rerank.usage.calls == 2
+        assert rerank.usage.calls == _received(server)
         return
     # listwise with on_error="coarse": the coarse order, never silently
     assert result.status is RerankStatus.DEGRADED
     assert rerank.reason is not None and rerank.reason.startswith(kind), rerank.reason
     assert ids == coarse[:LIMIT]
     # every attempt the server saw is counted, retries of the failed call included
-    assert rerank.usage.calls == len(server.chat_requests) >= 1
+    assert rerank.usage.calls == _received(server) >= 1
+
+
+def _received(server: Any) -> int:
+    """Chat requests the server received, once it has read every connection it accepted."""
+    return len(server.settle().chat_requests)
 
 
 def test_every_fault_is_in_the_matrix() -> None:
@@ -232,3 +242,122 @@ def test_docs_table_matches() -> None:
     header = re.search(r"\|\s*fault\s*\|\s*requests\s*\|(.+)\|", DOCS.read_text(encoding="utf-8"))
     assert header is not None
     assert [c.strip().strip("`") for c in header.group(1).split("|")] == list(ROLES)
+
+
+# cancelled retries: a caller's deadline cuts a retrying backend call short ---------------------
+
+#: A backend that retries a silent server for a long time: only the caller's deadline stops it.
+PATIENT = {**BACKEND, "timeout_s": 0.2, "deadline_s": 3600.0, "max_attempts": 20}
+
+
+@pytest.mark.parametrize("on_error", ["coarse", "raise"])
+@pytest.mark.parametrize("window", [1, 4])
+def test_decision_deadline_counts_every_request_of_cancelled_retries(
+    server: Any, db: str, window: int, on_error: str
+) -> None:
+    """The decision reranker's ``deadline_s`` cancels calls that are retrying a silent server;
+    the trace (or the error) counts every request the server received, not one per call."""
+    server.clear()
+    server.inject("delay")  # every request waits 30 s: each call retries until cancelled
+    config = _config(server, "decision")
+    config["decision_backends"]["openai"] = {**PATIENT, "base_url": server.base_url}
+    config["rerankers"]["decision"].update(window=window, deadline_s=1.5)
+    config["search"]["on_error"] = on_error
+    with open_memory(db, config=config) as memory:
+        if on_error == "raise":
+            with pytest.raises(RerankError) as info:
+                memory.search(QUERY, LIMIT)
+            assert info.value.reason == "timeout"
+            usage = info.value.usage
+        else:
+            result = memory.search(QUERY, LIMIT)
+            assert result.status is RerankStatus.DEGRADED
+            assert result.trace.rerank is not None
+            usage = result.trace.rerank.usage
+    received = _received(server)
+    assert received > window  # the calls did retry before the deadline cancelled them
+    assert usage.calls == received
+
+
+@pytest.mark.parametrize("policy", ["fail_open", "fail_closed"])
+def test_write_gate_timeout_bounds_add_and_counts_every_request(
+    server: Any, tmp_path: Path, policy: str
+) -> None:
+    """A backend that would wait for a silent server for an hour: the write gate's
+    ``timeout_s`` ends ``add()``; fail-open stores with a degraded verdict, fail-closed refuses
+    with a typed error; either way every request the server received is counted."""
+    server.clear()
+    server.inject("delay")
+    config = _config(server, "write_gate")
+    config["decision_backends"]["openai"] = {**PATIENT, "base_url": server.base_url}
+    config["write_gate"].update(timeout_s=1.0, failure_policy=policy)
+    with open_memory(str(tmp_path / "gate.sqlite3"), config=config) as memory:
+        if policy == "fail_open":
+            added = memory.add("ok, thanks!", gate=True)
+            assert added.stored and added.gate is not None and added.gate.degraded
+            usage = added.gate.usage
+        else:
+            from rankseam import WriteGateError
+
+            with pytest.raises(WriteGateError) as info:
+                memory.add("ok, thanks!", gate=True)
+            assert info.value.reason == "timeout"
+            usage = info.value.usage
+            assert memory.search("thanks", 5, reranker=None).hits == ()  # nothing stored
+    received = _received(server)
+    assert received >= 2  # the backend retried before the gate gave up
+    assert usage.calls == received
+
+
+@pytest.mark.parametrize("reranker_name", ["decision", "listwise"])
+def test_a_rerank_cancelled_from_outside_carries_every_request(
+    server: Any, reranker_name: str
+) -> None:
+    """A deadline above the reranker (the seam's, a caller's) cancels it mid-retry: the
+    ``CancelledError`` it ends with carries the usage of every request the server received,
+    the calls made before included (listwise: three windows, the third one cancelled)."""
+    import asyncio
+
+    from rankseam.plugin import make_candidates
+    from rankseam.types import Hit, MemoryRef
+    from rankseam_decision import DecisionReranker
+    from rankseam_listwise import ListwiseOptions, ListwiseReranker
+    from rankseam_openai import make_decision_backend, make_generation_backend
+
+    server.clear()
+    options = {**PATIENT, "base_url": server.base_url}
+    hits = [Hit(MemoryRef("t", f"m{i}", 1), f"memory number {i}", 1.0) for i in range(8)]
+    candidates = make_candidates(hits)
+    reranker: Any
+    if reranker_name == "decision":
+        server.inject("delay")  # every call retries a silent server
+        reranker = DecisionReranker(make_decision_backend(options), window=4, deadline_s=None)
+    else:
+        # two windows answer, the third one retries a silent server
+        server.inject("delay")
+        good = Reply.json({"selected_ranks": [1, 2]})
+        server.script(good, good)
+        reranker = ListwiseReranker(
+            make_generation_backend(options),
+            ListwiseOptions("openai", window=4, stride=2, max_calls=10),
+        )
+
+    async def scenario() -> BaseException:
+        async def guarded() -> BaseException:
+            try:
+                await reranker.rerank(QUERY, candidates, 2)
+            except BaseException as exc:  # the cancellation itself, with what it carries
+                return exc
+            raise AssertionError("the rerank should have been cancelled")
+
+        task = asyncio.ensure_future(guarded())
+        while len(server.chat_requests) < 3:  # cancel once it is retrying
+            await asyncio.sleep(0.02)
+        task.cancel()
+        return await task
+
+    error = asyncio.run(scenario())
+    assert isinstance(error, asyncio.CancelledError)
+    usage = getattr(error, "usage", None)
+    assert usage is not None, "the cancellation carries no usage"
+    assert usage.calls == _received(server) >= 3

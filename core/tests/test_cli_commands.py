@@ -233,7 +233,13 @@ def test_plugins_options_lists_every_component_with_its_options(tmp_path: Path) 
         "char_weight",
         "stop_words",
     ]
-    assert listed[("candidate_source", "lexical")]["options"] == ["stopwords", "max_df"]
+    assert listed[("candidate_source", "lexical")]["options"] == [
+        "stopwords",
+        "max_df",
+        "max_postings",
+        "max_scoring_postings",
+        "budget_from",
+    ]
     assert listed[("decision_backend", "heuristic")]["plugin"].endswith("heuristic_decision")
     assert "plugins --options" in run("search", "--help", cwd=tmp_path).stdout
 

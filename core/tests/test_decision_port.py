@@ -144,8 +144,9 @@ def test_envelope_turns_any_exception_into_marked_abstain(error: Exception) -> N
     result = run(
         FailOpenDecisionBackend(Backend(error), role="gate").evaluate(rerank_request("q", "s"))
     )
+    # the failed call counts: once, tokens unknown (this backend attaches no usage)
     assert result == DecisionResult(
-        DecisionOutcome.ABSTAIN, "test.backend.v1", Usage.zero(), used_fallback=True
+        DecisionOutcome.ABSTAIN, "test.backend.v1", Usage(1, None, None), used_fallback=True
     )
 
 

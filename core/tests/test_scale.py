@@ -357,24 +357,96 @@ def test_sigkill_during_index_maintenance_leaves_a_store_that_searches_exactly(
 # ----------------------------------------------------------------------- lexical budget
 
 
-def test_the_posting_budget_drops_the_most_frequent_terms_first(tmp_path, monkeypatch):
-    monkeypatch.setenv("RANKSEAM_ANN", "off")
+def test_the_live_count_follows_adds_updates_and_deletes(tmp_path):
+    with rankseam.open_memory(tmp_path / "count.sqlite3") as memory:
+
+        def counted() -> tuple[int, int]:
+            with memory.store.read() as reader:
+                live = reader.live_count()
+            con = sqlite3.connect(tmp_path / "count.sqlite3")
+            rows = con.execute("SELECT count(*) FROM revisions WHERE live = 1").fetchone()[0]
+            con.close()
+            return live, rows
+
+        assert counted() == (0, 0)
+        memory.ingest([{"id": f"m{i}", "text": f"text number {i}"} for i in range(300)])
+        assert counted() == (300, 300)
+        memory.update("m1", "a new text")
+        memory.delete("m2")
+        memory.add("one more", memory_id="m300", namespace="other")
+        assert counted() == (300, 300)
+
+
+def _lexical_store(tmp_path):
     records = [{"id": f"f{i}", "text": f"alpha filler{i}"} for i in range(250)]
     records += [{"id": f"b{i}", "text": f"beta other{i}"} for i in range(20)]
+    records += [{"id": f"a{i}", "text": f"alpha beta pair{i} " + "x " * i} for i in range(5)]
     records += [{"id": f"z{i}", "text": f"zzz{i}"} for i in range(1000)]
-    only_lexical = {"search": {"sources": ["lexical"]}}
-
-    def ids(**options):
-        config = {**only_lexical, "sources": {"lexical": options}}
-        with rankseam.open_memory(tmp_path / "lex.sqlite3", config=config) as memory:
-            return {h.ref.memory_id[0] for h in memory.search("alpha beta", 50, pool=50)}
-
     with rankseam.open_memory(tmp_path / "lex.sqlite3") as memory:
         memory.ingest(records)
-    assert ids() == {"f", "b"}  # within the default budget: both terms
-    assert ids(max_postings=100) == {"b"}  # alpha (250 postings) is over the budget
-    assert ids(max_postings=10) == {"b"}  # the rarest term is always kept
-    assert ids(max_postings=300) == {"f", "b"}
+    # df: alpha 255, beta 25 (of 1275 live memories)
+
+    def hits(**options):
+        config = {"search": {"sources": ["lexical"]}, "sources": {"lexical": options}}
+        with rankseam.open_memory(tmp_path / "lex.sqlite3", config=config) as memory:
+            found = memory.search("alpha beta", 50, pool=50).hits
+        return {h.ref.memory_id: h.channel_scores["lexical"] for h in found}
+
+    return hits
+
+
+def test_the_posting_budgets_drop_the_most_frequent_terms_first(tmp_path, monkeypatch):
+    monkeypatch.setenv("RANKSEAM_ANN", "off")
+    hits = _lexical_store(tmp_path)
+
+    def kinds(**options):
+        return {mid[0] for mid in hits(**options)}
+
+    assert kinds() == {"f", "b", "a"}  # a store under budget_from: every term under max_df
+    budgeted = {"budget_from": 0, "max_scoring_postings": 0}
+    assert kinds(**budgeted, max_postings=100) == {"b", "a"}  # alpha (255) is over the budget
+    assert kinds(**budgeted, max_postings=10) == {"b", "a"}  # the rarest term is always kept
+    assert kinds(**budgeted, max_postings=300) == {"f", "b", "a"}
+    # max_df still applies first: alpha is in over 10 % of the memories
+    assert kinds(budget_from=0, max_postings=300, max_df=0.1) == {"b", "a"}
+
+
+def test_frequent_terms_only_score_the_memories_rarer_terms_find(tmp_path, monkeypatch):
+    monkeypatch.setenv("RANKSEAM_ANN", "off")
+    hits = _lexical_store(tmp_path)
+    full = hits(max_df=1.0)  # every term finds: the plain OR query
+    assert {mid[0] for mid in full} == {"f", "b", "a"}
+    # beta finds (25 postings), alpha (255) only scores: the alpha-only memories are not
+    # found, and each memory found has exactly the BM25 of the full OR query
+    split = hits(budget_from=0, max_postings=100, max_scoring_postings=1000, max_df=1.0)
+    assert {mid[0] for mid in split} == {"b", "a"}
+    for mid, score in split.items():
+        assert score == pytest.approx(full[mid], rel=1e-12)
+    assert split["a0"] > max(split[f"b{i}"] for i in range(20))  # alpha counts
+    # the scoring budget bounds the frequent terms too: over it, alpha is dropped
+    alone = hits(budget_from=0, max_postings=100, max_scoring_postings=200, max_df=1.0)
+    assert {mid[0] for mid in alone} == {"b", "a"}
+    assert alone["a0"] < split["a0"]
+    # even the rarest term is over max_postings: a memory must hold a scoring term too
+    both = hits(budget_from=0, max_postings=10, max_scoring_postings=1000, max_df=1.0)
+    assert set(both) == {f"a{i}" for i in range(5)}
+    for mid, score in both.items():
+        assert score == pytest.approx(full[mid], rel=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [
+        ("max_postings", 0),
+        ("max_scoring_postings", -1),
+        ("budget_from", 1.5),
+        ("budget_from", True),
+    ],
+)
+def test_posting_budget_options_are_checked(tmp_path, option, value):
+    config = {"sources": {"lexical": {option: value}}}
+    with pytest.raises(rankseam.ConfigurationError, match=option):
+        rankseam.open_memory(tmp_path / "x.sqlite3", config=config)
 
 
 def test_bench_latency_reports_the_floor_and_reuses_its_stores(tmp_path):

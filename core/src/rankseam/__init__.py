@@ -18,6 +18,7 @@ from rankseam.errors import (
     RerankError,
     StoreError,
     ValidationError,
+    WriteGateError,
 )
 from rankseam.hookspecs import hookimpl
 from rankseam.types import (
@@ -63,6 +64,7 @@ __all__ = [
     "StoreError",
     "Usage",
     "ValidationError",
+    "WriteGateError",
     "__version__",
     "find_config",
     "hookimpl",

@@ -174,8 +174,9 @@ def plugins(show_all: bool, requirements: bool, show_options: bool) -> None:
     """List installed plugins as JSON: name, version, hooks, components, status.
 
     With --options: every component as JSON — kind, name, plugin, summary and the option names
-    it takes (``null`` when its plugin did not declare them). Options are set in rankseam.toml
-    (``[rerankers.mmr] lambda = 0.7``) or, for `search`, as ``--mmr-lambda 0.7``.
+    it takes (``null`` when its plugin did not declare them); a store also lists the URL
+    schemes it opens, a store's own candidate source the store it runs on. Options are set in
+    rankseam.toml (``[rerankers.mmr] lambda = 0.7``) or, for `search`, as ``--mmr-lambda 0.7``.
     """
     from rankseam.plugins import get_plugins, get_registry
 
@@ -187,8 +188,12 @@ def plugins(show_all: bool, requirements: bool, show_options: bool) -> None:
                 "plugin": spec.plugin,
                 "summary": spec.summary,
                 "options": None if spec.options is None else list(spec.options),
+                **({"schemes": list(spec.schemes)} if spec.kind == "store" else {}),
+                **({"store": spec.store} if spec.store is not None else {}),
             }
-            for spec in sorted(get_registry(), key=lambda spec: (spec.kind, spec.name))
+            for spec in sorted(
+                get_registry(), key=lambda spec: (spec.kind, spec.name, spec.store or "")
+            )
         ]
         click.echo(json.dumps(components, indent=2, ensure_ascii=False))
         return

@@ -7,7 +7,7 @@ assembly time, with a message that says how to fix it.
 
 Example ``rankseam.toml``::
 
-    db = "~/.local/share/rankseam/memory.sqlite3"
+    db = "~/.local/share/rankseam/memory.sqlite3"   # or a URL: "postgresql://host/db"
     namespace = "default"
     embedder = "hashed"
 
@@ -38,6 +38,7 @@ from __future__ import annotations
 import difflib
 import inspect
 import os
+import re
 import sys
 import tomllib
 from collections.abc import Iterable, Mapping
@@ -48,12 +49,18 @@ from typing import Any
 import attrs
 
 from rankseam.checks import is_int, is_real
-from rankseam.decision import WRITE_GATE_ROLE, DecisionBackend, Role, wrap_for_role
+from rankseam.decision import (
+    DEFAULT_WRITE_GATE_TIMEOUT_S,
+    WRITE_GATE_ROLE,
+    DecisionBackend,
+    Role,
+    wrap_for_role,
+)
 from rankseam.embedding import Embedder, EmbedderDescriptor
 from rankseam.errors import ConfigurationError, ValidationError
 from rankseam.generation import GenerationBackend
 from rankseam.plugins import get_registry
-from rankseam.registry import Registry
+from rankseam.registry import ComponentSpec, Registry
 from rankseam.retrieval.base import CandidateSource
 from rankseam.retrieval.fusion import DEFAULT_FUSION, FUSION_METHODS, SCALES
 from rankseam.seam import (
@@ -64,6 +71,8 @@ from rankseam.seam import (
     validate_on_error,
     validate_pool_size,
 )
+from rankseam.store.contract import Store
+from rankseam.store.target import StoreTarget, parse_target, redact
 from rankseam.types import frozen_mapping
 
 __all__ = [
@@ -74,11 +83,15 @@ __all__ = [
     "SearchConfig",
     "assemble",
     "default_db_path",
+    "open_store",
     "resolve_config",
+    "select_store",
+    "store_target",
 ]
 
 #: The configuration table that holds each component kind's options.
 TABLE_FOR_KIND = {
+    "store": "stores",
     "candidate_source": "sources",
     "embedder": "embedders",
     "reranker": "rerankers",
@@ -86,6 +99,7 @@ TABLE_FOR_KIND = {
     "generation_backend": "generation_backends",
 }
 _KIND_WORDS = {
+    "store": "store",
     "candidate_source": "candidate source",
     "embedder": "embedder",
     "reranker": "reranker",
@@ -197,20 +211,24 @@ def _optional_str(_inst: object, attr: attrs.Attribute[Any], value: object) -> N
         raise ConfigurationError(f"{attr.name} must be a string, got {value!r}")
 
 
-def _write_gate(value: object, source: str) -> tuple[bool, str | None]:
-    """``write_gate = true|false``, or a ``[write_gate]`` table of ``enabled`` and ``backend``."""
+_GATE_KEYS = ("backend", "enabled", "failure_policy", "timeout_s")
+_GATE_POLICIES = ("fail_open", "fail_closed")  # the values of the failure policy enum
+
+
+def _write_gate(value: object, source: str) -> dict[str, Any]:
+    """``write_gate = true|false``, or a ``[write_gate]`` table of ``enabled``, ``backend``,
+    ``timeout_s`` and ``failure_policy``; returns the :class:`Config` fields it sets."""
     if isinstance(value, bool):
-        return value, None
+        return {"write_gate": value}
     if not isinstance(value, Mapping):
         raise ConfigurationError(
             f"{source}: write_gate must be true, false or a table "
             f"(enabled = true, backend = 'NAME'), got {value!r}"
         )
-    unknown = sorted(set(value) - {"enabled", "backend"})
+    unknown = sorted(set(value) - set(_GATE_KEYS))
     if unknown:
         raise ConfigurationError(
-            f"{source}: unknown [write_gate] key(s) {unknown}; known keys are "
-            "['backend', 'enabled']"
+            f"{source}: unknown [write_gate] key(s) {unknown}; known keys are {list(_GATE_KEYS)}"
         )
     enabled = value.get("enabled", True)
     if not isinstance(enabled, bool):
@@ -222,7 +240,41 @@ def _write_gate(value: object, source: str) -> tuple[bool, str | None]:
         raise ConfigurationError(
             f"{source}: write_gate.backend must be a decision backend name, got {backend!r}"
         )
-    return enabled, backend
+    out: dict[str, Any] = {"write_gate": enabled, "write_gate_backend": backend}
+    if "timeout_s" in value:
+        out["write_gate_timeout_s"] = value["timeout_s"]
+    if "failure_policy" in value:
+        out["write_gate_failure_policy"] = value["failure_policy"]
+    return out
+
+
+def _gate_timeout(_inst: object, _attr: attrs.Attribute[Any], value: object) -> None:
+    if not is_real(value) or not 0 < value <= 86400:  # type: ignore[operator]
+        raise ConfigurationError(
+            f"write_gate.timeout_s must be a number of seconds in (0, 86400], got {value!r}"
+        )
+
+
+def _gate_policy(_inst: object, _attr: attrs.Attribute[Any], value: object) -> None:
+    if value not in _GATE_POLICIES:
+        raise ConfigurationError(
+            f"write_gate.failure_policy must be 'fail_open' (store with a degraded verdict) or "
+            f"'fail_closed' (refuse the write), got {value!r}"
+        )
+
+
+#: Option names whose values are secrets: a configuration's ``repr`` shows ``***`` instead.
+_SECRET_OPTION = re.compile(r"pass(word|wd)?|secret|token|api_?key|credential", re.IGNORECASE)
+
+
+def _masked(value: Any) -> Any:
+    """``value`` (the components' option tables) with secret-looking string options masked."""
+    if isinstance(value, Mapping):
+        return {
+            k: "***" if isinstance(v, str) and _SECRET_OPTION.search(str(k)) else _masked(v)
+            for k, v in value.items()
+        }
+    return value
 
 
 #: Largest configuration file read (a rankseam.toml is a few lines; this refuses a wrong path).
@@ -268,15 +320,32 @@ class Config:
     """The whole assembly. ``components`` maps a table name (``rerankers``,
     ``decision_backends``, ...) to ``{component name: options}``."""
 
-    db: str | None = attrs.field(default=None, validator=_optional_str)
+    db: str | None = attrs.field(
+        default=None,
+        validator=_optional_str,
+        repr=lambda db: repr(None if db is None else redact(db)),
+    )
     namespace: str = attrs.field(default="default", validator=_name)
     embedder: str = attrs.field(default="hashed", validator=_name)
     search: SearchConfig = attrs.field(factory=SearchConfig)
     components: Mapping[str, Mapping[str, Mapping[str, Any]]] = attrs.field(
-        factory=dict, converter=frozen_mapping
+        factory=dict, converter=frozen_mapping, repr=lambda value: repr(_masked(value))
     )
     write_gate: bool = attrs.field(default=False, validator=_bool(""))
     write_gate_backend: str | None = attrs.field(default=None, validator=_optional_str)
+    write_gate_timeout_s: float = attrs.field(
+        default=DEFAULT_WRITE_GATE_TIMEOUT_S, validator=_gate_timeout
+    )
+    write_gate_failure_policy: str = attrs.field(default="fail_open", validator=_gate_policy)
+
+    @property
+    def write_gate_role(self) -> Role:
+        """The write gate's role: its failure policy and timeout, as configured."""
+        return Role(
+            WRITE_GATE_ROLE.name,
+            self.write_gate_failure_policy,  # Role converts it to the policy enum
+            float(self.write_gate_timeout_s),
+        )
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any], *, source: str = "configuration") -> Config:
@@ -317,7 +386,7 @@ class Config:
                     f"{source}: [{table}] must hold one table per component, e.g. [{table}.NAME]"
                 )
             components[table] = frozen_mapping({k: frozen_mapping(v) for k, v in value.items()})
-        gate, gate_backend = _write_gate(data.get("write_gate", False), source)
+        gate = _write_gate(data.get("write_gate", False), source)
         try:
             return cls(
                 db=data.get("db"),
@@ -325,8 +394,7 @@ class Config:
                 embedder=data.get("embedder", "hashed"),
                 search=SearchConfig(**search),
                 components=components,
-                write_gate=gate,
-                write_gate_backend=gate_backend,
+                **gate,
             )
         except ConfigurationError as exc:
             raise ConfigurationError(f"{source}: {exc}") from None
@@ -405,24 +473,51 @@ class ComponentContext:
     :meth:`decision_backend` / :meth:`generation_backend`, wrapped for the role's failure policy.
     """
 
-    def __init__(self, config: Config, registry: Registry | None = None) -> None:
+    def __init__(
+        self, config: Config, registry: Registry | None = None, store: str | None = None
+    ) -> None:
         self.config = config
         self.registry = registry if registry is not None else get_registry()
+        self._store = store
         self._instances: dict[tuple[str, str], Any] = {}
 
+    @property
+    def store(self) -> str:
+        """The name of the store backend the assembly runs on: the one given, else the one
+        the configuration's ``db`` selects (a plain path, or none: ``sqlite``)."""
+        if self._store is None:
+            self._store = select_store(store_target(self.config), self.registry).name
+        return self._store
+
     def available(self, kind: str) -> list[str]:
+        if kind == "candidate_source":
+            return self.registry.names(kind, store=self.store)
         return self.registry.names(kind)
 
     def build(self, kind: str, name: str, options: Mapping[str, Any] | None = None) -> Any:
         """Instantiate component ``name`` of ``kind``; cached per name when options come from
         the configuration."""
+        if kind == "store":
+            raise ConfigurationError(
+                f"a store is opened from its target (open_memory(target), --db), not built by "
+                f"name; got build('store', {name!r})"
+            )
         cache_key = (kind, name)
         if options is None and cache_key in self._instances:
             return self._instances[cache_key]
-        spec = self.registry.get(kind, name)
+        store = self.store if kind == "candidate_source" else None
+        spec = self.registry.get(kind, name, store=store)
         word = _KIND_WORDS[kind]
         if spec is None:
             have = ", ".join(self.available(kind)) or "none"
+            elsewhere = sorted(
+                str(s.store) for s in self.registry if s.kind == kind and s.name == name
+            )
+            if elsewhere:
+                raise ConfigurationError(
+                    f"{word} {name!r} runs on the store(s) {', '.join(elsewhere)} only; this "
+                    f"memory's store is {store!r}, whose {word}s are: {have}"
+                )
             raise ConfigurationError(
                 f"no {word} named {name!r} is installed (available: {have}); install the plugin "
                 "that provides it or choose another (`rankseam plugins --all` lists what is "
@@ -532,6 +627,59 @@ def check_embedder(embedder: Any, name: str) -> None:
         )
 
 
+def store_target(config: Config, *, create: bool = True) -> StoreTarget:
+    """The :class:`~rankseam.store.target.StoreTarget` of ``config.db`` (the platform default
+    when unset)."""
+    return parse_target(config.db or str(default_db_path()), create=create)
+
+
+def select_store(target: StoreTarget, registry: Registry | None = None) -> ComponentSpec[Any]:
+    """The registered store that opens ``target`` (by its URL scheme; a plain path is the
+    embedded ``sqlite`` store); a :class:`ConfigurationError` naming the installed stores
+    when none does."""
+    registry = registry if registry is not None else get_registry()
+    spec = registry.store_for_scheme(target.scheme)
+    if spec is None:
+        stores = [s for s in registry if s.kind == "store"]
+        installed = "; ".join(
+            f"{s.name} ({', '.join(f'{x}://' for x in s.schemes)}, plugin {s.plugin!r})"
+            for s in stores
+        )
+        raise ConfigurationError(
+            f"no installed store opens {target.scheme}:// targets ({target.redacted}); installed "
+            f"stores: {installed or 'none'}. Install the store plugin for {target.scheme}:// "
+            "(`rankseam plugins --all` lists what is installed), or give a plain path for the "
+            "embedded SQLite store"
+        )
+    return spec
+
+
+def open_store(parts: Assembly) -> Store:
+    """Open the store of an assembly (its factory with the ``[stores.NAME]`` options). Every
+    failure is a :class:`ConfigurationError` that names the target without its password."""
+    spec, target = parts.store, parts.target
+    options = dict(parts.config.options("store", spec.name))
+    try:
+        store = spec.factory(target, options, parts.context)
+    except ConfigurationError as exc:
+        raise ConfigurationError(target.scrub(str(exc))) from None
+    except Exception as exc:
+        raise ConfigurationError(
+            f"store {spec.name!r} (plugin {spec.plugin!r}) could not open {target.redacted}: "
+            f"{type(exc).__name__}: {target.scrub(str(exc))}"
+        ) from None
+    if not isinstance(store, Store):
+        close = getattr(store, "close", None)
+        if callable(close):
+            close()
+        raise ConfigurationError(
+            f"store {spec.name!r} (plugin {spec.plugin!r}) returned {type(store).__name__}, "
+            "which does not implement the Store protocol (docs/writing-plugins.md, 'Writing a "
+            "store'); fix the plugin"
+        )
+    return store
+
+
 def default_db_path() -> Path:
     """The platform's per-user data location for the default store."""
     if sys.platform == "darwin":
@@ -543,7 +691,15 @@ def default_db_path() -> Path:
     return base / "rankseam" / "memory.sqlite3"
 
 
-_TOP_OVERRIDES = {"db", "namespace", "embedder", "write_gate", "write_gate_backend"}
+_TOP_OVERRIDES = {
+    "db",
+    "namespace",
+    "embedder",
+    "write_gate",
+    "write_gate_backend",
+    "write_gate_timeout_s",
+    "write_gate_failure_policy",
+}
 _SEARCH_OVERRIDES = {f.name for f in attrs.fields(SearchConfig)}
 
 
@@ -597,34 +753,42 @@ def resolve_config(
         db = os.environ["RANKSEAM_DB"]
     else:
         db = str(default_db_path())
-    if db != ":memory:":
+    if db != ":memory:" and parse_target(db).is_path:
         db = str(Path(db).expanduser())
     return attrs.evolve(cfg, db=db)
 
 
 @attrs.frozen(eq=False)
 class Assembly:
-    """The components of one configuration, built and checked."""
+    """The components of one configuration, built and checked; ``store`` is the store backend
+    that opens ``target`` (:func:`open_store` opens it)."""
 
     config: Config
     context: ComponentContext
     embedder: Embedder
     sources: tuple[tuple[str, CandidateSource], ...]
     gate: DecisionBackend | None
+    store: ComponentSpec[Any]
+    target: StoreTarget
 
 
-def assemble(config: Config, registry: Registry | None = None) -> Assembly:
+def assemble(config: Config, registry: Registry | None = None, *, create: bool = True) -> Assembly:
     """Build every component ``config`` names; any mistake is a ConfigurationError here, not at
-    the first search (the default reranker and the write gate's backend are built too)."""
-    context = ComponentContext(config, registry)
+    the first search (the default reranker and the write gate's backend are built too). The
+    store backend is chosen by the scheme of ``config.db``, and the candidate sources are
+    those of that store (or sources that run on any store)."""
+    registry = registry if registry is not None else get_registry()
+    target = store_target(config, create=create)
+    store = select_store(target, registry)
+    context = ComponentContext(config, registry, store=store.name)
     embedder = context.embedder(config.embedder)
     sources = _build_sources(context, config.search.sources)
     if config.search.reranker is not None:
         context.reranker(config.search.reranker)
     gate = None
     if config.write_gate:
-        gate = context.decision_backend(config.write_gate_backend, WRITE_GATE_ROLE)
-    return Assembly(config, context, embedder, sources, gate)
+        gate = context.decision_backend(config.write_gate_backend, config.write_gate_role)
+    return Assembly(config, context, embedder, sources, gate, store, target)
 
 
 def _build_sources(

@@ -7,7 +7,8 @@ declares a :class:`FailurePolicy`; the host resolves it when it hands the role a
 - ``FAIL_CLOSED`` roles get the backend itself (the *unwrapped* handle): failures raise.
 - ``FAIL_OPEN`` roles get it inside :class:`FailOpenDecisionBackend`, the one and only fail-open
   envelope: any ``Exception`` (and an optional timeout) becomes ``ABSTAIN`` with
-  ``used_fallback=True`` and zero usage; ``asyncio.CancelledError`` always propagates.
+  ``used_fallback=True`` and the usage the failed call spent; ``asyncio.CancelledError`` always
+  propagates.
 
 One backend instance may serve a fail-open and a fail-closed role at the same time: the policy
 belongs to the role, never to the backend. ``docs/decision-port.md`` is the user-facing guide.
@@ -24,10 +25,11 @@ from typing import Any, Protocol, runtime_checkable
 import attrs
 
 from rankseam.checks import is_real, non_empty_str
-from rankseam.errors import InvalidOutputError
+from rankseam.errors import BackendError, BackendTimeoutError, InvalidOutputError, WriteGateError
 from rankseam.types import Usage
 
 __all__ = [
+    "DEFAULT_WRITE_GATE_TIMEOUT_S",
     "RERANK_DECISION_KIND",
     "RERANK_QUESTION",
     "RERANK_ROLE",
@@ -157,8 +159,8 @@ def _timeout(_inst: object, _attribute: object, value: Any) -> None:
 class Role:
     """A consumer of a backend and the failure policy it declares.
 
-    ``timeout_s`` applies only to fail-open roles (the envelope enforces it); a fail-closed
-    consumer keeps its own deadline (the decision reranker's ``deadline_s``).
+    ``timeout_s`` is enforced by the fail-open envelope, and by the write gate in both its
+    forms; the decision reranker keeps its own per-search deadline (``deadline_s``).
     """
 
     name: str = attrs.field(validator=non_empty_str)
@@ -168,8 +170,12 @@ class Role:
 
 #: The reranking role: fails closed (an error is raised, never a quiet coarse result).
 RERANK_ROLE = Role("rerank", FailurePolicy.FAIL_CLOSED)
-#: The advisory write gate: fails open (a degraded verdict never blocks a write).
-WRITE_GATE_ROLE = Role("write_gate", FailurePolicy.FAIL_OPEN)
+#: How long the write gate waits for a verdict by default (``[write_gate] timeout_s``): a
+#: hanging backend can never block ``Memory.add`` for longer.
+DEFAULT_WRITE_GATE_TIMEOUT_S = 10.0
+#: The advisory write gate: fails open (a degraded verdict never blocks a write), and gives up
+#: after ``DEFAULT_WRITE_GATE_TIMEOUT_S``. ``[write_gate]`` may make it fail closed.
+WRITE_GATE_ROLE = Role("write_gate", FailurePolicy.FAIL_OPEN, DEFAULT_WRITE_GATE_TIMEOUT_S)
 
 RERANK_DECISION_KIND = "memory.rerank"
 RERANK_QUESTION = "does this entry contain evidence that answers the query?"
@@ -208,9 +214,13 @@ class FailOpenDecisionBackend:
 
     Any ``Exception`` from the delegate -- including the envelope's own timeout and an answer
     that is not a :class:`DecisionResult` -- becomes ``DecisionResult(ABSTAIN, policy_id,
-    Usage.zero(), used_fallback=True)`` and a warning log record with the fields ``event``
+    usage, used_fallback=True)`` and a warning log record with the fields ``event``
     (``decision.fallback``), ``decision_kind``, ``policy_id``, ``role`` and ``error_type`` (never
-    the subject or evidence). ``asyncio.CancelledError`` always propagates.
+    the subject or evidence). ``usage`` is what the failed call spent
+    (:meth:`Usage.of_failed_call`: the usage the backend attached to its error, or to the
+    cancellation a timeout raised from, else one call with unknown tokens), so a degraded
+    verdict counts every request its backend made. ``asyncio.CancelledError`` always
+    propagates.
     """
 
     def __init__(
@@ -246,7 +256,10 @@ class FailOpenDecisionBackend:
                 },
             )
             return DecisionResult(
-                DecisionOutcome.ABSTAIN, self.policy_id, Usage.zero(), used_fallback=True
+                DecisionOutcome.ABSTAIN,
+                self.policy_id,
+                Usage.of_failed_call(exc),
+                used_fallback=True,
             )
 
     def __repr__(self) -> str:
@@ -299,19 +312,29 @@ class GateVerdict:
         }
 
 
-async def ask_write_gate(backend: DecisionBackend, text: str) -> GateVerdict:
-    """Ask "is this worth remembering?" about ``text``; never raises for a backend failure.
+async def ask_write_gate(
+    backend: DecisionBackend, text: str, *, role: Role = WRITE_GATE_ROLE
+) -> GateVerdict:
+    """Ask "is this worth remembering?" about ``text`` within ``role.timeout_s``.
 
     ``backend`` is normally the write-gate handle from
-    ``ComponentContext.decision_backend(name, WRITE_GATE_ROLE)``; a bare backend is put in the
-    fail-open envelope here, so the gate is fail-open whatever it is handed.
+    ``ComponentContext.decision_backend(name, role)``. A **fail-open** role (the default) never
+    raises for a backend failure or an expired timeout: a bare backend is put in the fail-open
+    envelope here, and a failure gives a degraded verdict that stores the memory. A
+    **fail-closed** role raises :class:`~rankseam.errors.WriteGateError` instead (the memory must
+    not be stored), with the backend error as ``__cause__``. Either way the verdict or the error
+    carries what the call spent (every request the backend made, timed-out ones included).
     """
-    handle = (
-        backend
-        if isinstance(backend, FailOpenDecisionBackend)
-        else wrap_for_role(backend, WRITE_GATE_ROLE)
-    )
-    result = await handle.evaluate(write_gate_request(text))
+    request = write_gate_request(text)
+    if role.failure_policy is FailurePolicy.FAIL_OPEN:
+        handle = (
+            backend
+            if isinstance(backend, FailOpenDecisionBackend) and backend.timeout_s == role.timeout_s
+            else wrap_for_role(backend, role)
+        )
+        result = await handle.evaluate(request)
+    else:
+        result = await _closed_gate(unwrap(backend), request, role)
     return GateVerdict(
         outcome=result.outcome,
         store=result.used_fallback or result.outcome is not DecisionOutcome.NO,
@@ -320,3 +343,43 @@ async def ask_write_gate(backend: DecisionBackend, text: str) -> GateVerdict:
         usage=result.usage,
         rationale=result.rationale,
     )
+
+
+async def _closed_gate(
+    backend: DecisionBackend, request: DecisionRequest, role: Role
+) -> DecisionResult:
+    """A fail-closed gate's call: the verdict, or WriteGateError (nothing is stored)."""
+    try:
+        async with asyncio.timeout(role.timeout_s):
+            raw = await backend.evaluate(request)
+        return checked_result(raw, backend)
+    except asyncio.CancelledError:
+        raise
+    except Exception as exc:
+        cause: Exception = exc
+        if isinstance(exc, TimeoutError) and not isinstance(exc, BackendError):
+            cause = BackendTimeoutError(
+                f"no verdict within the write gate's timeout_s={role.timeout_s}",
+                usage=Usage.of_failed_call(exc),
+            )
+        reason = cause.kind if isinstance(cause, BackendError) else "exception"
+        usage = Usage.of_failed_call(cause)
+        log.warning(
+            "write gate failed closed; the memory was not stored",
+            extra={
+                "event": "write_gate.refused",
+                "decision_kind": request.decision_kind,
+                "policy_id": getattr(backend, "policy_id", None),
+                "role": role.name,
+                "error_type": type(exc).__name__,
+            },
+        )
+        error = WriteGateError(
+            f"the write gate (fail-closed) got no verdict ({reason}: {type(cause).__name__}: "
+            f"{cause}); the memory was NOT stored. Add it again when the backend is back, raise "
+            "[write_gate] timeout_s, or set [write_gate] failure_policy = 'fail_open' to store "
+            "memories with a degraded verdict instead",
+            reason=reason,
+            usage=usage,
+        )
+    raise error from cause

@@ -15,6 +15,7 @@ __all__ = [
     "RerankError",
     "StoreError",
     "ValidationError",
+    "WriteGateError",
 ]
 
 
@@ -83,8 +84,30 @@ class RerankError(RankseamError):
     """
 
     def __init__(
-        self, message: str, *, policy_id: str | None = None, reason: str = "exception"
+        self,
+        message: str,
+        *,
+        policy_id: str | None = None,
+        reason: str = "exception",
+        usage: Any = None,
     ) -> None:
         super().__init__(message)
         self.policy_id = policy_id
         self.reason = reason
+        #: What the failed rerank spent (a :class:`rankseam.types.Usage`), when known: every
+        #: model request the backend made, failed and cancelled ones included.
+        self.usage = usage
+
+
+class WriteGateError(RankseamError):
+    """A fail-closed write gate got no verdict (its backend failed or passed the gate's
+    ``timeout_s``), so the memory was **not** stored.
+
+    ``reason`` is the backend error kind (``timeout``, ``unavailable``, ``invalid_output``,
+    ``exception``), ``usage`` what the attempt spent, and ``__cause__`` the original error.
+    """
+
+    def __init__(self, message: str, *, reason: str = "exception", usage: Any = None) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.usage = usage

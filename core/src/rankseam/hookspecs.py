@@ -21,6 +21,7 @@ if TYPE_CHECKING:
         EmbedderRegister,
         GenerationBackendRegister,
         RerankerRegister,
+        StoreRegister,
     )
 
 _hookspec = pluggy.HookspecMarker("rankseam")
@@ -30,11 +31,25 @@ hookimpl = pluggy.HookimplMarker("rankseam")
 
 
 @_hookspec
+def register_stores(register: StoreRegister) -> None:
+    """Register store backends: ``register(name, factory, schemes=(...), summary=...)``.
+
+    ``open_memory(target)`` picks the store whose ``schemes`` hold the target's URL scheme
+    (a plain path is the embedded ``sqlite`` store). The factory is called as
+    ``factory(target, options, context)`` and returns a :class:`~rankseam.plugin.Store`. A
+    store brings its own candidate sources: register them with
+    ``register_candidate_sources`` and ``store=NAME``.
+    """
+
+
+@_hookspec
 def register_candidate_sources(register: CandidateSourceRegister) -> None:
-    """Register candidate sources: ``register(name, factory, summary=...)``.
+    """Register candidate sources: ``register(name, factory, summary=..., store=None)``.
 
     A source returns its own ranked list of candidates for a query (lexical, vector,
-    an external store ...). The factory is called as ``factory(options, context)``.
+    an external index ...). The factory is called as ``factory(options, context)``. A
+    store's own sources name it with ``store=NAME``: they run only on that store and receive
+    its reader.
     """
 
 

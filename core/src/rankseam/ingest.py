@@ -16,7 +16,9 @@ from rankseam.checks import is_int
 from rankseam.decision import GateVerdict
 from rankseam.embedding import Embedder, embed_checked
 from rankseam.errors import ValidationError
+from rankseam.store.contract import Store
 from rankseam.store.records import (
+    PreparedRecord,
     check_created_at,
     check_importance,
     check_memory_id,
@@ -24,8 +26,9 @@ from rankseam.store.records import (
     check_text,
     content_hash,
     encode_metadata,
+    new_memory_id,
+    prepare,
 )
-from rankseam.store.sqlite import PreparedRecord, SQLiteStore, new_memory_id, prepare
 from rankseam.types import MemoryRef
 
 __all__ = [
@@ -106,7 +109,7 @@ class ReembedReport:
 class Writer:
     """Checks records, embeds them with the active embedder and hands them to the store."""
 
-    def __init__(self, store: SQLiteStore, embedder: Embedder, namespace: str) -> None:
+    def __init__(self, store: Store, embedder: Embedder, namespace: str) -> None:
         self._store = store
         self._embedder = embedder
         self._namespace = namespace
@@ -169,7 +172,7 @@ class Writer:
         totals = [0, 0, 0, 0]
         batch: list[PreparedRecord] = []
         space = self._embedder.descriptor.key
-        # The write of one batch (SQLite works without the GIL) overlaps the checks and the
+        # The write of one batch (the store works without the GIL) overlaps the checks and the
         # embedding of the next; batches are still written one at a time, in order.
         writing: list[tuple[Future[Any], int]] = []
 

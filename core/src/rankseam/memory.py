@@ -15,7 +15,6 @@ import logging
 import os
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rankseam.compose import (
@@ -24,23 +23,21 @@ from rankseam.compose import (
     assemble,
     check_embedder,
     default_db_path,
+    open_store,
     resolve_config,
 )
-from rankseam.decision import WRITE_GATE_ROLE, DecisionBackend, ask_write_gate
+from rankseam.decision import DecisionBackend, ask_write_gate
 from rankseam.embedding import Embedder, EmbedderDescriptor
-from rankseam.errors import ConfigurationError
 from rankseam.ingest import AddResult, IngestError, IngestReport, ReembedReport, Writer
 from rankseam.loop import LoopRunner, complete_now
 from rankseam.retrieval.base import CandidateSource
 from rankseam.seam import runs_inline
 from rankseam.search import MAX_QUERY_BYTES, SearchPipeline, SearchPlan
-from rankseam.store.ann import setting_from_env as ann_setting_from_env
+from rankseam.store.contract import Store
 from rankseam.store.records import MemoryNotFoundError, StoredMemory, check_memory_id
-from rankseam.store.sqlite import SQLiteStore
 from rankseam.types import MemoryRef, SearchResult
 
 if TYPE_CHECKING:
-    from rankseam.store.ann import AnnManifest
     from rankseam.store.snapshot import ExportReport, ImportReport, VerifyReport
 
 __all__ = [
@@ -68,7 +65,7 @@ _CONFIG_DEFAULT: Any = _ConfigDefault()
 
 
 def open_memory(
-    path: str | os.PathLike[str] | None = None,
+    target: str | os.PathLike[str] | None = None,
     *,
     config: Config | Mapping[str, Any] | None = None,
     config_file: str | os.PathLike[str] | None = None,
@@ -77,23 +74,20 @@ def open_memory(
 ) -> Memory:
     """Open (or, with ``create=True``, create) a memory store and assemble its search.
 
-    The database is ``path``, else the configuration's ``db``, else ``RANKSEAM_DB``, else the
-    platform default (:func:`default_db_path`). ``config`` is a
+    The store is ``target``, else the configuration's ``db``, else ``RANKSEAM_DB``, else the
+    platform default (:func:`default_db_path`). A target is a plain path (the embedded SQLite
+    store) or a URL whose scheme picks an installed store plugin (``sqlite:///ABSOLUTE/PATH``,
+    ``postgresql://user@host/db`` with rankseam-postgres); the password of a URL never
+    appears in messages, logs or ``repr``. ``config`` is a
     :class:`~rankseam.compose.Config` or a mapping of the ``rankseam.toml`` layout;
     ``config_file`` is a ``rankseam.toml``. Environment overrides (``RANKSEAM_*``, see
     :meth:`Config.with_env`) apply, then keyword ``overrides`` (``namespace``, ``embedder``,
     ``pool``, ``reranker``, ``fusion``, ``sources``, ``on_error``, ...). ``create=False``
     refuses to create a missing database (read-only commands use it).
     """
-    cfg = resolve_config(path, config, config_file, overrides)
-    db = str(cfg.db)
-    if not create and db != ":memory:" and not Path(db).exists():
-        raise ConfigurationError(
-            f"no rankseam store at {db}; check --db / RANKSEAM_DB, or create one first "
-            "(`rankseam add`, `rankseam ingest`, or open_memory(..., create=True))"
-        )
-    parts = assemble(cfg)
-    store = SQLiteStore(db, ann=ann_setting_from_env())
+    cfg = resolve_config(target, config, config_file, overrides)
+    parts = assemble(cfg, create=create)
+    store = open_store(parts)
     try:
         store.register_space(parts.embedder.descriptor)
     except BaseException:
@@ -107,7 +101,7 @@ class Memory:
 
     def __init__(
         self,
-        store: SQLiteStore,
+        store: Store,
         config: Config,
         context: ComponentContext,
         embedder: Embedder,
@@ -136,14 +130,15 @@ class Memory:
 
     @property
     def path(self) -> str:
-        return self._store.path
+        """Where the store is: its file, or its URL without the password."""
+        return self._store.location
 
     @property
     def embedder(self) -> Embedder:
         return self._embedder
 
     @property
-    def store(self) -> SQLiteStore:
+    def store(self) -> Store:
         return self._store
 
     def __enter__(self) -> Memory:
@@ -173,7 +168,7 @@ class Memory:
         with self._gate_lock:
             if self._gate is None:
                 self._gate = self._context.decision_backend(
-                    self._config.write_gate_backend, WRITE_GATE_ROLE
+                    self._config.write_gate_backend, self._config.write_gate_role
                 )
             return self._gate
 
@@ -190,7 +185,11 @@ class Memory:
         gate: bool | None = None,
     ) -> AddResult:
         """Store a new memory (revision 1). ``gate=True`` (or ``write_gate`` in the config)
-        first asks the write gate; a healthy NO stores nothing.
+        first asks the write gate; a healthy NO stores nothing. The gate waits at most its
+        ``timeout_s`` (default 10 s). When it gets no verdict, a fail-open gate (the default)
+        stores the memory with ``AddResult.gate.degraded=True``, and a fail-closed gate
+        (``[write_gate] failure_policy = "fail_closed"``) raises
+        :class:`~rankseam.errors.WriteGateError` and stores nothing.
 
         Without ``memory_id`` every call stores a new memory under a new random id (running a
         script twice stores everything twice). With ``memory_id`` it is idempotent: an id that
@@ -199,7 +198,9 @@ class Memory:
         rec = self._writer.record(text, namespace, memory_id, importance, metadata or {})
         verdict = None
         if gate or (gate is None and self._config.write_gate):
-            verdict = self._runner.run(ask_write_gate(self._gate_backend(), rec.text))
+            verdict = self._runner.run(
+                ask_write_gate(self._gate_backend(), rec.text, role=self._config.write_gate_role)
+            )
             if not verdict.store:
                 log.info("write gate declined a memory", extra={"event": "write_gate.no"})
                 return AddResult(None, False, verdict)
@@ -246,15 +247,15 @@ class Memory:
             records, namespace=namespace, batch_size=batch_size, progress=progress
         )
 
-    def maintain_index(
-        self, namespace: str | None = None, *, force: bool = False
-    ) -> AnnManifest | None:
+    def maintain_index(self, namespace: str | None = None, *, force: bool = False) -> Any:
         """Bring the namespace's ANN index (docs/store.md) up to date now: merge what was
         written since it was built, or build it. Searches do this in the background when it
         is due; call it after a large ingest so that the next search finds it ready. Returns
         the index's manifest, or None when the namespace is below the size where an index is
         used (``force=True`` builds one anyway)."""
-        return self._store.maintain_ann(self._ns(namespace), self._embedder.descriptor, force=force)
+        return self._store.maintain_index(
+            self._ns(namespace), self._embedder.descriptor, force=force
+        )
 
     def reembed(
         self, embedder: str | Embedder | None = None, *, batch_size: int = 500
@@ -292,6 +293,7 @@ class Memory:
 
     def stats(self) -> dict[str, Any]:
         out = self._store.stats()
+        out["path"] = self.path  # the store's own location, never a password
         out["embedder"] = self._space.to_dict()
         live = out["memories"]
         have = out["vectors_by_space"].get(self._space.key, 0)

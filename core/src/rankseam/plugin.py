@@ -1,9 +1,10 @@
 """The public plugin API: the one module a plugin imports, with :mod:`rankseam.types`,
 :mod:`rankseam.errors` and :mod:`rankseam.testing`.
 
-Everything a plugin author needs to write a candidate source, an embedder, a reranker, a
-decision backend or a generation backend is here: the hook marker, the register types, the
-component Protocols, the option helpers, the numeric checks and the seam helpers. Names leave
+Everything a plugin author needs to write a store, a candidate source, an embedder, a reranker,
+a decision backend or a generation backend is here: the hook marker, the register types, the
+component Protocols, the store's record types, the option helpers, the numeric checks and the
+seam helpers. Names leave
 this module only through a deprecation; other ``rankseam.*`` modules are internal and may
 change in any release. docs/writing-plugins.md documents each name.
 """
@@ -48,9 +49,11 @@ from rankseam.registry import (
     FactoryContext,
     GenerationBackendRegister,
     RerankerRegister,
+    StoreRegister,
 )
 from rankseam.retrieval.base import CandidateSource, ScoredKey, SourceRequest
 from rankseam.retrieval.fusion import SCALES, ScoreSpec
+from rankseam.retrieval.terms import MAX_TERMS, STOPWORDS, query_terms
 from rankseam.seam import (
     DEFAULT_MAX_CHARS,
     MAX_POOL,
@@ -59,19 +62,35 @@ from rankseam.seam import (
     make_candidates,
     normalize_ranks,
 )
+from rankseam.store.contract import BulkReader, BulkWriter, Store, StoreReader, Vectors
+from rankseam.store.records import (
+    BatchCounts,
+    MemoryNotFoundError,
+    MemoryRows,
+    PreparedRecord,
+    RevisionRow,
+    StoredMemory,
+)
+from rankseam.store.target import StoreTarget
+from rankseam.store.vectors import decode_vectors, encode_vector
 
 __all__ = [
     "DEFAULT_FUSION_WEIGHT",
     "DEFAULT_MAX_CHARS",
     "MAX_POOL",
+    "MAX_TERMS",
     "RERANK_DECISION_KIND",
     "RERANK_QUESTION",
     "RERANK_ROLE",
     "SCALES",
+    "STOPWORDS",
     "WRITE_GATE_DECISION_KIND",
     "WRITE_GATE_QUESTION",
     "WRITE_GATE_ROLE",
     "AssemblyConfig",
+    "BatchCounts",
+    "BulkReader",
+    "BulkWriter",
     "CandidateSource",
     "CandidateSourceRegister",
     "CandidateViews",
@@ -89,20 +108,33 @@ __all__ = [
     "GenerationBackendRegister",
     "GenerationRequest",
     "GenerationResult",
+    "MemoryNotFoundError",
+    "MemoryRows",
+    "PreparedRecord",
     "Reranker",
     "RerankerRegister",
+    "RevisionRow",
     "Role",
     "ScoreSpec",
     "ScoredKey",
     "SourceRequest",
+    "Store",
+    "StoreReader",
+    "StoreRegister",
+    "StoreTarget",
+    "StoredMemory",
+    "Vectors",
     "check_options",
     "checked_result",
+    "decode_vectors",
+    "encode_vector",
     "hookimpl",
     "is_int",
     "is_real",
     "make_candidates",
     "normalize_ranks",
     "parse_output",
+    "query_terms",
     "rerank_request",
     "resolve_env_refs",
     "thaw",

@@ -45,6 +45,7 @@ log = logging.getLogger("rankseam.plugins")
 
 ENTRY_POINT_GROUP = "rankseam"
 DEFAULT_PLUGINS = (
+    "rankseam.default_plugins.sqlite_store",
     "rankseam.default_plugins.identity",
     "rankseam.default_plugins.heuristic_decision",
     "rankseam.default_plugins.builtin_sources",

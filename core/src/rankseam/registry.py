@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -19,6 +20,7 @@ __all__ = [
     "GenerationBackendRegister",
     "Registry",
     "RerankerRegister",
+    "StoreRegister",
 ]
 
 T = TypeVar("T")
@@ -60,23 +62,39 @@ class FactoryContext(Protocol):
 
 #: A component factory: ``factory(options, context) -> component``. ``options`` is the
 #: component's own table from the configuration (a plain mapping); ``context`` is a
-#: :class:`FactoryContext`.
+#: :class:`FactoryContext`. (A store's factory is ``factory(target, options, context)``,
+#: see :class:`StoreRegister`.)
 Factory = Callable[[Mapping[str, Any], FactoryContext], T]
 
-_KINDS = ("candidate_source", "embedder", "reranker", "decision_backend", "generation_backend")
+_KINDS = (
+    "store",
+    "candidate_source",
+    "embedder",
+    "reranker",
+    "decision_backend",
+    "generation_backend",
+)
+
+#: A URL scheme: a letter, then letters, digits, ``+``, ``-`` or ``.`` (RFC 3986), lower-case.
+_SCHEME = re.compile(r"^[a-z][a-z0-9+.\-]+$")
 
 
 @attrs.frozen
 class ComponentSpec(Generic[T]):
     """A registered component: its kind, name, factory and owning plugin; ``options`` are the
-    option names its factory accepts (``None``: the plugin did not declare them)."""
+    option names its factory accepts (``None``: the plugin did not declare them).
+
+    ``schemes``: the target URL schemes a store handles (stores only). ``store``: the store
+    backend a candidate source runs on (``None``: any store)."""
 
     kind: str
     name: str
-    factory: Factory[T]
+    factory: Any
     plugin: str
     summary: str = ""
     options: tuple[str, ...] | None = None
+    schemes: tuple[str, ...] = ()
+    store: str | None = None
 
 
 class ComponentRegister(Generic[T]):
@@ -98,6 +116,11 @@ class ComponentRegister(Generic[T]):
         summary: str = "",
         options: Iterable[str] | None = None,
     ) -> None:
+        self._registry.add(self._spec(name, factory, summary, options))
+
+    def _spec(
+        self, name: str, factory: Any, summary: str, options: Iterable[str] | None
+    ) -> ComponentSpec[T]:
         if not isinstance(name, str) or not name or name.strip() != name:
             raise PluginError(
                 f"plugin {self._plugin!r} registered a {self.kind} with an invalid name {name!r}; "
@@ -116,11 +139,65 @@ class ComponentRegister(Generic[T]):
                     f"plugin {self._plugin!r} registered {self.kind} {name!r} with options "
                     f"{options!r}; pass the option names as strings, e.g. options=('lambda',)"
                 )
-        self._registry.add(ComponentSpec(self.kind, name, factory, self._plugin, summary, declared))
+        return ComponentSpec(self.kind, name, factory, self._plugin, summary, declared)
 
 
 class CandidateSourceRegister(ComponentRegister[Any]):
+    """``register(name, factory, summary=..., options=(...), store=None)``. ``store`` names
+    the store backend the source runs on (a store's own sources: its query language, e.g.
+    ``store="sqlite"``); such a source is used only with that store, and may share its name
+    with another store's source. Without ``store`` the source runs on any store."""
+
     kind = "candidate_source"
+
+    def __call__(
+        self,
+        name: str,
+        factory: Factory[Any],
+        *,
+        summary: str = "",
+        options: Iterable[str] | None = None,
+        store: str | None = None,
+    ) -> None:
+        spec = self._spec(name, factory, summary, options)
+        if store is not None and (not isinstance(store, str) or not store):
+            raise PluginError(
+                f"plugin {self._plugin!r} registered candidate source {name!r} with store "
+                f"{store!r}; pass the name of a store backend (e.g. store='sqlite') or leave it "
+                "out for a source that runs on any store"
+            )
+        self._registry.add(attrs.evolve(spec, store=store))
+
+
+class StoreRegister(ComponentRegister[Any]):
+    """``register(name, factory, schemes=(...), summary=..., options=(...))``: a store backend
+    that opens targets whose URL scheme is one of ``schemes`` (lower-case, e.g.
+    ``("postgresql", "postgres")``). The factory is called as ``factory(target, options,
+    context)``: ``target`` a :class:`~rankseam.plugin.StoreTarget`, ``options`` the
+    ``[stores.NAME]`` table, ``context`` the assembly; it returns a
+    :class:`~rankseam.plugin.Store`. Two stores claiming one scheme is an error naming both
+    plugins."""
+
+    kind = "store"
+
+    def __call__(  # type: ignore[override]
+        self,
+        name: str,
+        factory: Callable[..., Any],
+        *,
+        schemes: Iterable[str],
+        summary: str = "",
+        options: Iterable[str] | None = None,
+    ) -> None:
+        spec = self._spec(name, factory, summary, options)
+        listed = (schemes,) if isinstance(schemes, str) else tuple(schemes)
+        bad = [s for s in listed if not isinstance(s, str) or not _SCHEME.match(s)]
+        if not listed or bad:
+            raise PluginError(
+                f"plugin {self._plugin!r} registered store {name!r} with schemes {schemes!r}; "
+                "pass the lower-case URL schemes it opens, e.g. schemes=('postgresql',)"
+            )
+        self._registry.add(attrs.evolve(spec, schemes=listed))
 
 
 class EmbedderRegister(ComponentRegister[Any]):
@@ -140,6 +217,7 @@ class GenerationBackendRegister(ComponentRegister[Any]):
 
 
 REGISTER_FOR_HOOK: dict[str, type[ComponentRegister[Any]]] = {
+    "register_stores": StoreRegister,
     "register_candidate_sources": CandidateSourceRegister,
     "register_embedders": EmbedderRegister,
     "register_rerankers": RerankerRegister,
@@ -149,38 +227,65 @@ REGISTER_FOR_HOOK: dict[str, type[ComponentRegister[Any]]] = {
 
 
 class Registry:
-    """Every registered component by kind and name, with its owning plugin."""
+    """Every registered component by kind and name, with its owning plugin. Candidate sources
+    bound to a store are kept per store (:attr:`ComponentSpec.store`)."""
 
     def __init__(self) -> None:
-        self._by_kind: dict[str, dict[str, ComponentSpec[Any]]] = {k: {} for k in _KINDS}
+        self._by_kind: dict[str, dict[tuple[str, str | None], ComponentSpec[Any]]] = {
+            k: {} for k in _KINDS
+        }
 
     def add(self, spec: ComponentSpec[Any]) -> None:
-        """Record ``spec``; a name its kind already has is a :class:`PluginError` naming both
-        plugins."""
+        """Record ``spec``; a name its kind already has (for the same store), or a scheme
+        another store handles, is a :class:`PluginError` naming both plugins."""
         self._check_free(spec)
-        self._by_kind[spec.kind][spec.name] = spec
+        self._by_kind[spec.kind][(spec.name, spec.store)] = spec
 
     def merge(self, other: Registry) -> None:
         """Add every component of ``other``, or none of them: every name is checked first."""
         for spec in other:
             self._check_free(spec)
         for spec in other:
-            self._by_kind[spec.kind][spec.name] = spec
+            self._by_kind[spec.kind][(spec.name, spec.store)] = spec
 
     def _check_free(self, spec: ComponentSpec[Any]) -> None:
-        existing = self._by_kind[spec.kind].get(spec.name)
+        existing = self._by_kind[spec.kind].get((spec.name, spec.store))
         if existing is not None:
+            where = "" if spec.store is None else f" (for store {spec.store!r})"
             raise PluginError(
-                f"duplicate {spec.kind} name {spec.name!r}: registered by plugin "
+                f"duplicate {spec.kind} name {spec.name!r}{where}: registered by plugin "
                 f"{existing.plugin!r} and by plugin {spec.plugin!r}; uninstall or disable one of "
                 "them (RANKSEAM_DISABLE_PLUGINS)"
             )
+        for scheme in spec.schemes:
+            other = self.store_for_scheme(scheme)
+            if other is not None:
+                raise PluginError(
+                    f"URL scheme {scheme!r} is claimed by store {other.name!r} (plugin "
+                    f"{other.plugin!r}) and by store {spec.name!r} (plugin {spec.plugin!r}); "
+                    "uninstall or disable one of them (RANKSEAM_DISABLE_PLUGINS)"
+                )
 
-    def get(self, kind: str, name: str) -> ComponentSpec[Any] | None:
-        return self._by_kind[kind].get(name)
+    def get(self, kind: str, name: str, store: str | None = None) -> ComponentSpec[Any] | None:
+        """Component ``name`` of ``kind``; with ``store``, a source bound to that store first,
+        else one that runs on any store."""
+        specs = self._by_kind[kind]
+        if store is not None and (name, store) in specs:
+            return specs[(name, store)]
+        return specs.get((name, None))
 
-    def names(self, kind: str) -> list[str]:
-        return sorted(self._by_kind[kind])
+    def names(self, kind: str, store: str | None = None) -> list[str]:
+        """Names of ``kind``; with ``store``, only those usable with that store."""
+        return sorted(
+            {n for n, s in self._by_kind[kind] if store is None or s is None or s == store}
+        )
+
+    def store_for_scheme(self, scheme: str) -> ComponentSpec[Any] | None:
+        """The store that handles URL scheme ``scheme``, or None."""
+        for spec in self._by_kind["store"].values():
+            if scheme in spec.schemes:
+                return spec
+        return None
 
     def __iter__(self) -> Iterator[ComponentSpec[Any]]:
         for kind in _KINDS:

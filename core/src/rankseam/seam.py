@@ -469,6 +469,7 @@ async def rerank_pool(
                 "on_error='coarse' to return the coarse order marked 'degraded' instead",
                 policy_id=policy_id,
                 reason=reason,
+                usage=usage,
             ) from exc
         log.warning(
             "rerank failed; returning the coarse order marked degraded",

@@ -25,7 +25,7 @@ from rankseam.seam import (
     validate_on_error,
     validate_pool_size,
 )
-from rankseam.store.sqlite import SQLiteStore
+from rankseam.store.contract import Store
 from rankseam.types import Hit, MemoryRef, SearchResult, SearchTrace
 
 __all__ = ["MAX_QUERY_BYTES", "SearchPipeline", "SearchPlan", "check_query"]
@@ -74,7 +74,7 @@ class SearchPipeline:
 
     def __init__(
         self,
-        store: SQLiteStore,
+        store: Store,
         embedder: Embedder,
         sources: Sequence[tuple[str, CandidateSource]],
         settings: SearchConfig,

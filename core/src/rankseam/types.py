@@ -125,10 +125,17 @@ class Usage:
     @classmethod
     def of_failed_call(cls, exc: BaseException) -> Usage:
         """The cost of one failed backend call: what the backend attached to its error as
-        ``exc.usage`` (e.g. every retried attempt), else one call with unknown tokens."""
-        usage = getattr(exc, "usage", None)
-        if isinstance(usage, Usage) and usage.calls >= 1:
-            return usage
+        ``exc.usage`` (e.g. every retried attempt; zero calls when no request was sent), or to
+        the error it was raised from (``__cause__``: a timeout that cancelled the call), else
+        one call with unknown tokens."""
+        seen: BaseException | None = exc
+        for _ in range(8):  # a short chain; never loop on a cyclic one
+            if seen is None:
+                break
+            usage = getattr(seen, "usage", None)
+            if isinstance(usage, Usage):
+                return usage
+            seen = seen.__cause__
         return cls(1, None, None)
 
     def __add__(self, other: object) -> Usage:

@@ -20,6 +20,7 @@ from rankseam.types import Usage
 from rankseam_openai import (
     DECISION_POLICY_ID,
     GENERATION_POLICY_ID,
+    ResponseTooLargeError,
     make_decision_backend,
     make_generation_backend,
 )
@@ -189,6 +190,7 @@ EXPECTED = {
     "prose_around_json": InvalidOutputError,
     "hanging_body": BackendTimeoutError,
     "wrong_content_type": InvalidOutputError,
+    "endless_body": ResponseTooLargeError,
 }
 RETRIED = {"delay", "rate_limit", "http_500", "http_503", "connection_reset", "hanging_body"}
 

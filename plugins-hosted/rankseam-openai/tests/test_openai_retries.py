@@ -164,14 +164,15 @@ def test_backoff_waits_stay_within_the_full_jitter_cap(server: FakeOpenAIServer)
         assert gap < cap + 0.3, (gaps, caps)
 
 
-def test_connection_refused_is_unavailable_with_zero_tokens() -> None:
+def test_connection_refused_is_unavailable_and_costs_nothing() -> None:
     with FakeOpenAIServer() as server:
         options = server.options(max_attempts=2)
     # the server is stopped: nothing listens on that port any more
     backend = make_decision_backend(options)
     with pytest.raises(BackendUnavailableError, match="could not connect") as info:
         evaluate(backend)
-    assert info.value.usage == Usage(2, 0, 0)  # type: ignore[attr-defined]
+    # no request reached a server: zero calls (a call is a request the server received)
+    assert info.value.usage == Usage(0, 0, 0)  # type: ignore[attr-defined]
 
 
 def test_json_schema_fallback_to_json_object(server: FakeOpenAIServer) -> None:

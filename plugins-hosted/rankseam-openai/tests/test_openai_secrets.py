@@ -60,7 +60,7 @@ def test_errors_and_logs_hold_no_secret(caplog: pytest.LogCaptureFixture) -> Non
             asyncio.run(backend.evaluate(rerank_request("q", "s")))
         assert "401" in str(info.value)
         _assert_clean(str(info.value) + repr(info.value))
-        assert info.value.__cause__ is None and info.value.__suppress_context__
+        assert info.value.__cause__ is None and info.value.__context__ is None
 
         # retried faults and invalid output go through the logging paths too
         server.api_key = None

@@ -82,7 +82,8 @@ def test_same_backend_instance_serves_the_gate_open_and_the_reranker_closed(
         with caplog.at_level(logging.WARNING, logger="rankseam.decision"):
             verdict = await ask_write_gate(gate, "secret memory text")
         assert (verdict.store, verdict.degraded) == (True, True)
-        assert verdict.usage == Usage.zero()
+        # the failed call counts: once, tokens unknown (this backend attaches no usage)
+        assert verdict.usage == Usage(1, None, None)
         record = next(r for r in caplog.records if getattr(r, "event", "") == "decision.fallback")
         assert record.role == "write_gate" and record.decision_kind == "memory.write-gate"
         assert "secret" not in caplog.text

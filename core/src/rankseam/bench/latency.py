@@ -468,13 +468,18 @@ def _ann_recall_child(path: str, corpus: str, count: int, pool: int) -> dict[str
     channel's own p50 both ways."""
     import rankseam
     from rankseam.retrieval.base import over_fetch
+    from rankseam.store.sqlite import SQLiteStore
 
     memory = rankseam.open_memory(path)
     try:
         descriptor = memory.embedder.descriptor
         namespace = memory.config.namespace
         store = memory.store
-        if store.ann is None or store.ann.base(namespace, descriptor.key) is None:
+        if (
+            not isinstance(store, SQLiteStore)
+            or store.ann is None
+            or store.ann.base(namespace, descriptor.key) is None
+        ):
             return {}
         k = over_fetch(pool)
         at_pool: list[float] = []

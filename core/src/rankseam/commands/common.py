@@ -20,7 +20,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def store_options(fn: F) -> F:
-    """``--db PATH`` and ``--config FILE``: which store, and which rankseam.toml."""
+    """``--db TARGET`` and ``--config FILE``: which store (a path or a URL), and which
+    rankseam.toml."""
     fn = click.option(
         "--config",
         "config_file",
@@ -33,9 +34,14 @@ def store_options(fn: F) -> F:
     )(fn)
     return click.option(
         "--db",
-        type=click.Path(dir_okay=False),
+        type=str,
+        metavar="PATH|URL",
         default=None,
-        help="The store file (default: RANKSEAM_DB, else the platform data directory).",
+        help=(
+            "The store: a file path, or a URL whose scheme picks a store plugin "
+            "(sqlite:///ABS/PATH, postgresql://USER@HOST/DB); default: RANKSEAM_DB, else the "
+            "platform data directory."
+        ),
     )(fn)
 
 

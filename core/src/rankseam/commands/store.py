@@ -1,6 +1,6 @@
 """Store commands: ``add``, ``ingest``, ``search``, ``stats``, ``reembed``, ``demo``.
 
-Every command takes ``--db PATH`` (default: ``RANKSEAM_DB``, else the platform default) and
+Every command takes ``--db PATH|URL`` (default: ``RANKSEAM_DB``, else the platform default) and
 ``--config FILE`` (a ``rankseam.toml``). ``search`` also accepts ``--<component>-<option>
 VALUE`` for the chosen reranker, e.g. ``--rerank mmr --mmr-lambda 0.7`` (VALUE is a TOML
 literal: number, bool or string; a bare word is a string).
@@ -418,7 +418,7 @@ def demo(db: str | None, limit: int) -> None:
         with open_store(path, None, namespace=DEMO_NAMESPACE, reranker=None) as memory:
             report = memory.ingest(demo_records())
             click.echo(
-                f"demo store: {path}\n{report.records} memories ingested "
+                f"demo store: {memory.path}\n{report.records} memories ingested "
                 f"({report.added} new) in {report.seconds:.2f} s\n"
             )
             have = memory.context.available("reranker")

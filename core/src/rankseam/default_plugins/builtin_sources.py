@@ -1,4 +1,5 @@
-"""Built-in candidate sources of the embedded store: lexical, vector, importance."""
+"""Built-in candidate sources of the embedded store: lexical, vector, importance. They run on
+the SQLite store only (``store="sqlite"``): they use its reader's FTS5 and vector queries."""
 
 from __future__ import annotations
 
@@ -29,17 +30,20 @@ def register_candidate_sources(register: CandidateSourceRegister) -> None:
         "lexical",
         _lexical,
         summary="FTS5 BM25 over OR-joined quoted query terms",
-        options=("stopwords", "max_df"),
+        options=("stopwords", "max_df", "max_postings", "max_scoring_postings", "budget_from"),
+        store="sqlite",
     )
     register(
         "vector",
         _vector,
         summary="cosine over stored vectors of the active embedder",
         options=("min_score",),
+        store="sqlite",
     )
     register(
         "importance",
         _importance,
         summary="importance prior over admitted candidates",
         options=(),
+        store="sqlite",
     )

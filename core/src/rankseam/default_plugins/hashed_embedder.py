@@ -18,6 +18,7 @@ vector space (``rankseam reembed`` fills it).
 
 from __future__ import annotations
 
+import functools
 import re
 import threading
 from collections.abc import Mapping, Sequence
@@ -105,6 +106,13 @@ def murmurhash3_32(data: bytes, seed: int = 0) -> int:
     return h - (1 << 32) if h & 0x80000000 else h
 
 
+@functools.lru_cache(maxsize=1 << 15)
+def _feature_hash(feature: str) -> int:
+    """``murmurhash3_32`` of a feature's UTF-8 bytes, memoised: the n-grams of successive
+    queries repeat, and hashing one in Python takes microseconds."""
+    return murmurhash3_32(feature.encode("utf-8"))
+
+
 def _word_features(text: str, ngrams: tuple[int, int]) -> list[str]:
     """HashingVectorizer(analyzer="word", lowercase=True, ngram_range=ngrams) features."""
     tokens = _TOKEN.findall(text.lower())
@@ -131,7 +139,7 @@ def _hash_rows(rows: list[list[str]], dimensions: int) -> np.ndarray:
     for r, features in enumerate(rows):
         row = out[r]
         for feature in features:
-            h = murmurhash3_32(feature.encode("utf-8"))
+            h = _feature_hash(feature)
             row[edge if h == -(2**31) else abs(h) % dimensions] += 1.0 if h >= 0 else -1.0
     return out
 

@@ -11,9 +11,14 @@ transaction and fuses the ranked lists of all configured sources (see
   sources already found (``request.admitted``); it never brings in a memory on its own.
 
 A source answers ``[(row_key, score), ...]``, best first, at most ``request.k`` long. Row keys
-come from ``request.reader`` (the store's snapshot); a source that knows a memory by its
-:class:`~rankseam.types.MemoryRef` converts it with ``request.reader.resolve(ref)``. Higher
-scores are better; equal scores share a rank in fusion.
+come from ``request.reader`` (the store's snapshot, a :class:`~rankseam.plugin.StoreReader`); a
+source that knows a memory by its :class:`~rankseam.types.MemoryRef` converts it with
+``request.reader.resolve(ref)``. Higher scores are better; equal scores share a rank in fusion.
+
+A store backend brings its own sources (its query language): they are registered with
+``store="NAME"`` and receive that store's reader, whose further methods they may use. A source
+registered without ``store`` runs on any store and uses only the
+:class:`~rankseam.plugin.StoreReader` methods.
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ import numpy as np
 from rankseam.embedding import EmbedderDescriptor
 
 if TYPE_CHECKING:
-    from rankseam.store.sqlite import StoreReader
+    from rankseam.store.contract import StoreReader
 
 __all__ = ["CandidateSource", "ScoredKey", "SourceRequest", "over_fetch"]
 

@@ -198,9 +198,11 @@ def fuse(
     if method == "convex" and total > 0:
         fused = {k: v / total for k, v in fused.items()}
     order = sorted(fused, key=lambda k: -fused[k])
-    # Break ties on the fused score by identity bytes (only tied runs pay for sort keys).
+    # Break ties on the fused score by identity bytes (only tied runs pay for sort keys, and
+    # only those that start within the cut: the order past it is dropped).
+    end = len(order) if limit is None else min(limit, len(order))
     i = 0
-    while i < len(order):
+    while i < end:
         j = i + 1
         while j < len(order) and fused[order[j]] == fused[order[i]]:
             j += 1

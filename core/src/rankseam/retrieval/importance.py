@@ -9,7 +9,7 @@ ranked exactly as without it.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol, cast
 
 from rankseam.errors import ConfigurationError
 from rankseam.plugin import EmbedderDescriptor, ScoredKey, ScoreSpec, SourceRequest
@@ -19,6 +19,12 @@ __all__ = ["IMPORTANCE_WEIGHT", "ImportanceSource"]
 #: The prior's weight in the convex fusion (lexical counts 1): a tie-breaker between
 #: memories that match about equally well, never a reason to rank a poor match first.
 IMPORTANCE_WEIGHT = 0.1
+
+
+class _ImportanceReader(Protocol):
+    """What this source uses of the SQLite store's reader (it runs on that store only)."""
+
+    def importance(self, keys: Sequence[int], /) -> dict[int, float]: ...
 
 
 class ImportanceSource:
@@ -31,7 +37,7 @@ class ImportanceSource:
     def candidates(self, request: SourceRequest, /) -> Sequence[ScoredKey]:
         if not request.admitted:
             return []
-        scores = request.reader.importance(request.admitted)
+        scores = cast(_ImportanceReader, request.reader).importance(request.admitted)
         return sorted(scores.items(), key=lambda item: (-item[1], item[0]))
 
     @classmethod

@@ -16,69 +16,78 @@ channel 0.669 with ``max_df = 1`` (off), 0.668 with 0.2; at 100k synthetic memor
 searches whose words are often frequent went from 82 ms (0.5) to 38 ms (0.2).
 
 Relative pruning does not bound the work in a large store: at a million memories a term in
-5 % of them still has 50 000 postings, and FTS5 scores every row any term matches. So the
-terms also share a **posting budget** (``max_postings``, default :data:`MAX_POSTINGS`): the
-question's terms are taken rarest first while their document frequencies sum to at most the
-budget (the rarest term is always kept); the more frequent ones are dropped. A store of up to
-that many memories is never affected (one term cannot exceed it), so the LoCoMo and SciFact
-dev figures are unchanged; docs/store.md measures its effect at 100k and 1M memories.
+5 % of them still has 50 000 postings, and FTS5 computes BM25 for every row any term of an OR
+query matches (about a microsecond each). So in a store of more than ``budget_from`` (default
+:data:`BUDGET_FROM`) live memories the question's terms share two **posting budgets**, taken
+rarest first:
+
+- terms whose document frequencies sum to at most ``max_postings`` (default
+  :data:`MAX_POSTINGS`; the rarest term is always one) **find** memories: every memory that
+  holds one of them is scored;
+- the more frequent ones, while theirs sum to at most ``max_scoring_postings`` (default
+  :data:`MAX_SCORING_POSTINGS`), only **score**: each adds its BM25 to the memories the
+  finding terms found (exactly what it would add in the full OR query), but a memory that
+  holds only frequent terms is not found. When even the rarest term is over ``max_postings``,
+  a memory must hold it and one of the scoring terms;
+- terms beyond both budgets are dropped.
+
+The memories found are ranked by the BM25 of all kept terms, as the full OR query would rank
+them. What is given up is the memories that hold frequent terms only; they rank low in a
+large store, where the rare words of a question carry its meaning. Stores of at most
+``budget_from`` memories are searched with every term under ``max_df`` (an OR query over
+20 000 short memories is scored in a few milliseconds), so the LoCoMo and SciFact dev
+figures do not depend on the budgets; docs/store.md measures them at 100k and 1M memories.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol, cast
 
 from rankseam.errors import ConfigurationError
 from rankseam.plugin import (
+    MAX_TERMS,
+    STOPWORDS,
     EmbedderDescriptor,
     ScoredKey,
     ScoreSpec,
     SourceRequest,
     check_options,
     is_real,
+    query_terms,
 )
 
-__all__ = ["MAX_TERMS", "STOPWORDS", "LexicalSource", "match_expression", "query_terms"]
+__all__ = [
+    "BUDGET_FROM",
+    "MAX_POSTINGS",
+    "MAX_SCORING_POSTINGS",
+    "MAX_TERMS",
+    "STOPWORDS",
+    "LexicalSource",
+    "match_expression",
+    "query_terms",
+]
 
-#: Most terms kept from one query (the first ones, after stop words are dropped).
-MAX_TERMS = 32
 #: Frequent-term pruning applies from this many live memories on.
 PRUNE_MIN_ROWS = 1000
-#: Default posting budget of one query (see the module docstring).
-MAX_POSTINGS = 30_000
-
-_TOKEN = re.compile(r"\w+", re.UNICODE)
-
-#: English function words and question words; they match most memories and rank none.
-STOPWORDS = frozenset(
-    """
-    a about above after again against all am an and any are as at be because been before being
-    below between both but by can could did do does doing down during each few for from further
-    had has have having he her here hers herself him himself his how i if in into is it its
-    itself just me more most my myself no nor not now of off on once only or other our ours
-    ourselves out over own same she should so some such than that the their theirs them
-    themselves then there these they this those through to too under until up very was we were
-    what when where which while who whom why will with would you your yours yourself yourselves
-    s t d ll m re ve don didn doesn isn wasn weren won wouldn shouldn couldn also ever
-    """.split()
-)
+#: Default posting budget of the terms that find memories (see the module docstring).
+MAX_POSTINGS = 5_000
+#: Default posting budget of the more frequent terms that only score.
+MAX_SCORING_POSTINGS = 100_000
+#: Default size above which the budgets apply (live memories in the store).
+BUDGET_FROM = 20_000
 
 
-def query_terms(query: str, *, stopwords: bool = True) -> list[str]:
-    """Distinct terms of ``query`` in order of first appearance (at most :data:`MAX_TERMS`)."""
-    seen: dict[str, None] = {}
-    for token in _TOKEN.findall(query.lower()):
-        if len(token) < 2 and not token.isdigit():
-            continue
-        if stopwords and token in STOPWORDS:
-            continue
-        seen.setdefault(token, None)
-    terms = list(seen)
-    if not terms and stopwords:
-        return query_terms(query, stopwords=False)
-    return terms[:MAX_TERMS]
+class _FtsReader(Protocol):
+    """What this source uses of the SQLite store's reader (it runs on that store only)."""
+
+    def live_count(self) -> int: ...
+
+    def document_frequency(self, term: str, cap: int, /) -> int: ...
+
+    def lexical(
+        self, match: str, namespace: str, k: int, /, *, scoring: str | None = None
+    ) -> list[tuple[int, float]]: ...
 
 
 def match_expression(query: str, *, stopwords: bool = True) -> str | None:
@@ -107,46 +116,87 @@ class LexicalSource:
     needs_query_vector = False
 
     def __init__(
-        self, *, stopwords: bool = True, max_df: float = 0.2, max_postings: int = MAX_POSTINGS
+        self,
+        *,
+        stopwords: bool = True,
+        max_df: float = 0.2,
+        max_postings: int = MAX_POSTINGS,
+        max_scoring_postings: int = MAX_SCORING_POSTINGS,
+        budget_from: int = BUDGET_FROM,
     ) -> None:
         self.stopwords = stopwords
         self.max_df = max_df
         self.max_postings = max_postings
+        self.max_scoring_postings = max_scoring_postings
+        self.budget_from = budget_from
 
     def score_spec(self, embedder: EmbedderDescriptor | None, /) -> ScoreSpec:
         return ScoreSpec(scale="max", weight=1.0)
 
     def candidates(self, request: SourceRequest, /) -> Sequence[ScoredKey]:
+        reader = cast(_FtsReader, request.reader)
         terms = query_terms(request.query, stopwords=self.stopwords)
+        scoring: list[str] = []
+        over = False
         if terms:
-            rows = request.reader.live_count()
-            if rows >= PRUNE_MIN_ROWS and (self.max_df < 1.0 or rows > self.max_postings):
-                terms = self._affordable(request, terms, rows)
+            rows = reader.live_count()
+            if rows > self.budget_from:
+                terms, scoring, over = self._budgeted(reader, terms, rows)
+            elif rows >= PRUNE_MIN_ROWS and self.max_df < 1.0:
+                cap = int(self.max_df * rows)
+                terms = [t for t in terms if self._df(reader, t, cap + 1) <= cap]
         if not terms:
             return []
-        return request.reader.lexical(_or_joined(terms), request.namespace, request.k)
+        match = _or_joined(terms)
+        if scoring and over:
+            # even the rarest term is over the budget: a memory must also hold a scoring term
+            # (this AND query scores only the memories that hold both)
+            return reader.lexical(
+                f"{match} AND ({_or_joined(scoring)})", request.namespace, request.k
+            )
+        return reader.lexical(
+            match,
+            request.namespace,
+            request.k,
+            scoring=_or_joined(scoring) if scoring else None,
+        )
 
-    def _affordable(self, request: SourceRequest, terms: list[str], rows: int) -> list[str]:
-        """``terms`` without those above ``max_df`` and, rarest first, those that would take
-        the query over its posting budget (in the question's order)."""
+    @staticmethod
+    def _df(reader: _FtsReader, term: str, cap: int) -> int:
+        """The document frequency of ``term``, counted up to ``cap``."""
+        return reader.document_frequency(_fts5_string(term), cap)
+
+    def _budgeted(
+        self, reader: _FtsReader, terms: list[str], rows: int
+    ) -> tuple[list[str], list[str], bool]:
+        """The terms that find memories and those that only score (each in the question's
+        order), without those above ``max_df``, rarest first within the two budgets; and
+        whether the rarest term alone is over ``max_postings``."""
         cap = int(self.max_df * rows) if self.max_df < 1.0 else rows
-        probe = min(cap, self.max_postings) + 1  # counting stops there: the probe is bounded
-        df = {t: request.reader.document_frequency(_fts5_string(t), probe) for t in terms}
+        budget, scoring_budget = self.max_postings, self.max_scoring_postings
+        probe = min(cap, budget + scoring_budget) + 1  # counting stops there: bounded
+        df = {t: self._df(reader, t, probe) for t in terms}
         if all(n >= probe for n in df.values()) and probe <= cap:
-            # every term is over the budget: count them up to max_df to keep the rarest
-            df = {t: request.reader.document_frequency(_fts5_string(t), cap + 1) for t in terms}
-        budget = self.max_postings
-        kept: set[str] = set()
+            # every term is over the budgets: count them up to max_df to find the rarest
+            df = {t: self._df(reader, t, cap + 1) for t in terms}
+        finding: set[str] = set()
+        scoring: set[str] = set()
         for term in sorted((t for t in terms if df[t] <= cap), key=lambda t: (df[t], t)):
-            if df[term] <= budget or not kept:
-                kept.add(term)
+            if not finding or (df[term] <= budget and not scoring):
+                finding.add(term)
                 budget -= df[term]
-        return [t for t in terms if t in kept]
+            elif df[term] <= scoring_budget:
+                scoring.add(term)
+                scoring_budget -= df[term]
+        over = budget < 0  # the rarest term alone overdrew the budget
+        return [t for t in terms if t in finding], [t for t in terms if t in scoring], over
 
     @classmethod
     def from_options(cls, options: Mapping[str, Any]) -> LexicalSource:
         check_options(
-            "candidate source 'lexical'", options, ["stopwords", "max_df", "max_postings"]
+            "candidate source 'lexical'",
+            options,
+            ["stopwords", "max_df", "max_postings", "max_scoring_postings", "budget_from"],
         )
         stop = options.get("stopwords", True)
         if not isinstance(stop, bool):
@@ -158,9 +208,19 @@ class LexicalSource:
             raise ConfigurationError(
                 f"[sources.lexical] max_df must be a number in (0, 1], got {max_df!r}"
             )
-        postings = options.get("max_postings", MAX_POSTINGS)
-        if isinstance(postings, bool) or not isinstance(postings, int) or postings < 1:
-            raise ConfigurationError(
-                f"[sources.lexical] max_postings must be an integer >= 1, got {postings!r}"
-            )
-        return cls(stopwords=stop, max_df=float(max_df), max_postings=postings)
+        return cls(
+            stopwords=stop,
+            max_df=float(max_df),
+            max_postings=_count(options, "max_postings", MAX_POSTINGS, 1),
+            max_scoring_postings=_count(options, "max_scoring_postings", MAX_SCORING_POSTINGS, 0),
+            budget_from=_count(options, "budget_from", BUDGET_FROM, 0),
+        )
+
+
+def _count(options: Mapping[str, Any], name: str, default: int, least: int) -> int:
+    value = options.get(name, default)
+    if isinstance(value, bool) or not isinstance(value, int) or value < least:
+        raise ConfigurationError(
+            f"[sources.lexical] {name} must be an integer >= {least}, got {value!r}"
+        )
+    return value

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol, cast
+
+import numpy as np
 
 from rankseam.errors import ConfigurationError
 from rankseam.plugin import (
@@ -17,6 +19,14 @@ from rankseam.plugin import (
 )
 
 __all__ = ["VectorSource"]
+
+
+class _VectorReader(Protocol):
+    """What this source uses of the SQLite store's reader (it runs on that store only)."""
+
+    def vector(
+        self, namespace: str, descriptor: EmbedderDescriptor, query: np.ndarray, k: int, /
+    ) -> list[tuple[int, float]]: ...
 
 
 class VectorSource:
@@ -42,7 +52,7 @@ class VectorSource:
     def candidates(self, request: SourceRequest, /) -> Sequence[ScoredKey]:
         if request.query_vector is None or request.embedder is None:
             return []
-        hits = request.reader.vector(
+        hits = cast(_VectorReader, request.reader).vector(
             request.namespace, request.embedder, request.query_vector, request.k
         )
         if self.min_score is not None:

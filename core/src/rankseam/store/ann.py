@@ -190,7 +190,9 @@ class AnnIndexes:
                 )
             from usearch.index import Index
 
-            index = Index.restore(str(file), view=True)
+            # searches need no key -> node table: building it for a million keys took half
+            # of the time to open the view (maintenance loads a copy of its own)
+            index = Index.restore(str(file), view=True, enable_key_lookups=False)
             if index is None or len(index) != manifest.count or index.ndim != manifest.dims:
                 raise ValueError(f"{file.name} does not hold the {manifest.count} vectors listed")
         except (OSError, ValueError, TypeError, RuntimeError, json.JSONDecodeError) as exc:

@@ -9,46 +9,19 @@ import sqlite3
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-import attrs
 import numpy as np
 
 from rankseam.embedding import EmbedderDescriptor
+from rankseam.store.records import MemoryRows, RevisionRow
 from rankseam.store.rows import bump, retire
 
-__all__ = ["BulkReader", "BulkWriter", "MemoryRows", "RevisionRow"]
+__all__ = ["MemoryRows", "RevisionRow", "SQLiteBulkReader", "SQLiteBulkWriter"]
 
 #: Revisions per batched insert of a clean import.
 _BATCH = 2000
 
 
-@attrs.frozen
-class RevisionRow:
-    """One revision as bulk rows carry it. ``seq`` is its position in the store's write order
-    (a clean import uses it as the row key, so every tie order is kept); ``metadata`` is
-    canonical JSON; ``vectors`` are ``(space key, little-endian float32 bytes)``."""
-
-    revision: int
-    seq: int
-    text: str
-    importance: float
-    metadata: str
-    created_at: float
-    content_hash: str
-    vectors: tuple[tuple[str, bytes], ...]
-
-
-@attrs.frozen
-class MemoryRows:
-    """A memory with its whole history, oldest revision first, and its tombstone."""
-
-    namespace: str
-    memory_id: str
-    deleted: bool
-    deleted_at: float | None
-    revisions: tuple[RevisionRow, ...]
-
-
-class BulkReader:
+class SQLiteBulkReader:
     """The whole store, read in one read transaction."""
 
     def __init__(self, conn: sqlite3.Connection) -> None:
@@ -109,7 +82,7 @@ class BulkReader:
         )
 
 
-class BulkWriter:
+class SQLiteBulkWriter:
     """Bulk rows written in one write transaction. Clean inserts keep the source's write order
     (row key = ``seq``); appends take fresh row keys. The store bumps every namespace written
     to when the transaction commits."""

@@ -5,11 +5,14 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import time
+import uuid
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
 import attrs
+import numpy as np
 
 from rankseam.checks import is_real
 from rankseam.errors import ValidationError
@@ -20,7 +23,11 @@ __all__ = [
     "MAX_METADATA_BYTES",
     "MAX_METADATA_DEPTH",
     "MAX_TEXT_CHARS",
+    "BatchCounts",
     "MemoryNotFoundError",
+    "MemoryRows",
+    "PreparedRecord",
+    "RevisionRow",
     "StoredMemory",
     "check_created_at",
     "check_importance",
@@ -30,6 +37,8 @@ __all__ = [
     "check_unicode",
     "content_hash",
     "encode_metadata",
+    "new_memory_id",
+    "prepare",
 ]
 
 MAX_TEXT_CHARS = 1_000_000
@@ -66,6 +75,62 @@ class StoredMemory:
             "content_hash": self.content_hash,
             "deleted": self.deleted,
         }
+
+
+@attrs.frozen
+class PreparedRecord:
+    """One checked record on its way into a store (text checked, metadata encoded, embedded).
+
+    ``importance`` and ``metadata`` (canonical JSON) are ``None`` when the caller left them
+    out: a new memory then gets 0.5 and ``"{}"``, a new revision keeps its predecessor's.
+    ``vector`` is the record's vector in the space the write names (``None``: no vector).
+    """
+
+    namespace: str
+    memory_id: str
+    text: str
+    importance: float | None
+    metadata: str | None  # JSON; None keeps the previous revision's metadata
+    created_at: float
+    content_hash: str
+    vector: np.ndarray | None = attrs.field(default=None, eq=False)
+
+
+@attrs.frozen
+class BatchCounts:
+    """What one write batch did, and the ref each record ended at, in input order."""
+
+    added: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    refs: tuple[MemoryRef, ...] = ()
+
+
+@attrs.frozen
+class RevisionRow:
+    """One revision as bulk rows carry it. ``seq`` is its position in the store's write order
+    (a clean import uses it as the row key, so every tie order is kept); ``metadata`` is
+    canonical JSON; ``vectors`` are ``(space key, little-endian float32 bytes)``."""
+
+    revision: int
+    seq: int
+    text: str
+    importance: float
+    metadata: str
+    created_at: float
+    content_hash: str
+    vectors: tuple[tuple[str, bytes], ...]
+
+
+@attrs.frozen
+class MemoryRows:
+    """A memory with its whole history, oldest revision first, and its tombstone."""
+
+    namespace: str
+    memory_id: str
+    deleted: bool
+    deleted_at: float | None
+    revisions: tuple[RevisionRow, ...]
 
 
 class MemoryNotFoundError(ValidationError, KeyError):
@@ -216,3 +281,31 @@ def check_created_at(value: object) -> float | None:
         except ValueError:
             pass
     raise ValidationError(f"created_at must be epoch seconds or an ISO 8601 string, got {value!r}")
+
+
+def new_memory_id() -> str:
+    """A new random memory id (32 hex digits)."""
+    return uuid.uuid4().hex
+
+
+def prepare(
+    namespace: str,
+    memory_id: str,
+    text: str,
+    *,
+    importance: float | None,
+    metadata: str | None,
+    created_at: float | None,
+    content_hash: str,
+    vector: np.ndarray | None = None,
+) -> PreparedRecord:
+    return PreparedRecord(
+        namespace=namespace,
+        memory_id=memory_id,
+        text=text,
+        importance=importance,
+        metadata=metadata,
+        created_at=time.time() if created_at is None else created_at,
+        content_hash=content_hash,
+        vector=vector,
+    )

@@ -20,21 +20,24 @@ import sqlite3
 import tempfile
 import threading
 import time
-import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
-import attrs
 import numpy as np
 
 from rankseam.embedding import EmbedderDescriptor
 from rankseam.errors import ConfigurationError, StoreError, ValidationError
 from rankseam.store import ann as ann_module
 from rankseam.store.ann import AnnIndexes, AnnManifest
-from rankseam.store.bulk import BulkReader, BulkWriter
-from rankseam.store.records import MemoryNotFoundError, StoredMemory
+from rankseam.store.bulk import SQLiteBulkReader, SQLiteBulkWriter
+from rankseam.store.records import (
+    BatchCounts,
+    MemoryNotFoundError,
+    PreparedRecord,
+    StoredMemory,
+)
 from rankseam.store.rows import bump, retire
 from rankseam.store.schema import (
     PAGE_SIZE,
@@ -45,7 +48,7 @@ from rankseam.store.schema import (
 from rankseam.store.vectors import VectorCache, decode_vectors, encode_vector, top_k
 from rankseam.types import MemoryRef
 
-__all__ = ["BatchCounts", "PreparedRecord", "SQLiteStore", "StoreReader"]
+__all__ = ["BatchCounts", "PreparedRecord", "SQLiteReader", "SQLiteStore"]
 
 T = TypeVar("T")
 
@@ -62,28 +65,6 @@ _PAGE = 500
 _SQL_VARS = 900  # stay under SQLITE_MAX_VARIABLE_NUMBER of old builds
 
 
-@attrs.frozen
-class PreparedRecord:
-    """One validated record of a write batch (texts checked, metadata encoded)."""
-
-    namespace: str
-    memory_id: str
-    text: str
-    importance: float | None
-    metadata: str | None  # JSON; None keeps the previous revision's metadata
-    created_at: float
-    content_hash: str
-    vector: np.ndarray | None = attrs.field(default=None, eq=False)
-
-
-@attrs.frozen
-class BatchCounts:
-    added: int = 0
-    updated: int = 0
-    unchanged: int = 0
-    refs: tuple[MemoryRef, ...] = ()
-
-
 def _row_to_memory(row: Sequence[Any], deleted: bool = False) -> StoredMemory:
     _rid, ns, mid, rev, text, importance, meta, created, chash = row[:9]
     return StoredMemory(
@@ -97,12 +78,13 @@ def _row_to_memory(row: Sequence[Any], deleted: bool = False) -> StoredMemory:
     )
 
 
-class StoreReader:
+class SQLiteReader:
     """Read access bound to one read transaction (one snapshot). Given to candidate sources."""
 
     def __init__(self, store: SQLiteStore, conn: sqlite3.Connection) -> None:
         self._store = store
         self._conn = conn
+        self._known: dict[int, tuple[str, str, int, float, int]] = {}
 
     def namespace_version(self, namespace: str) -> int:
         row = self._conn.execute(
@@ -116,23 +98,44 @@ class StoreReader:
         ).fetchone()
         return (int(row[0]), int(row[1])) if row else (0, 0)
 
-    def lexical(self, match: str, namespace: str, k: int) -> list[tuple[int, float]]:
-        """FTS5 BM25 over live revisions. ``match`` must be a query built by
-        :func:`rankseam.retrieval.lexical.match_expression` (quoted terms only).
-        Scores are ``-bm25`` (higher is better)."""
+    def lexical(
+        self, match: str, namespace: str, k: int, *, scoring: str | None = None
+    ) -> list[tuple[int, float]]:
+        """FTS5 BM25 over live revisions: the best ``k`` ``(rid, -bm25)`` (higher is better),
+        ties by rid. ``match`` must be a query built by the lexical channel
+        (:mod:`rankseam.retrieval.lexical`: quoted terms, OR and AND only).
+
+        ``scoring``: more (frequent) terms, OR-joined the same way, that only add their BM25
+        to the rows ``match`` finds. Each row is scored as by ``match OR scoring`` (BM25 is a
+        sum over the query's terms), but FTS5 computes BM25 only for the rows ``match``
+        finds, never for the long posting lists of the scoring terms alone."""
         names = self._conn.execute("SELECT name FROM namespaces LIMIT 2").fetchall()
-        if names == [(namespace,)]:
-            # The only namespace: no join needed to filter (it halves the cost at 100k).
-            sql = (
-                "SELECT rowid, bm25(fts) AS s FROM fts WHERE fts MATCH ? ORDER BY s, rowid LIMIT ?"
+        # The only namespace: no join needed to filter (it halves the cost at 100k).
+        only = names == [(namespace,)]
+        if scoring is None:
+            hits = "SELECT rowid AS r, bm25(fts) AS s FROM fts WHERE fts MATCH :match"
+            args: dict[str, object] = {"match": match, "k": k}
+        else:
+            # rows holding a scoring term get the BM25 of both; the others, of `match` (the
+            # scoring terms would add 0 to them)
+            hits = (
+                "SELECT r, s FROM both_ UNION ALL SELECT rowid, bm25(fts) FROM fts "
+                "WHERE fts MATCH :match AND rowid NOT IN (SELECT r FROM both_)"
             )
-            args: tuple[object, ...] = (match, k)
+            args = {"match": match, "both": f"({match}) AND ({scoring})", "k": k}
+        if only:
+            sql = f"{hits} ORDER BY s, r LIMIT :k"
         else:
             sql = (
-                "SELECT f.rowid, bm25(fts) AS s FROM fts f JOIN revisions r ON r.rid = f.rowid "
-                "WHERE fts MATCH ? AND r.namespace = ? ORDER BY s, f.rowid LIMIT ?"
+                f"SELECT h.r, h.s FROM ({hits}) h JOIN revisions v ON v.rid = h.r "
+                "WHERE v.namespace = :ns ORDER BY h.s, h.r LIMIT :k"
             )
-            args = (match, namespace, k)
+            args["ns"] = namespace
+        if scoring is not None:
+            sql = (
+                "WITH both_ AS MATERIALIZED (SELECT rowid AS r, bm25(fts) AS s FROM fts "
+                f"WHERE fts MATCH :both) {sql}"
+            )
         return [(int(rid), -float(score)) for rid, score in self._conn.execute(sql, args)]
 
     def write_version(self) -> int:
@@ -141,14 +144,16 @@ class StoreReader:
 
     def live_count(self) -> int:
         """Live revisions in the whole store (all namespaces; the FTS index's size)."""
-        return self._store.cached_count(
-            ("live", self.write_version()),
-            lambda: int(
-                # one row per indexed (live) revision, 10 bytes each: 9x cheaper to count
-                # than the live index (22 against 194 ms at a million memories)
-                self._conn.execute("SELECT count(*) FROM fts_docsize").fetchone()[0]
-            ),
-        )
+        return self._store.cached_count(("live", self.write_version()), self._indexed_rows)
+
+    def _indexed_rows(self) -> int:
+        # FTS5 keeps the number of indexed rows (one per live revision) as the first varint of
+        # its "averages" record (fts_data row 1): read in microseconds, where counting
+        # fts_docsize took 22 ms at a million memories
+        row = self._conn.execute("SELECT block FROM fts_data WHERE id = 1").fetchone()
+        if row is not None and isinstance(row[0], bytes) and row[0]:
+            return _varint(row[0])
+        return int(self._conn.execute("SELECT count(*) FROM fts_docsize").fetchone()[0])
 
     def document_frequency(self, term: str, cap: int) -> int:
         """How many live revisions match ``term``, counted up to ``cap``. Like the ``match`` of
@@ -261,16 +266,25 @@ class StoreReader:
             ),
         )
 
-    def importance(self, rids: Sequence[int]) -> dict[int, float]:
-        out: dict[int, float] = {}
-        for chunk in _chunks(rids):
+    def _facts(self, rids: Sequence[int]) -> dict[int, tuple[str, str, int, float, int]]:
+        """``rid -> (namespace, memory_id, revision, importance, live)`` of the revisions
+        among ``rids``: one batched read, kept for this snapshot (a search asks the same rows
+        for their importance and for their identities)."""
+        known = self._known
+        missing = [rid for rid in dict.fromkeys(rids) if rid not in known]
+        for chunk in _chunks(missing):
             marks = ",".join("?" * len(chunk))
-            out.update(
-                self._conn.execute(
-                    f"SELECT rid, importance FROM revisions WHERE rid IN ({marks})", chunk
-                ).fetchall()
-            )
-        return out
+            for rid, *facts in self._conn.execute(
+                "SELECT rid, namespace, memory_id, revision, importance, live FROM revisions "
+                f"WHERE rid IN ({marks})",
+                chunk,
+            ):
+                known[int(rid)] = tuple(facts)  # type: ignore[assignment]
+        return known
+
+    def importance(self, rids: Sequence[int]) -> dict[int, float]:
+        known = self._facts(rids)
+        return {rid: known[rid][3] for rid in rids if rid in known}
 
     def top_importance(self, namespace: str, k: int) -> list[tuple[int, float]]:
         rows = self._conn.execute(
@@ -280,20 +294,13 @@ class StoreReader:
         ).fetchall()
         return [(int(r), float(s)) for r, s in rows]
 
-    def identities(self, rids: Sequence[int]) -> dict[int, MemoryRef]:
+    def identities(self, rids: Sequence[int]) -> Mapping[int, MemoryRef]:
         """The identity of each *live* revision among ``rids`` (light: no text, one batched
         query). A key that is not live in this snapshot is left out, so a source can never
-        bring back a retired revision."""
-        out: dict[int, MemoryRef] = {}
-        for chunk in _chunks(rids):
-            marks = ",".join("?" * len(chunk))
-            for rid, ns, mid, rev in self._conn.execute(
-                "SELECT rid, namespace, memory_id, revision FROM revisions "
-                f"WHERE live = 1 AND rid IN ({marks})",
-                chunk,
-            ):
-                out[int(rid)] = MemoryRef(ns, mid, rev)
-        return out
+        bring back a retired revision. The refs are built when read (a search reads few:
+        membership decides which keys fuse, a ref only breaks a tie)."""
+        known = self._facts(rids)
+        return _Refs({rid: known[rid] for rid in rids if rid in known and known[rid][4]})
 
     def memories(self, rids: Sequence[int]) -> dict[int, StoredMemory]:
         """The revisions ``rids`` (one batched query per 900 ids)."""
@@ -340,6 +347,43 @@ def storage_error(exc: sqlite3.DatabaseError, path: str) -> StoreError | None:
     return None
 
 
+def _varint(data: bytes) -> int:
+    """The SQLite varint at the start of ``data`` (big-endian 7-bit groups; a ninth byte
+    carries 8 bits)."""
+    value = 0
+    for i, byte in enumerate(data[:9]):
+        if i == 8:
+            return (value << 8) | byte
+        value = (value << 7) | (byte & 0x7F)
+        if not byte & 0x80:
+            break
+    return value
+
+
+class _Refs(Mapping[int, MemoryRef]):
+    """Live revisions' identities, each :class:`MemoryRef` built on first read."""
+
+    def __init__(self, facts: dict[int, tuple[str, str, int, float, int]]) -> None:
+        self._facts = facts
+        self._refs: dict[int, MemoryRef] = {}
+
+    def __getitem__(self, rid: int) -> MemoryRef:
+        ref = self._refs.get(rid)
+        if ref is None:
+            ns, mid, rev = self._facts[rid][:3]
+            ref = self._refs[rid] = MemoryRef(ns, mid, rev)
+        return ref
+
+    def __contains__(self, rid: object) -> bool:
+        return rid in self._facts
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._facts)
+
+    def __len__(self) -> int:
+        return len(self._facts)
+
+
 def _chunks(items: Sequence[int]) -> Iterator[list[int]]:
     items = list(items)
     for i in range(0, len(items), _SQL_VARS):
@@ -347,7 +391,11 @@ def _chunks(items: Sequence[int]) -> Iterator[list[int]]:
 
 
 class SQLiteStore:
-    """The embedded store in one SQLite file. Thread-safe; one connection per thread."""
+    """The embedded store in one SQLite file. Thread-safe; one connection per thread.
+    Implements :class:`rankseam.store.contract.Store`."""
+
+    kind = "sqlite"
+    schema_version = SCHEMA_VERSION
 
     def __init__(
         self,
@@ -429,7 +477,18 @@ class SQLiteStore:
                 memo[key] = value
         return value
 
+    @property
+    def location(self) -> str:
+        """The store's file (a path never holds a secret)."""
+        return self.path
+
     # -- the ANN index ---------------------------------------------------------------------
+
+    def maintain_index(
+        self, namespace: str, descriptor: EmbedderDescriptor, *, force: bool = False
+    ) -> AnnManifest | None:
+        """The store contract's name for :meth:`maintain_ann`."""
+        return self.maintain_ann(namespace, descriptor, force=force)
 
     def maintain_ann(
         self, namespace: str, descriptor: EmbedderDescriptor, *, force: bool = False
@@ -528,23 +587,23 @@ class SQLiteStore:
             conn.execute("COMMIT")
 
     @contextmanager
-    def read(self) -> Iterator[StoreReader]:
+    def read(self) -> Iterator[SQLiteReader]:
         """One short read transaction (a consistent snapshot); never held while reranking."""
         with self._read() as conn:
-            yield StoreReader(self, conn)
+            yield SQLiteReader(self, conn)
 
     @contextmanager
-    def bulk_read(self) -> Iterator[BulkReader]:
+    def bulk_read(self) -> Iterator[SQLiteBulkReader]:
         """The whole store in one read transaction (what an export reads); writers carry on."""
         with self._read() as conn:
-            yield BulkReader(conn)
+            yield SQLiteBulkReader(conn)
 
     @contextmanager
-    def bulk_write(self) -> Iterator[BulkWriter]:
+    def bulk_write(self) -> Iterator[SQLiteBulkWriter]:
         """One write transaction for bulk rows (what an import writes): all or nothing. Every
         namespace written to gets a new version and vector epoch when it commits."""
         with self._write() as conn:
-            writer = BulkWriter(conn)
+            writer = SQLiteBulkWriter(conn)
             yield writer
             writer.finish()
 
@@ -986,30 +1045,3 @@ class SQLiteStore:
             "vectors_by_space": spaces,
             "vector_cache_bytes": self.vector_cache.nbytes(),
         }
-
-
-def new_memory_id() -> str:
-    return uuid.uuid4().hex
-
-
-def prepare(
-    namespace: str,
-    memory_id: str,
-    text: str,
-    *,
-    importance: float | None,
-    metadata: str | None,
-    created_at: float | None,
-    content_hash: str,
-    vector: np.ndarray | None = None,
-) -> PreparedRecord:
-    return PreparedRecord(
-        namespace=namespace,
-        memory_id=memory_id,
-        text=text,
-        importance=importance,
-        metadata=metadata,
-        created_at=time.time() if created_at is None else created_at,
-        content_hash=content_hash,
-        vector=vector,
-    )

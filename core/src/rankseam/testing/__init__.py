@@ -29,6 +29,7 @@ __all__ = [
     "EmbedderContract",
     "GenerationBackendContract",
     "RerankerContract",
+    "StoreContract",
     "synthetic_pool",
 ]
 
@@ -36,6 +37,7 @@ _LAZY = {
     "DecisionBackendContract": "rankseam.testing.decision",
     "GenerationBackendContract": "rankseam.testing.generation",
     "EmbedderContract": "rankseam.testing.embedder",
+    "StoreContract": "rankseam.testing.store",
 }
 
 

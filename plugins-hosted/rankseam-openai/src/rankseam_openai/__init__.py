@@ -9,7 +9,7 @@ Options (``[decision_backends.openai]`` / ``[generation_backends.openai]``): ``b
 ``model``, ``api_key`` (string or ``{"$env" = "NAME"}``; default env ``OPENAI_API_KEY``),
 ``require_key``, ``timeout_s``, ``deadline_s``, ``max_attempts``, ``backoff_s``,
 ``backoff_max_s``, ``headers``, ``json_mode``, ``temperature``, ``max_tokens``,
-``max_connections``.
+``max_connections``, ``max_response_bytes``.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ if TYPE_CHECKING:
         OpenAIDecisionBackend,
         OpenAIGenerationBackend,
     )
+    from rankseam_openai.client import ResponseTooLargeError
 
 #: Names served from :mod:`rankseam_openai.backends`, which imports httpx and tenacity: it
 #: loads when a backend is built, not when rankseam loads its plugins (fast `rankseam` start).
@@ -43,6 +44,10 @@ def __getattr__(name: str) -> Any:
         from rankseam_openai import backends
 
         return getattr(backends, name)
+    if name == "ResponseTooLargeError":
+        from rankseam_openai import client
+
+        return client.ResponseTooLargeError
     raise AttributeError(f"module 'rankseam_openai' has no attribute {name!r}")
 
 
@@ -52,6 +57,7 @@ __all__ = [
     "OpenAIDecisionBackend",
     "OpenAIGenerationBackend",
     "OpenAISettings",
+    "ResponseTooLargeError",
     "Secret",
     "make_decision_backend",
     "make_generation_backend",

@@ -33,6 +33,7 @@ import re
 import ssl
 import time
 import weakref
+import zlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -50,8 +51,15 @@ from rankseam.errors import (
 from rankseam.plugin import is_int
 from rankseam.types import Usage
 from rankseam_openai.config import OpenAISettings, public_url
+from rankseam_openai.scrub import Scrubber
 
-__all__ = ["NO_RETRY_STATUSES", "RETRY_STATUSES", "ChatClient", "Completion"]
+__all__ = [
+    "NO_RETRY_STATUSES",
+    "RETRY_STATUSES",
+    "ChatClient",
+    "Completion",
+    "ResponseTooLargeError",
+]
 
 log = logging.getLogger("rankseam_openai")
 
@@ -60,6 +68,11 @@ NO_RETRY_STATUSES = frozenset({400, 401, 403, 404, 422})
 _AUTO_ORDER = ("schema", "json_object", "none")
 _SCHEMA_HINTS = ("response_format", "response format", "json_schema", "json_object")
 _EXCERPT = 200
+#: How much server text is scrubbed for an excerpt: far more than the excerpt, so the cut made
+#: after scrubbing always falls inside scrubbed text.
+_EXCERPT_WINDOW = 16 * 1024
+#: An error response's body is read up to this much (only an excerpt of it is shown).
+_ERROR_BODY_BYTES = 64 * 1024
 _VERSION = "0.1.0"
 
 
@@ -116,8 +129,71 @@ def parse_retry_after(value: str | None, *, now: float | None = None) -> float |
     return max(0.0, seconds)
 
 
+class ResponseTooLargeError(InvalidOutputError):
+    """The server sent (or announced) a response body over ``max_response_bytes``. Reading
+    stopped at the cap, so an endless or huge body costs at most that much memory. Not
+    retried; its kind is ``invalid_output``."""
+
+
 class _SchemaUnsupported(Exception):
     pass
+
+
+class _Attempt:
+    """One request's bookkeeping: whether its headers were sent (httpcore's trace extension
+    says so), and whether it has been counted in the ledger."""
+
+    __slots__ = ("counted", "sent")
+
+    def __init__(self) -> None:
+        self.sent = False
+        self.counted = False
+
+    async def trace(self, event: str, info: Mapping[str, Any]) -> None:
+        if event.endswith("send_request_headers.complete"):
+            self.sent = True
+
+    def count(self, ledger: list[Usage], usage: Usage) -> None:
+        if not self.counted:
+            self.counted = True
+            ledger.append(usage)
+
+
+_Decoder = Any  # a zlib decompress object
+
+
+def _decoder(encoding: str) -> _Decoder | str | None:
+    """None for an identity body, a zlib decompressor for gzip/deflate, else the encoding's
+    name (which the caller refuses)."""
+    names = [e.strip().lower() for e in encoding.split(",") if e.strip()]
+    names = [e for e in names if e != "identity"]
+    if not names:
+        return None
+    if names in (["gzip"], ["x-gzip"], ["deflate"]):
+        return zlib.decompressobj(32 + zlib.MAX_WBITS)  # gzip or zlib header, detected
+    return ", ".join(names)
+
+
+def _decoded(decoder: _Decoder | None, raw: bytes, room: int) -> list[bytes]:
+    """``raw`` decoded, stopping once more than ``room`` bytes came out (a small compressed
+    chunk may inflate a thousandfold: it is never inflated past the cap)."""
+    if decoder is None:
+        return [raw]
+    out: list[bytes] = []
+    data = raw
+    try:
+        while data and room > 0:
+            chunk = decoder.decompress(data, room)
+            out.append(chunk)
+            room -= len(chunk)
+            data = decoder.unconsumed_tail
+    except zlib.error as exc:
+        raise _fail(
+            InvalidOutputError,
+            f"the response body could not be decompressed ({exc})",
+            retryable=False,
+        ) from None
+    return out
 
 
 class ChatClient:
@@ -133,6 +209,7 @@ class ChatClient:
             weakref.WeakKeyDictionary()
         )
         self._random = random.Random()
+        self._scrubber = Scrubber(settings.secrets())
 
     def __repr__(self) -> str:
         return f"ChatClient({public_url(self.settings.base_url)!r}, model={self.settings.model!r})"
@@ -174,6 +251,8 @@ class ChatClient:
         s = self.settings
         headers = {
             "Accept": "application/json",
+            # Plain bytes, so that max_response_bytes bounds what is read off the wire too.
+            "Accept-Encoding": "identity",
             "Content-Type": "application/json",
             "User-Agent": f"rankseam-openai/{_VERSION}",
         }
@@ -183,16 +262,19 @@ class ChatClient:
         return headers
 
     def scrub(self, text: str) -> str:
-        """``text`` with every secret value replaced by ``***``."""
-        for secret in self.settings.secrets():
-            text = text.replace(secret, "***")
-        return text
+        """``text`` with every run of a secret value replaced by ``***``, however the server
+        wrote it (see :mod:`rankseam_openai.scrub`)."""
+        return self._scrubber(text)
 
     def _excerpt(self, text: str) -> str:
+        """A short, one-line excerpt of server text for a message: scrubbed *first* (a secret
+        split by a line break, or cut by the excerpt, would escape a later scrub), then
+        normalised and cut."""
+        text = self.scrub(text[:_EXCERPT_WINDOW])
         text = " ".join(text.split())
         if len(text) > _EXCERPT:
             text = text[:_EXCERPT] + "..."
-        return self.scrub(text)
+        return text
 
     def _mode(self) -> str:
         mode = self.settings.json_mode
@@ -226,58 +308,136 @@ class ChatClient:
     async def _send(
         self, body: dict[str, Any], timeout: float, ledger: list[Usage], mode: str
     ) -> Completion:
+        """One request. It counts in ``ledger`` once its headers were sent (then the server has
+        it, whatever happens next: a timeout, a cancellation, an unreadable answer); a request
+        that never left (no connection) counts zero calls.
+
+        Errors are raised outside the ``except`` blocks that caught the HTTP library's
+        exceptions, so none chains to them (``__context__``): those hold the request and its
+        ``Authorization`` header."""
         where = public_url(self.settings.base_url)
         payload = json.dumps(body, ensure_ascii=False).encode()
         client = self._client()  # built outside the timeout: building it is not waiting
+        attempt = _Attempt()
+        failure: BackendError | None = None
         try:
             async with asyncio.timeout(timeout):
-                response = await client.post(
-                    self.settings.url,
-                    content=payload,
-                    headers=self._headers(),
-                    timeout=httpx.Timeout(timeout),
+                # The request (its Authorization header) is never held in a local variable.
+                response = await client.send(
+                    client.build_request(
+                        "POST",
+                        self.settings.url,
+                        content=payload,
+                        headers=self._headers(),
+                        timeout=httpx.Timeout(timeout),
+                        extensions={"trace": attempt.trace},
+                    ),
+                    stream=True,
                 )
+                try:
+                    return await self._read(response, attempt, ledger, mode)
+                finally:
+                    await response.aclose()
         except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
-            ledger.append(Usage(1, 0, 0))  # nothing was sent
-            raise _fail(
+            failure = _fail(
                 BackendUnavailableError,
                 f"could not connect to {where} ({type(exc).__name__}: "
                 f"{self._excerpt(str(exc)) or 'no detail'}); is the server running and base_url "
                 "right?",
                 retryable=True,
-            ) from None
+            )
         except (TimeoutError, httpx.TimeoutException):
-            ledger.append(Usage(1, None, None))
-            raise _fail(
+            failure = _fail(
                 BackendTimeoutError,
                 f"no complete answer from {where} within {timeout:.3g} s; raise timeout_s if the "
                 "model is slow",
                 retryable=True,
-            ) from None
+            )
         except (httpx.NetworkError, httpx.RemoteProtocolError) as exc:
-            ledger.append(Usage(1, None, None))
-            raise _fail(
+            failure = _fail(
                 BackendUnavailableError,
                 f"the connection to {where} failed ({type(exc).__name__}: "
                 f"{self._excerpt(str(exc)) or 'no detail'})",
                 retryable=True,
-            ) from None
+            )
         except httpx.HTTPError as exc:
-            ledger.append(Usage(1, 0, 0))
-            raise _fail(
+            failure = _fail(
                 BackendUnavailableError,
                 f"the request to {where} could not be made ({type(exc).__name__}: "
                 f"{self._excerpt(str(exc))}); check base_url",
                 retryable=False,
-            ) from None
-        return self._read(response, ledger, mode)
+            )
+        finally:
+            if not attempt.counted:  # failed, timed out or cancelled before an answer was read
+                ledger.append(Usage(1, None, None) if attempt.sent else Usage(0, 0, 0))
+        assert failure is not None  # every other path returned or raised
+        raise failure
 
-    def _read(self, response: httpx.Response, ledger: list[Usage], mode: str) -> Completion:
+    async def _read_body(self, response: httpx.Response, limit: int, *, error: bool) -> bytes:
+        """The response body, read as it streams in and never more than ``limit`` bytes
+        (after decompression). Past the limit, an error response's body is cut there; any
+        other raises :class:`ResponseTooLargeError` at once."""
+        where = public_url(self.settings.base_url)
+        setting = "max_response_bytes"
+        declared = response.headers.get("content-length", "").strip()
+        if not error and declared.isdigit() and int(declared) > limit:
+            raise _fail(
+                ResponseTooLargeError,
+                f"{where} announced a {int(declared)}-byte response (Content-Length), over "
+                f"{setting}={limit}; nothing was read. Raise {setting} if replies really are "
+                "that large, else check the server",
+                retryable=False,
+                status_code=response.status_code,
+            )
+        decoder = _decoder(response.headers.get("content-encoding", ""))
+        if isinstance(decoder, str):
+            raise _fail(
+                InvalidOutputError,
+                f"{where} answered with Content-Encoding {decoder!r}, which this client does "
+                "not read (it asks for identity and accepts gzip or deflate)",
+                retryable=False,
+                status_code=response.status_code,
+            )
+        parts: list[bytes] = []
+        total = 0
+        async for raw in response.aiter_raw():
+            for chunk in _decoded(decoder, raw, limit - total + 1):
+                parts.append(chunk)
+                total += len(chunk)
+            if total > limit:
+                if error:
+                    return b"".join(parts)[:limit]
+                raise _fail(
+                    ResponseTooLargeError,
+                    f"{where} sent a response body over {setting}={limit} bytes; reading "
+                    f"stopped there. Raise {setting} if replies really are that large (a long "
+                    "max_tokens), else check the server",
+                    retryable=False,
+                    status_code=response.status_code,
+                )
+        if decoder is not None:
+            tail = decoder.flush()
+            total += len(tail)
+            parts.append(tail)
+            if total > limit and not error:
+                raise _fail(
+                    ResponseTooLargeError,
+                    f"{where} sent a response body over {setting}={limit} bytes",
+                    retryable=False,
+                    status_code=response.status_code,
+                )
+        return b"".join(parts)
+
+    async def _read(
+        self, response: httpx.Response, attempt: _Attempt, ledger: list[Usage], mode: str
+    ) -> Completion:
         where = public_url(self.settings.base_url)
         status = response.status_code
+        limit = self.settings.max_response_bytes
         if status >= 300:
-            ledger.append(Usage(1, 0, 0))
-            detail = self._excerpt(response.text)
+            attempt.count(ledger, Usage(1, 0, 0))
+            raw = await self._read_body(response, min(limit, _ERROR_BODY_BYTES), error=True)
+            detail = self._excerpt(raw.decode("utf-8", "replace"))
             if (
                 status in (400, 422)
                 and self.settings.json_mode == "auto"
@@ -310,41 +470,51 @@ class ChatClient:
             )
         content_type = response.headers.get("content-type", "")
         if "json" not in content_type.lower():
-            ledger.append(Usage(1, None, None))
+            attempt.count(ledger, Usage(1, None, None))
             raise _fail(
                 InvalidOutputError,
-                f"{where} answered with content type {content_type or 'none'!r}, not JSON; is "
-                "base_url the API root of an OpenAI-compatible server (usually ending in /v1)?",
+                f"{where} answered with content type {self._excerpt(content_type) or 'none'!r}, "
+                "not JSON; is base_url the API root of an OpenAI-compatible server (usually "
+                "ending in /v1)?",
                 retryable=False,
                 status_code=status,
             )
         try:
-            data = json.loads(response.content)
-        except ValueError:
-            ledger.append(Usage(1, None, None))
+            content = await self._read_body(response, limit, error=False)
+        except BackendError:
+            attempt.count(ledger, Usage(1, None, None))
+            raise
+        unreadable = False
+        try:
+            data = json.loads(content)
+        except (ValueError, RecursionError):
+            unreadable = True  # raised below: never chained to the decoder's error (it holds
+            # the whole body)
+        if unreadable:
+            attempt.count(ledger, Usage(1, None, None))
             raise _fail(
                 InvalidOutputError,
-                f"{where} answered with a body that is not valid JSON ({len(response.content)} "
+                f"{where} answered with a body that is not valid JSON ({len(content)} "
                 "bytes); is it an OpenAI-compatible chat/completions endpoint?",
                 retryable=False,
                 status_code=status,
-            ) from None
+            )
         usage = _usage_of(data)
-        ledger.append(usage)
-        try:
-            choice = data["choices"][0]
-            message = choice["message"]
-            content = message.get("content")
-        except (KeyError, IndexError, TypeError, AttributeError):
+        attempt.count(ledger, usage)
+        choice = data.get("choices") if isinstance(data, dict) else None
+        choice = choice[0] if isinstance(choice, list) and choice else None
+        message = choice.get("message") if isinstance(choice, dict) else None
+        if not isinstance(message, dict):
             raise _fail(
                 InvalidOutputError,
                 f"{where} answered without choices[0].message; is it an OpenAI-compatible "
                 "chat/completions endpoint?",
                 retryable=False,
                 status_code=status,
-            ) from None
-        if not isinstance(content, str) or not content.strip():
-            refusal = message.get("refusal") if isinstance(message, dict) else None
+            )
+        text = message.get("content")
+        if not isinstance(text, str) or not text.strip():
+            refusal = message.get("refusal")
             why = f"the model refused: {self._excerpt(str(refusal))}" if refusal else "it was empty"
             raise _fail(
                 InvalidOutputError,
@@ -353,7 +523,11 @@ class ChatClient:
                 status_code=status,
             )
         finish = choice.get("finish_reason") if isinstance(choice, dict) else None
-        return Completion(content, usage, 1, mode, finish if isinstance(finish, str) else None)
+        # The reply reaches rationales, traces and error messages: a secret the server echoed
+        # into it is scrubbed here, once.
+        return Completion(
+            self.scrub(text), usage, 1, mode, finish if isinstance(finish, str) else None
+        )
 
     async def _attempt(
         self,
@@ -435,18 +609,19 @@ class ChatClient:
             before_sleep=self._before_sleep,
             reraise=True,
         )
+        final: BackendError | None = None
         try:
             completion: Completion = await retrying(
                 self._attempt, messages, schema, name, ledger, started
             )
         except BackendError as exc:
-            usage = Usage.total(ledger)
-            elapsed = time.monotonic() - started
-            raise attach(self._final(exc, len(ledger), elapsed), usage, len(ledger)) from None
+            final = self._final(exc, _requests(ledger), time.monotonic() - started)
         except BaseException as exc:  # cancellation and the unexpected: keep the cost visible
-            attach(exc, Usage.total(ledger), len(ledger))
+            attach(exc, Usage.total(ledger), _requests(ledger))
             raise
-        return attrs.evolve(completion, usage=Usage.total(ledger), attempts=len(ledger))
+        if final is not None:  # raised here, outside the except block: nothing chains to it
+            raise attach(final, Usage.total(ledger), _requests(ledger))
+        return attrs.evolve(completion, usage=Usage.total(ledger), attempts=_requests(ledger))
 
     def _final(self, exc: BackendError, requests: int, elapsed: float) -> BackendError:
         s = self.settings
@@ -470,6 +645,11 @@ class ChatClient:
         final.status_code = getattr(exc, "status_code", None)  # type: ignore[attr-defined]
         final.retryable = getattr(exc, "retryable", False)  # type: ignore[attr-defined]
         return final
+
+
+def _requests(ledger: list[Usage]) -> int:
+    """Requests the server received: the ledger's calls (a request that never left is 0)."""
+    return sum(u.calls for u in ledger)
 
 
 @functools.cache

@@ -22,6 +22,7 @@ from rankseam.types import frozen_mapping
 __all__ = [
     "DEFAULT_BASE_URL",
     "DEFAULT_KEY_ENV",
+    "DEFAULT_MAX_RESPONSE_BYTES",
     "ENV_BASE_URL",
     "ENV_MODEL",
     "JSON_MODES",
@@ -36,6 +37,9 @@ ENV_MODEL = "RANKSEAM_OPENAI_MODEL"
 #: The environment variable read for the key when ``api_key`` is not set.
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
+#: The default cap on one response body (1 MiB): a decision reply is under 1 kB, a listwise
+#: reply a few kB; with 16 requests in flight, at most 16 MiB of bodies are held at once.
+DEFAULT_MAX_RESPONSE_BYTES = 1 << 20
 #: ``schema``: response_format json_schema; ``json_object``: JSON mode; ``none``: no
 #: response_format (the prompt alone asks for JSON); ``auto``: schema, falling back to
 #: json_object and then none when the server says it lacks the previous one.
@@ -105,6 +109,8 @@ class OpenAISettings:
     temperature: float = 0.0
     max_tokens: int = 256
     max_connections: int = 16
+    #: The most bytes of one response body that are read (after decompression).
+    max_response_bytes: int = 1_048_576
     #: Query string of the base URL (e.g. Azure's ``api-version``). Not a secret: it is part of
     #: the URL that HTTP libraries log. Kept out of descriptors all the same.
     query: str = attrs.field(default="", repr=False)
@@ -135,6 +141,7 @@ class OpenAISettings:
             "max_attempts": self.max_attempts,
             "temperature": self.temperature,
             "max_tokens": self.max_tokens,
+            "max_response_bytes": self.max_response_bytes,
             "api_key": "set" if self.api_key is not None else "unset",
             "headers": sorted(self.headers),
         }
@@ -155,6 +162,7 @@ OPENAI_OPTIONS = (
     "temperature",
     "max_tokens",
     "max_connections",
+    "max_response_bytes",
 )
 
 
@@ -300,6 +308,13 @@ def settings_from_options(
         ),
         max_connections=_integer(
             what, "max_connections", options.get("max_connections", 16), low=1, high=1024
+        ),
+        max_response_bytes=_integer(
+            what,
+            "max_response_bytes",
+            options.get("max_response_bytes", DEFAULT_MAX_RESPONSE_BYTES),
+            low=1024,
+            high=1 << 30,
         ),
         query=query,
     )

@@ -18,24 +18,35 @@ of the request body) answers; without one the server answers HTTP 400 "no reply 
 Faults (:class:`Reply` constructors): ``delayed(s)``, ``rate_limited(retry_after)``,
 ``error(status)`` (500/503/...), ``reset()`` (TCP RST, no answer), ``malformed_body()``,
 ``json(...)`` with a schema-violating object, ``prose_around_json(...)``, ``hanging_body()``
-(headers and part of the body, then nothing), ``wrong_content_type()``. :data:`FAULTS` names
-each; ``server.inject(name, times=None)`` applies one to the next ``times`` requests (all when
-None), whatever the responder would have answered.
+(headers and part of the body, then nothing), ``wrong_content_type()``, ``endless_body()`` (a
+200 whose body never ends, sent as fast as the client reads). :data:`FAULTS` names each;
+``server.inject(name, times=None)`` applies one to the next ``times`` requests (all when None),
+whatever the responder would have answered.
+
+``server.settle()`` waits until every connection the server has accepted (or has waiting) has
+been read and recorded, so that ``len(server.chat_requests)`` can be compared with what a
+client counted even when the client gave up on a request the moment it was sent.
 """
 
 from __future__ import annotations
 
+import html
 import json
+import re
+import select
 import socket
 import struct
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+from urllib.parse import unquote, unquote_plus
 
 import attrs
+
+from rankseam_openai.scrub import MIN_FRAGMENT
 
 __all__ = [
     "FAULTS",
@@ -44,7 +55,10 @@ __all__ = [
     "Reply",
     "Responder",
     "decision_responder",
+    "echo_shapes",
+    "exception_texts",
     "generation_responder",
+    "leaked_fragment",
     "user_payload",
 ]
 
@@ -148,6 +162,12 @@ class Reply:
         )
 
     @classmethod
+    def endless_body(cls, chunk: bytes = b" " * 65536) -> Reply:
+        """HTTP 200, JSON content type, no Content-Length, and ``chunk`` repeated until the
+        client hangs up (a server gone wrong; the client must cap what it reads)."""
+        return cls(200, chunk, (("Content-Type", "application/json"),), action="endless")
+
+    @classmethod
     def malformed_body(cls) -> Reply:
         return cls.raw(b'{"id": "chatcmpl-bad", "choices": [{"message": {"content": "ye')
 
@@ -212,6 +232,16 @@ class _Server(ThreadingHTTPServer):
     def handle_error(self, request: Any, client_address: Any) -> None:  # quiet: faults are normal
         pass
 
+    def get_request(self) -> Any:
+        # Counted *before* accept() takes the connection off the listen queue, so that
+        # settle() never sees a connection in neither place.
+        self.owner.connection_opened()
+        try:
+            return super().get_request()
+        except BaseException:
+            self.owner.connection_read()
+            raise
+
 
 class _Handler(BaseHTTPRequestHandler):
     server: _Server
@@ -226,6 +256,19 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         self._handle()
 
+    _read_done = False
+
+    def _mark_read(self) -> None:
+        if not self._read_done:
+            self._read_done = True
+            self.server.owner.connection_read()
+
+    def handle(self) -> None:
+        try:
+            super().handle()
+        finally:
+            self._mark_read()  # a connection closed before sending a whole request
+
     def _handle(self) -> None:
         owner = self.server.owner
         length = int(self.headers.get("Content-Length") or 0)
@@ -238,6 +281,7 @@ class _Handler(BaseHTTPRequestHandler):
             self.command, self.path, dict(self.headers.items()), body, time.monotonic()
         )
         reply = owner.next_reply(request)
+        self._mark_read()
         if reply.delay_s and owner.stopping.wait(reply.delay_s):
             return
         self.close_connection = True
@@ -250,7 +294,7 @@ class _Handler(BaseHTTPRequestHandler):
             names = {k.lower() for k, _ in reply.headers}
             for name, value in reply.headers:
                 self.send_header(name, value)
-            if "content-length" not in names:
+            if "content-length" not in names and reply.action != "endless":
                 self.send_header("Content-Length", str(len(reply.body)))
             self.send_header("Connection", "close")
             self.end_headers()
@@ -258,6 +302,8 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.flush()
             if reply.action == "hang":
                 owner.stopping.wait(owner.hang_s)
+            while reply.action == "endless" and not owner.stopping.is_set():
+                self.wfile.write(reply.body)  # until the client hangs up (OSError)
         except OSError:
             pass  # the client gave up (timeout) — expected in fault tests
 
@@ -290,6 +336,7 @@ class FakeOpenAIServer:
         self._fault: str | None = None
         self._fault_left: int | None = None
         self._lock = threading.Lock()
+        self._unread = 0  # connections accepted (or being accepted) and not yet read
         self.stopping = threading.Event()
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
@@ -374,6 +421,37 @@ class FakeOpenAIServer:
             self._fault = None
             self._fault_left = None
 
+    def connection_opened(self) -> None:
+        with self._lock:
+            self._unread += 1
+
+    def connection_read(self) -> None:
+        with self._lock:
+            self._unread -= 1
+
+    def settle(self, timeout: float = 30.0) -> FakeOpenAIServer:
+        """Wait until no connection is waiting to be accepted and every accepted one has been
+        read (its request recorded, or the client hung up first). Call it after the client
+        returned and before counting ``requests``: a client may give up on a request it has
+        just sent, and the server thread records it a moment later."""
+        if self._server is None:
+            raise RuntimeError("FakeOpenAIServer is not started; use it as a context manager")
+        sock = self._server.socket
+        deadline = time.monotonic() + timeout
+        while True:
+            # The order matters: first the listen queue, then the count (see get_request).
+            waiting = bool(select.select([sock], [], [], 0)[0])
+            with self._lock:
+                unread = self._unread
+            if not waiting and unread == 0:
+                return self
+            if time.monotonic() > deadline:
+                raise TimeoutError(
+                    f"FakeOpenAIServer did not settle within {timeout} s "
+                    f"({unread} connection(s) unread, listen queue {'not ' * (not waiting)}empty)"
+                )
+            time.sleep(0.005)
+
     @property
     def chat_requests(self) -> list[RecordedRequest]:
         return [r for r in self.requests if _is_chat(r.path)]
@@ -438,4 +516,115 @@ FAULTS: dict[str, Callable[[Reply], Reply]] = {
     "prose_around_json": _prose,
     "hanging_body": lambda good: Reply.hanging_body(),
     "wrong_content_type": lambda good: Reply.wrong_content_type(),
+    "endless_body": lambda good: Reply.endless_body(),
 }
+
+
+# -- secret-leak tests ------------------------------------------------------------------------
+
+
+#: Where rankseam-openai cuts an excerpt of server text for a message (characters).
+EXCERPT = 200
+
+
+def _pct(text: str, lower: bool = False) -> str:
+    out = "".join(f"%{b:02X}" for b in text.encode())
+    return out.lower() if lower else out
+
+
+def echo_shapes(secret: str) -> Iterator[tuple[str, str]]:
+    """(name, text) pairs, each holding ``secret`` in one shape a server may echo it in: split
+    by whitespace at every position, across every cut point of an excerpt, percent-, JSON-,
+    ``\\x``- and HTML-escaped, after a long run of whitespace."""
+    yield "verbatim", f"invalid api key: {secret}"
+    yield "quoted", f"invalid api key: 'Bearer {secret}'"
+    for i in range(1, len(secret)):  # a line break at every position; other breaks at some
+        yield f"split-newline-{i}", f"key {secret[:i]}\n{secret[i:]} refused"
+        if i % 3 == 0:
+            yield f"split-space-{i}", f"key {secret[:i]} {secret[i:]} refused"
+            yield f"split-crlf-tab-{i}", f"key {secret[:i]}\r\n\t{secret[i:]} refused"
+    yield "wrapped-every-4", "\n".join(secret[i : i + 4] for i in range(0, len(secret), 4))
+    yield "spaced-out", " ".join(secret)
+    yield "percent", f"key={_pct(secret)}"
+    yield "percent-lower", f"key={_pct(secret, lower=True)}"
+    yield "percent-split", f"key={_pct(secret[:10])}%0A{_pct(secret[10:])}"
+    yield "json-unicode", "key=" + "".join(f"\\u{ord(c):04x}" for c in secret)
+    yield "json-unicode-upper", "key=" + "".join(f"\\u{ord(c):04X}" for c in secret)
+    yield "hex-escape", "key=" + "".join(f"\\x{ord(c):02x}" for c in secret)
+    yield "html-decimal", "key=" + "".join(f"&#{ord(c)};" for c in secret)
+    yield "html-hex", "key=" + "".join(f"&#x{ord(c):x};" for c in secret)
+    yield "escaped-slashes", "key=" + "".join("\\" + c if c in "-/" else c for c in secret)
+    yield "json-newline-escape", f"key {secret[:12]}\\n{secret[12:]}"
+    # the key across every cut point of the excerpt (200 characters), whether the body is the
+    # text itself or a JSON error object around it (which puts the text 23 characters in)
+    for pad in range(EXCERPT - len(secret) - 30, EXCERPT + 5):
+        yield f"cut-{pad}", "x" * pad + secret + " trailing text"
+    # the key at the end of a long run of whitespace (the excerpt is cut after normalising)
+    yield "after-whitespace", " " * 20_000 + secret
+    yield "after-newlines", "\n" * 16_380 + secret
+
+
+def _variants(text: str) -> Iterator[str]:
+    """``text`` and every decoding of it a reader could apply."""
+    yield text
+    squeezed = re.sub(r"\s+", "", text)
+    yield squeezed
+    for candidate in (text, squeezed):
+        yield unquote(candidate)
+        yield unquote_plus(candidate)
+        yield html.unescape(candidate)
+        yield re.sub(r"\\u([0-9a-fA-F]{4})", lambda m: chr(int(m.group(1), 16)), candidate)
+        yield re.sub(r"\\x([0-9a-fA-F]{2})", lambda m: chr(int(m.group(1), 16)), candidate)
+        yield re.sub(r"\\(.)", r"\1", candidate)
+        yield re.sub(r"\\[nrt]", "", candidate)
+        yield re.sub(r"%0[aAdD9]|%20", "", candidate)
+
+
+def leaked_fragment(text: str, secrets: Iterable[str]) -> str | None:
+    """The first run of a secret (``MIN_FRAGMENT`` characters or more) found in ``text`` or in
+    any decoding of it (whitespace removed, percent-, JSON-, HTML-unescaped), or None."""
+    secrets = tuple(secrets)
+    for variant in _variants(text):
+        for secret in secrets:
+            for i in range(len(secret) - MIN_FRAGMENT + 1):
+                fragment = secret[i : i + MIN_FRAGMENT]
+                if fragment in variant:
+                    return fragment
+    return None
+
+
+def exception_texts(exc: BaseException) -> Iterator[str]:
+    """Everything an exception exposes: message, repr, attributes, and the same for every
+    exception it chains to (``__cause__``, ``__context__``), including an HTTP library
+    exception's request and its headers (for secret-leak tests)."""
+    seen: set[int] = set()
+    todo: list[BaseException] = [exc]
+    while todo:
+        current = todo.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        yield str(current)
+        yield repr(current)
+        yield from _headers_of(current)
+        for name, value in vars(current).items():
+            yield f"{name}={value!r}"
+            yield from _headers_of(value)
+        for linked in (current.__cause__, current.__context__):
+            if linked is not None:
+                todo.append(linked)
+
+
+def _headers_of(obj: object) -> Iterator[str]:
+    """The headers of ``obj`` (a request) or of the request it holds (an HTTP error)."""
+    for holder in (obj, _attribute(obj, "_request"), _attribute(obj, "request")):
+        headers = _attribute(holder, "headers")
+        if isinstance(headers, Mapping):
+            yield json.dumps({str(k): str(v) for k, v in headers.items()})
+
+
+def _attribute(obj: object, name: str) -> Any:
+    try:
+        return getattr(obj, name, None)
+    except Exception:  # httpx's HTTPError.request raises when no request is attached
+        return None

@@ -17,7 +17,8 @@ Failure is closed (the rerank role gets the *unwrapped* backend):
 - the per-search deadline (``deadline_s``) raises ``RerankError(reason="timeout")``.
 
 Every failure first cancels and awaits the calls still running, and carries the cost so far as
-its ``usage`` attribute (the seam reports it in a degraded trace).
+its ``usage`` attribute (the seam reports it in a degraded trace); so does the
+``asyncio.CancelledError`` of a rerank cancelled from outside.
 
 Concurrency: at most ``window`` calls are issued ahead of the first candidate whose verdict is
 not yet used (``window=1`` is the reference RFC's sequential scan). Verdicts are *used* in
@@ -29,7 +30,9 @@ window can spend up to ``window - 1`` calls beyond the sequential scan.
 Cost: one :class:`~rankseam.types.CandidateRecord` per call issued (rank, outcome, latency,
 usage, detail). ``usage.calls`` counts every call issued -- a call counts once, or as many
 model calls as the backend reports for it -- including calls cancelled after the limit was
-reached (their token counts are unknown, ``None``). Tokens are summed; one unknown makes the
+reached or by the deadline: such a call counts what the backend attached to the cancellation
+(``exc.usage``: every request it sent, retries included), else one call with unknown tokens,
+and zero when it was cancelled before it started. Tokens are summed; one unknown makes the
 total unknown.
 
 ``discarded_rank_count`` is always 0: the policy only ever emits valid, unique coarse ranks, so
@@ -93,6 +96,8 @@ class _Scan:
         self.kept: list[int] = []
         self.used = 0  # verdicts used, in coarse order
         self.records: dict[int, CandidateRecord] = {}
+        #: What a cancelled call had spent when it was cancelled (absent: it never started).
+        self.cancelled_usage: dict[int, Usage] = {}
         self.n = n
 
     def usage(self, cancel_detail: str) -> Usage:
@@ -105,7 +110,8 @@ class _Scan:
             record = self.records.get(i)
             if record is None:
                 if task.cancelled():
-                    record = CandidateRecord(i + 1, "cancelled", 0.0, _UNKNOWN_CALL, cancel_detail)
+                    spent = self.cancelled_usage.get(i, Usage.zero())  # zero: never started
+                    record = CandidateRecord(i + 1, "cancelled", 0.0, spent, cancel_detail)
                 elif task.exception() is not None:
                     exc = task.exception()
                     assert exc is not None
@@ -221,6 +227,12 @@ class DecisionReranker:
             )
             _attach_usage(error, scan.usage("cancelled: deadline passed"))
             raise error from exc
+        except asyncio.CancelledError as exc:
+            # Cancelled from outside (the seam's own deadline, the caller): what the calls sent
+            # is still spent; it travels on the cancellation for whoever reports it.
+            if all(task.done() for task in scan.tasks):
+                _attach_usage(exc, scan.usage("cancelled: the rerank was cancelled"))
+            raise
         except Exception as exc:
             _attach_usage(exc, scan.usage("cancelled: a call failed"))
             raise
@@ -248,9 +260,17 @@ class DecisionReranker:
             records=records,
         )
 
-    async def _ask(self, query: str, candidate: Candidate) -> _Answer:
+    async def _ask(self, scan: _Scan, index: int, query: str, candidate: Candidate) -> _Answer:
         started = time.perf_counter()
-        raw = await self.backend.evaluate(rerank_request(query, candidate.text))
+        try:
+            raw = await self.backend.evaluate(rerank_request(query, candidate.text))
+        except asyncio.CancelledError as exc:
+            # A call cancelled (limit reached, deadline passed) still cost what it sent: the
+            # backend attaches that to the cancellation (``exc.usage``, retries and the request
+            # in flight included); a backend that does not counts one call, tokens unknown.
+            spent = getattr(exc, "usage", None)
+            scan.cancelled_usage[index] = spent if isinstance(spent, Usage) else _UNKNOWN_CALL
+            raise
         result = checked_result(raw, self.backend)
         return result, (time.perf_counter() - started) * 1000.0
 
@@ -261,8 +281,9 @@ class DecisionReranker:
         try:
             while scan.used < n and len(scan.kept) < k:
                 while len(scan.tasks) < n and len(scan.tasks) - scan.used < self.window:
+                    index = len(scan.tasks)
                     scan.tasks.append(
-                        asyncio.create_task(self._ask(query, candidates[len(scan.tasks)]))
+                        asyncio.create_task(self._ask(scan, index, query, candidates[index]))
                     )
                 head = scan.tasks[scan.used]
                 if not head.done():

@@ -20,8 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from rankseam.store.bulk import BulkReader
-from rankseam.store.schema import SCHEMA_VERSION
+from rankseam.store.contract import BulkReader, Store
 from rankseam.store.snapshot.format import (
     DATA_NAME,
     FORMAT_NAME,
@@ -34,7 +33,6 @@ from rankseam.store.snapshot.format import (
     snapshot_id,
 )
 from rankseam.store.snapshot.reports import ExportReport
-from rankseam.store.sqlite import SQLiteStore
 
 __all__ = ["export_snapshot"]
 
@@ -71,7 +69,7 @@ def _check_store(bulk: BulkReader, spaces: Sequence[str]) -> None:
 
 
 def export_snapshot(
-    store: SQLiteStore, out: str | os.PathLike[str], *, gzip: bool = False
+    store: Store, out: str | os.PathLike[str], *, gzip: bool = False
 ) -> ExportReport:
     """Write a snapshot of ``store`` into the new folder ``out``. The store is read in one read
     transaction (writers are not blocked); the folder appears complete or not at all."""
@@ -106,7 +104,11 @@ def export_snapshot(
         manifest: dict[str, Any] = {
             "format": FORMAT_NAME,
             "format_version": FORMAT_VERSION,
-            "store": {"schema_version": SCHEMA_VERSION, "tokenizer": store.tokenizer},
+            "store": {
+                "kind": store.kind,
+                "schema_version": store.schema_version,
+                "tokenizer": store.tokenizer,
+            },
             "spaces": [
                 {"key": key, "descriptor": desc, "vectors": vectors.get(key, 0)}
                 for key, desc in spaces

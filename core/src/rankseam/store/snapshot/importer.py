@@ -11,11 +11,11 @@ import time
 import attrs
 
 from rankseam.embedding import EmbedderDescriptor
-from rankseam.store.bulk import BulkWriter, MemoryRows
+from rankseam.store.contract import BulkWriter, Store
+from rankseam.store.records import MemoryRows
 from rankseam.store.snapshot.format import SnapshotError
 from rankseam.store.snapshot.reports import ImportReport
 from rankseam.store.snapshot.verify import RecordReader, open_snapshot
-from rankseam.store.sqlite import SQLiteStore
 
 __all__ = ["import_snapshot"]
 
@@ -57,7 +57,7 @@ def _merge_one(bulk: BulkWriter, mem: MemoryRows, n: _MergeCounts) -> None:
 
 
 def import_snapshot(
-    store: SQLiteStore,
+    store: Store,
     path: str | os.PathLike[str],
     *,
     merge: bool = False,
@@ -71,7 +71,9 @@ def import_snapshot(
     started = time.perf_counter()
     snap = open_snapshot(path)
     tokenizer = snap.manifest["store"]["tokenizer"]
-    if tokenizer != store.tokenizer:
+    # snapshots written before stores were plugins carry no kind: they come from SQLite
+    kind = snap.manifest["store"].get("kind", "sqlite")
+    if kind == store.kind and tokenizer != store.tokenizer:
         raise SnapshotError(
             f"the snapshot comes from a store with FTS tokenizer {tokenizer!r}, the target uses "
             f"{store.tokenizer!r}; lexical scores would differ: import into a store created "
@@ -99,6 +101,11 @@ def import_snapshot(
     if not merge:
         counts.added = reader.memories
     notes = []
+    if kind != store.kind:
+        notes.append(
+            f"the snapshot comes from a {kind!r} store, this is a {store.kind!r} store: every id, "
+            "revision, text and vector is kept; lexical scores follow this store's analysis"
+        )
     if active_space is not None and reader.memories and active_space.key not in snap.spaces:
         notes.append(
             f"the snapshot holds no vectors of the active embedder space {active_space.key!r}; "

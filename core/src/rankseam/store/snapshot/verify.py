@@ -134,6 +134,8 @@ def _check_manifest(manifest: dict[str, Any], folder: Path) -> CheckedSnapshot:
         store = manifest["store"]
         if not isinstance(store.get("tokenizer"), str):
             raise ValueError("store.tokenizer is missing")
+        if not isinstance(store.get("kind", "sqlite"), str):
+            raise ValueError("store.kind is not a store name")
         spaces: dict[str, EmbedderDescriptor] = {}
         for entry in manifest["spaces"]:
             spaces[entry["key"]] = descriptor_of(entry)

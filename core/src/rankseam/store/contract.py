@@ -1,0 +1,297 @@
+"""The store contract: what a store backend implements (docs/writing-plugins.md, "Writing a
+store"). The embedded SQLite store (:class:`rankseam.store.sqlite.SQLiteStore`) is one
+implementation; a plugin registers others with the ``register_stores`` hook.
+
+Words used throughout:
+
+- A **memory** is ``(namespace, memory_id)``; each write of it is an immutable **revision**
+  ``1, 2, 3, ...`` (a :class:`~rankseam.types.MemoryRef` names one). The newest revision is the
+  memory's **head**; it is **live** (searchable) unless the memory is **tombstoned**
+  (deleted). Every revision stays readable by its ref forever.
+- A **row key** (``key``) is an integer the store assigns to each revision: unique in the
+  store, never reused, growing with write order, stable while the store exists. Candidate
+  sources answer with row keys; the host turns them into refs through the snapshot they came
+  from (:meth:`StoreReader.identities`), so a hit always cites an exact stored revision.
+- An **embedder space** is an :class:`~rankseam.plugin.EmbedderDescriptor`'s ``key``: a vector
+  is stored with the space it belongs to and is compared only with vectors of that space.
+
+Every method may be called from several threads at once; several processes may write the
+same store at once (a server store) or one at a time (the SQLite file's write lock).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from rankseam.embedding import EmbedderDescriptor
+from rankseam.store.records import (
+    BatchCounts,
+    MemoryRows,
+    PreparedRecord,
+    RevisionRow,
+    StoredMemory,
+)
+from rankseam.types import MemoryRef
+
+__all__ = ["BulkReader", "BulkWriter", "Store", "StoreReader", "Vectors"]
+
+#: Stored vectors of several revisions: the read-only ``n × d`` float32 matrix when every one
+#: has a vector, else one read-only vector or ``None`` per revision (see ``decode_vectors``).
+#: The same type as the rerank seam's ``rankseam.seam.Vectors``.
+Vectors = np.ndarray | list[np.ndarray | None]
+
+
+@runtime_checkable
+class StoreReader(Protocol):
+    """One consistent read snapshot of a store, held for a short time (one search's coarse
+    pool). The store's own candidate sources receive it as ``SourceRequest.reader`` and may
+    use whatever else the store's reader offers (its query language); the host uses only
+    these three methods."""
+
+    def identities(self, keys: Sequence[int], /) -> Mapping[int, MemoryRef]:
+        """The ref of each key among ``keys`` that is a *live* revision in this snapshot; a
+        key that is retired, tombstoned or unknown is left out (so no source can bring back
+        a revision that is not live)."""
+        ...
+
+    def memories(self, keys: Sequence[int], /) -> Mapping[int, StoredMemory]:
+        """The revisions ``keys`` exactly as stored (text, importance, metadata, created_at,
+        content hash of that revision), read in this snapshot."""
+        ...
+
+    def resolve(self, ref: MemoryRef, /) -> int | None:
+        """The row key of the revision ``ref`` cites, or None when the store has no such
+        revision (for sources that know memories by ref)."""
+        ...
+
+
+@runtime_checkable
+class BulkReader(Protocol):
+    """The whole store in one read transaction: what a snapshot export reads."""
+
+    def spaces(self) -> list[tuple[str, dict[str, Any]]]:
+        """Every registered embedder space: ``(key, descriptor.to_dict())``, sorted by key."""
+        ...
+
+    def vectors_outside(self, spaces: Sequence[str], /) -> int:
+        """How many stored vectors belong to none of ``spaces``."""
+        ...
+
+    def write_order(self) -> tuple[np.ndarray | None, int]:
+        """``(keys, n)``: the row key of every revision, ascending (= write order), as an
+        int64 array, and the number of revisions; ``keys`` is None when they are exactly
+        ``1..n`` (a revision's position in write order is then its key)."""
+        ...
+
+    def revisions(self, spaces: Sequence[str], /) -> Iterator[tuple[Any, ...]]:
+        """Every revision of every memory, ordered by (namespace, memory id, revision), as
+        tuples ``(namespace, memory_id, deleted, deleted_at, head_revision, key, revision,
+        text, importance, metadata_json, created_at, content_hash, live, *vector)`` with one
+        vector per space of ``spaces`` (little-endian float32 bytes, or None)."""
+        ...
+
+
+@runtime_checkable
+class BulkWriter(Protocol):
+    """Bulk rows written in ONE write transaction (what a snapshot import writes): all or
+    nothing. The store commits it when the ``bulk_write()`` block ends without an exception
+    (and makes searches of every namespace written to see the change)."""
+
+    @property
+    def revisions_written(self) -> int:
+        """Revisions written so far."""
+        ...
+
+    @property
+    def vectors_written(self) -> int:
+        """Vectors written so far."""
+        ...
+
+    def counts(self) -> tuple[int, int]:
+        """``(memories, revisions)`` the store holds now."""
+        ...
+
+    def register_space(self, descriptor: EmbedderDescriptor, /) -> None:
+        """Record an embedder space (a known key is left alone)."""
+        ...
+
+    def insert(self, memory: MemoryRows, /) -> None:
+        """Insert a memory the store does not hold, with its whole history and tombstone. Each
+        revision's row key is its ``seq`` (so a clone keeps the source's write order); its
+        head is live unless the memory is deleted."""
+        ...
+
+    def head(self, namespace: str, memory_id: str, /) -> tuple[int, int, bool] | None:
+        """``(head key, head revision, deleted)`` of a memory, or None when unknown."""
+        ...
+
+    def history(
+        self, namespace: str, memory_id: str, upto: int, /
+    ) -> list[tuple[int, str, float, str]]:
+        """``(revision, content_hash, importance, metadata_json)`` of revisions ``1..upto``,
+        oldest first."""
+        ...
+
+    def retire(self, key: int, /) -> None:
+        """Take the revision ``key`` out of search (it stays readable by its ref)."""
+        ...
+
+    def append(self, memory: MemoryRows, revisions: Sequence[RevisionRow], /) -> None:
+        """Add ``revisions`` (the newest part of ``memory``'s history) under fresh row keys
+        and set the memory's head and tombstone to ``memory``'s."""
+        ...
+
+
+@runtime_checkable
+class Store(Protocol):
+    """A memory store: namespaces, immutable revisions, tombstones, embedder spaces, a read
+    snapshot for search, bulk reads and writes for snapshots. See the module docstring."""
+
+    @property
+    def kind(self) -> str:
+        """The name the store backend is registered under (``"sqlite"``, ``"postgres"``)."""
+        ...
+
+    @property
+    def location(self) -> str:
+        """Where the store is, safe to show (no password): a path or a redacted URL."""
+        ...
+
+    @property
+    def tokenizer(self) -> str:
+        """The store's lexical analysis (SQLite: the FTS5 tokenizer, e.g. ``"porter"``). A
+        snapshot records it; importing into a store of the same kind with another one is
+        refused (lexical scores would differ)."""
+        ...
+
+    @property
+    def schema_version(self) -> int:
+        """The version of the store's schema (snapshots record it)."""
+        ...
+
+    def close(self) -> None:
+        """Release connections and threads; the store is unusable afterwards."""
+        ...
+
+    # -- embedder spaces -------------------------------------------------------------------
+
+    def register_space(self, descriptor: EmbedderDescriptor, /) -> None:
+        """Record an embedder space (``descriptor.key``; a known key is left alone)."""
+        ...
+
+    # -- writes: each call is ONE transaction, all or nothing -----------------------------
+
+    def add(
+        self, record: PreparedRecord, /, *, space: str | None, same_is_ok: bool = False
+    ) -> tuple[MemoryRef, bool]:
+        """Add a new memory: revision 1, or the next revision of a tombstoned id (which is
+        live again). Returns the ref and True. A live id is refused with a
+        :class:`~rankseam.errors.ValidationError` that says to use ``update``, except with
+        ``same_is_ok`` when its head has the same content hash, importance (None counts as
+        0.5) and metadata (None counts as ``"{}"``): then nothing is written and the answer is
+        the head's ref and False. ``space``: the space of ``record.vector``."""
+        ...
+
+    def update(self, record: PreparedRecord, /, *, space: str | None) -> MemoryRef:
+        """Write the next revision of a live memory (the previous head is retired from search
+        in the same transaction); importance and metadata left None keep the previous
+        revision's. :class:`~rankseam.plugin.MemoryNotFoundError` for an unknown or deleted
+        id."""
+        ...
+
+    def delete(self, namespace: str, memory_id: str, /) -> MemoryRef:
+        """Tombstone a memory: its head leaves search, every revision stays readable. Returns
+        the head's ref. :class:`~rankseam.plugin.MemoryNotFoundError` for an unknown or
+        already deleted id."""
+        ...
+
+    def write_batch(
+        self,
+        records: Sequence[PreparedRecord],
+        /,
+        *,
+        space: str | None,
+        vectors: np.ndarray | None = None,
+    ) -> BatchCounts:
+        """Write ``records`` in ONE transaction, in order (an id may occur several times). A
+        new id is added (revision 1); a known id gets the next revision when its content hash,
+        importance or metadata changed or it was deleted, else it is counted ``unchanged``.
+        ``vectors``: one row per record (else each record's ``vector``), stored in ``space``.
+        A process killed during the call leaves the batch wholly written or not at all."""
+        ...
+
+    def put_vectors(self, items: Sequence[tuple[int, str, np.ndarray]], /, *, space: str) -> None:
+        """Store vectors ``(key, namespace, vector)`` in ``space`` (replacing one the revision
+        had in that space), in one transaction."""
+        ...
+
+    # -- reads -----------------------------------------------------------------------------
+
+    def iter_missing_vectors(
+        self, space: str, /, *, page: int = 500
+    ) -> Iterator[list[tuple[int, str, str]]]:
+        """Pages (at most ``page`` long, key order) of live revisions ``(key, namespace,
+        text)`` that have no vector in ``space``; nothing is held open between pages."""
+        ...
+
+    def get(self, namespace: str, memory_id: str, /) -> StoredMemory:
+        """A memory's head revision (``deleted`` set when it is tombstoned);
+        :class:`~rankseam.plugin.MemoryNotFoundError` when the id is unknown."""
+        ...
+
+    def get_ref(self, ref: MemoryRef, /) -> StoredMemory:
+        """Exactly the revision ``ref`` cites (``deleted``: the memory is tombstoned);
+        :class:`~rankseam.plugin.MemoryNotFoundError` when there is no such revision."""
+        ...
+
+    def iter_memories(
+        self, namespace: str, /, *, include_deleted: bool = False
+    ) -> Iterator[StoredMemory]:
+        """The live heads of ``namespace`` (with tombstoned heads too when
+        ``include_deleted``), in write order, streamed page by page."""
+        ...
+
+    def namespaces(self) -> list[str]:
+        """Every namespace that holds a memory, sorted."""
+        ...
+
+    def stats(self) -> dict[str, Any]:
+        """At least ``namespaces`` (``{name: {"memories", "deleted", "revisions"}}``),
+        ``memories`` (live memories in all namespaces) and ``vectors_by_space`` (``{space
+        key: vectors of live revisions}``); anything else the store wants to show (no
+        secrets)."""
+        ...
+
+    def read(self) -> AbstractContextManager[StoreReader]:
+        """One short read transaction: a consistent snapshot in which a search's candidate
+        sources run and its pool is read. Held only while the coarse pool is built, never
+        while a reranker runs; writers are not blocked by it."""
+        ...
+
+    def vectors_of(self, keys: Sequence[int | None], descriptor: EmbedderDescriptor, /) -> Vectors:
+        """The stored vectors of revisions ``keys`` in ``descriptor``'s space (None for a key
+        that is None or has no vector there), read together (what a reranker that asks for
+        embeddings gets). Use ``decode_vectors`` on the stored bytes."""
+        ...
+
+    def maintain_index(
+        self, namespace: str, descriptor: EmbedderDescriptor, /, *, force: bool = False
+    ) -> Any:
+        """Bring the vector index of ``namespace`` × ``descriptor``'s space up to date now
+        (``Memory.maintain_index``); a description of the index, or None when the store has
+        nothing to do (a server that maintains its index itself answers None)."""
+        ...
+
+    # -- snapshots -------------------------------------------------------------------------
+
+    def bulk_read(self) -> AbstractContextManager[BulkReader]:
+        """The whole store in one read transaction (what an export reads); writers carry on."""
+        ...
+
+    def bulk_write(self) -> AbstractContextManager[BulkWriter]:
+        """One write transaction for bulk rows (what an import writes): all or nothing."""
+        ...

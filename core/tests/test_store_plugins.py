@@ -1,0 +1,340 @@
+"""Stores as a plugin role: a store plugin found through its entry point, chosen by the target's
+URL scheme, with its own candidate sources; the conformance kit run against it (and failing for
+broken stores); passwords in targets never shown."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+import rankseam
+from rankseam.cli import cli
+from rankseam.compose import Config
+from rankseam.errors import ConfigurationError
+from rankseam.plugins import get_plugins
+from rankseam.store.target import parse_target, redact, scrub
+from rankseam.testing import StoreContract
+
+#: The ``install`` fixture (conftest.py) takes ``(entry_point_name, module_source)``.
+Install = Callable[..., None]
+
+#: A store plugin: the SQLite store behind the scheme ``mirror://USER:PASSWORD@localhost/PATH``,
+#: with candidate sources of its own that record that they ran. ``?broken=NAME`` breaks one
+#: part of the contract on purpose (the kit must notice).
+MIRROR = """
+from urllib.parse import parse_qs, urlsplit
+
+import rankseam
+from rankseam.store.sqlite import SQLiteStore
+
+CALLS = []
+
+
+class MirrorStore(SQLiteStore):
+    kind = "mirror"
+    broken = ""
+    url = ""
+
+    def get_ref(self, ref):
+        if self.broken == "get_ref":  # answers the head, whatever revision is asked for
+            return self.get(ref.namespace, ref.memory_id)
+        return super().get_ref(ref)
+
+    @property
+    def location(self):
+        return self.url if self.broken == "location" else self.path
+
+
+def open_mirror(target, options, context):
+    parts = urlsplit(target.url)
+    if parts.path.endswith("refuse-me.sqlite3"):
+        raise RuntimeError(f"could not connect to {target.url} (password rejected)")
+    store = MirrorStore(parts.path)
+    store.broken = parse_qs(parts.query).get("broken", [""])[0]
+    store.url = target.url
+    return store
+
+
+class Lexical:
+    admits, needs_query_vector = True, False
+
+    def candidates(self, request, /):
+        CALLS.append("lexical")
+        terms = [t for t in request.query.lower().split() if t.isalnum()]
+        match = " OR ".join(f'"{t}"' for t in terms)
+        return request.reader.lexical(match, request.namespace, request.k) if terms else []
+
+
+class Vector:
+    admits, needs_query_vector = True, True
+
+    def candidates(self, request, /):
+        CALLS.append("vector")
+        return request.reader.vector(
+            request.namespace, request.embedder, request.query_vector, request.k
+        )
+
+
+class Importance:
+    admits, needs_query_vector = False, False
+
+    def candidates(self, request, /):
+        CALLS.append("importance")
+        scores = request.reader.importance(request.admitted)
+        return sorted(scores.items(), key=lambda item: (-item[1], item[0]))
+
+
+@rankseam.hookimpl
+def register_stores(register):
+    register("mirror", open_mirror, schemes=("mirror",), summary="SQLite behind a URL")
+
+
+@rankseam.hookimpl
+def register_candidate_sources(register):
+    register("lexical", lambda o, c: Lexical(), store="mirror")
+    register("vector", lambda o, c: Vector(), store="mirror")
+    register("importance", lambda o, c: Importance(), store="mirror")
+    register("mirror_only", lambda o, c: Lexical(), store="mirror")
+"""
+
+SECRET = "hunter2-s3cret"
+
+
+def mirror_url(path: Path, query: str = "") -> str:
+    return f"mirror://kit:{SECRET}@localhost{path}" + (f"?{query}" if query else "")
+
+
+@pytest.fixture
+def mirror(install: Install) -> Any:
+    install("mirror", MIRROR)
+    import rs_test_mirror  # type: ignore[import-not-found]
+
+    rs_test_mirror.CALLS.clear()
+    return rs_test_mirror
+
+
+# -- choosing a store ----------------------------------------------------------------------
+
+
+def test_a_store_plugin_opens_its_scheme_with_its_own_sources(mirror: Any, tmp_path: Path) -> None:
+    url = mirror_url(tmp_path / "m.sqlite3")
+    with rankseam.open_memory(url) as memory:
+        assert memory.store.kind == "mirror"
+        ref = memory.add("the mirror store keeps a walrus").ref
+        hits = memory.search("walrus", 5).hits
+        assert [h.ref for h in hits] == [ref]
+        assert set(mirror.CALLS) == {"lexical", "vector", "importance"}
+        shown = [repr(memory), memory.path, json.dumps(memory.stats()), repr(memory.config)]
+        assert all(SECRET not in text for text in shown), shown
+        assert memory.path == str(tmp_path / "m.sqlite3")
+    listed = {p.name: p.to_dict() for p in get_plugins()}
+    assert listed["mirror"]["components"] == {
+        "store": ["mirror"],
+        "candidate_source": ["lexical", "vector", "importance", "mirror_only"],
+    }
+
+
+def test_the_cli_takes_a_url_and_never_prints_its_password(mirror: Any, tmp_path: Path) -> None:
+    url = mirror_url(tmp_path / "cli.sqlite3")
+    runner = CliRunner()
+    added = runner.invoke(cli, ["add", "a heron at the mirror pond", "--db", url])
+    assert added.exit_code == 0, added.output
+    found = runner.invoke(cli, ["search", "heron", "--db", url, "--json"])
+    assert found.exit_code == 0, found.output
+    assert json.loads(found.output)["hits"][0]["text"] == "a heron at the mirror pond"
+    stats = runner.invoke(cli, ["stats", "--db", url])
+    assert stats.exit_code == 0 and SECRET not in stats.output
+    failed = runner.invoke(cli, ["search", "x", "--db", mirror_url(tmp_path / "refuse-me.sqlite3")])
+    assert failed.exit_code == 1
+    assert SECRET not in failed.output and "kit:***@localhost" in failed.output
+    plugins = runner.invoke(cli, ["plugins", "--options"])
+    assert SECRET not in plugins.output and '"mirror"' in plugins.output
+
+
+def test_an_unknown_scheme_names_the_installed_stores_without_the_password(
+    mirror: Any,
+) -> None:
+    with pytest.raises(ConfigurationError) as info:
+        rankseam.open_memory(f"nosuch://admin:{SECRET}@db.example/prod")
+    message = str(info.value)
+    assert SECRET not in message and "nosuch://admin:***@db.example/prod" in message
+    assert "sqlite (sqlite://" in message and "mirror (mirror://" in message
+
+
+def test_a_failing_store_factory_is_reported_without_the_password(
+    mirror: Any, tmp_path: Path
+) -> None:
+    with pytest.raises(ConfigurationError) as info:
+        rankseam.open_memory(mirror_url(tmp_path / "refuse-me.sqlite3"))
+    message = str(info.value)
+    assert SECRET not in message
+    assert "store 'mirror' (plugin 'mirror') could not open" in message
+    assert "RuntimeError: could not connect to mirror://kit:***@localhost" in message
+    assert info.value.__suppress_context__  # the original error (with the URL) is not shown
+
+
+def test_a_source_of_another_store_is_refused_by_name(mirror: Any, tmp_path: Path) -> None:
+    with pytest.raises(ConfigurationError, match="runs on the store"):
+        rankseam.open_memory(
+            tmp_path / "plain.sqlite3",
+            config={"search": {"sources": ["lexical", "mirror_only"]}},
+        )
+    # the same names resolve to each store's own sources
+    with rankseam.open_memory(tmp_path / "plain.sqlite3") as memory:
+        memory.add("plain sqlite walrus")
+        assert memory.search("walrus", 3).hits
+    assert mirror.CALLS == []
+
+
+def test_two_stores_claiming_one_scheme_name_both_plugins(install: Install) -> None:
+    install("mirror", MIRROR)
+    install("mirror2", MIRROR.replace('register("mirror", ', 'register("mirror2", '))
+    listed = {p.name: p.to_dict() for p in get_plugins()}
+    refused = [p for p in listed.values() if p["status"] == "error"]
+    assert len(refused) == 1
+    assert "URL scheme 'mirror' is claimed by store" in refused[0]["error"]
+    assert "'mirror'" in refused[0]["error"] and "'mirror2'" in refused[0]["error"]
+
+
+def test_a_sqlite_url_needs_an_absolute_path(tmp_path: Path) -> None:
+    with pytest.raises(ConfigurationError, match="sqlite:///ABSOLUTE/PATH"):
+        rankseam.open_memory("sqlite://somehost/x.sqlite3")
+    path = tmp_path / "by url.sqlite3"
+    with rankseam.open_memory("sqlite://" + str(path).replace(" ", "%20")) as memory:
+        memory.add("a url-opened store")
+        assert memory.path == str(path)
+    with rankseam.open_memory(path) as memory:  # the same file, by its plain path
+        assert memory.stats()["memories"] == 1
+
+
+# -- targets -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("target", "shown"),
+    [
+        ("postgresql://app:pw@db:5432/mem", "postgresql://app:***@db:5432/mem"),
+        ("postgresql://app:p@ss/w:rd@db/mem", "postgresql://app:***@db/mem"),
+        ("postgresql://app@db/mem", "postgresql://app@db/mem"),
+        (
+            "postgresql://db/mem?sslmode=require&password=pw",
+            "postgresql://db/mem?sslmode=require&password=***",
+        ),
+        ("postgresql:///mem?host=/tmp&PassWord=pw#x", "postgresql:///mem?host=/tmp&PassWord=***#x"),
+        ("/var/lib/rankseam/p:w@x.sqlite3", "/var/lib/rankseam/p:w@x.sqlite3"),
+        ("sqlite:///tmp/x.sqlite3", "sqlite:///tmp/x.sqlite3"),
+        ("C://Users/x.sqlite3", "C://Users/x.sqlite3"),
+    ],
+)
+def test_redaction(target: str, shown: str) -> None:
+    assert redact(target) == shown
+    parsed = parse_target(target)
+    assert str(parsed) == shown and shown in repr(parsed)
+
+
+def test_scrub_hides_the_password_as_written_and_decoded() -> None:
+    url = "postgresql://app:p%40ss%2Fword@db/mem"
+    message = f"connection to {url} failed: password 'p@ss/word' rejected; p%40ss%2Fword"
+    out = scrub(message, url)
+    assert "p@ss/word" not in out and "p%40ss%2Fword" not in out
+    assert "postgresql://app:***@db/mem" in out
+
+
+def test_schemes_and_plain_paths() -> None:
+    assert parse_target("PostgreSQL://h/db").scheme == "postgresql"
+    assert parse_target("notes.sqlite3").scheme == "sqlite"
+    assert parse_target("notes.sqlite3").is_path
+    assert parse_target(":memory:").is_path
+    assert parse_target("C://x.sqlite3").is_path  # a drive letter is not a scheme
+    assert not parse_target("sqlite:///x").is_path
+
+
+def test_a_config_never_shows_the_password() -> None:
+    config = Config.from_mapping(
+        {
+            "db": f"postgresql://app:{SECRET}@db/mem",
+            "stores": {"postgres": {"password": SECRET, "pool_max": 4}},
+            "decision_backends": {"openai": {"api_key": SECRET, "model": "m"}},
+        }
+    )
+    shown = repr(config)
+    assert SECRET not in shown
+    assert "'pool_max': 4" in shown and "'model': 'm'" in shown  # the rest stays visible
+    assert config.db is not None and SECRET in config.db  # kept for the store to connect
+    assert config.options("store", "postgres")["password"] == SECRET
+
+
+# -- the kit against a plugin store --------------------------------------------------------
+
+
+class TestMirrorStoreKit(StoreContract):
+    """The conformance kit passes for a store that comes from a plugin."""
+
+    waived_tests = {
+        "test_concurrent_writers_in_processes_lose_nothing": "runs for the SQLite store",
+        "test_a_killed_writer_leaves_only_whole_batches": "runs for the SQLite store",
+    }
+
+    @pytest.fixture
+    def store_target(self, install: Install, tmp_path: Path) -> str:
+        install("mirror", MIRROR)
+        return mirror_url(tmp_path / "kit.sqlite3")
+
+
+class _Kit(StoreContract):
+    """The kit's standard tests, called directly on broken stores."""
+
+
+@pytest.mark.parametrize(
+    ("broken", "test"),
+    [
+        ("get_ref", "test_revisions_are_immutable_and_exact"),
+        ("get_ref", "test_tombstones"),
+        ("location", "test_the_targets_password_is_never_shown"),
+    ],
+)
+def test_the_kit_fails_a_broken_store(mirror: Any, tmp_path: Path, broken: str, test: str) -> None:
+    target = mirror_url(tmp_path / "broken.sqlite3", f"broken={broken}")
+    with pytest.raises(AssertionError):
+        getattr(_Kit(), test)(target)
+    # the same test passes for the store when it is not broken
+    getattr(_Kit(), test)(mirror_url(tmp_path / "fine.sqlite3"))
+
+
+# -- the contract's documentation ----------------------------------------------------------
+
+PAGE = Path(__file__).resolve().parents[2] / "docs" / "writing-plugins.md"
+
+
+def _members(protocol: type) -> list[str]:
+    return sorted(
+        name
+        for name, value in vars(protocol).items()
+        if not name.startswith("_") and (callable(value) or isinstance(value, property))
+    )
+
+
+def test_the_store_section_documents_every_member_of_the_contract() -> None:
+    from rankseam.plugin import Store, StoreReader
+
+    if not PAGE.exists():
+        pytest.fail(f"{PAGE} is missing")
+    section = PAGE.read_text(encoding="utf-8").split("## Writing a store", 1)[1]
+    section = section.split("\n## ", 1)[0]
+    missing = [
+        f"{protocol.__name__}.{name}"
+        for protocol in (Store, StoreReader)
+        for name in _members(protocol)
+        if f"`{name}" not in section and f", `{name}`" not in section
+    ]
+    assert not missing, f"docs/writing-plugins.md 'Writing a store' does not describe {missing}"
+    assert len(_members(Store)) >= 20 and _members(StoreReader) == [
+        "identities",
+        "memories",
+        "resolve",
+    ]

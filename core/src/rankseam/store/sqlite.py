@@ -806,6 +806,8 @@ class SQLiteStore:
                 rows.clear()
             pending.clear()
 
+        # the batch's vectors in the stored format at once (each row's bytes are sliced off)
+        stored = None if vectors is None else np.ascontiguousarray(vectors, dtype="<f4")
         with self._write() as conn:
             touched: set[str] = set()
             heads = self._heads(conn, records)
@@ -856,9 +858,11 @@ class SQLiteStore:
                     )
                 )
                 fts_rows.append((next_rid, rec.text))
-                vector = rec.vector if vectors is None else vectors[i]
-                if vector is not None and space is not None:
-                    vector_rows.append((space, next_rid, encode_vector(vector)))
+                if space is not None:
+                    if stored is not None:
+                        vector_rows.append((space, next_rid, stored[i].tobytes()))
+                    elif rec.vector is not None:
+                        vector_rows.append((space, next_rid, encode_vector(rec.vector)))
                 head_rows.append((rec.namespace, rec.memory_id, next_rid, revision))
                 heads[key] = (next_rid, revision, 0, rec.content_hash, importance, metadata)
                 pending.add(next_rid)

@@ -36,7 +36,7 @@ from typing import Any, NamedTuple
 import attrs
 
 from rankseam.checks import is_real
-from rankseam.embedding import EmbedderDescriptor
+from rankseam.embedding import FUSION_SCALES, EmbedderDescriptor
 from rankseam.types import MemoryRef
 
 __all__ = [
@@ -57,7 +57,7 @@ RRF_K = 60
 FUSION_METHODS = ("convex", "rrf")
 DEFAULT_FUSION = "convex"
 #: How a channel's raw scores map onto [0, 1] (see the module docstring).
-SCALES = ("max", "unit", "minmax")
+SCALES = FUSION_SCALES
 
 
 def _weight(_inst: object, attr: attrs.Attribute[float], value: float) -> None:

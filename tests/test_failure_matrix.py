@@ -261,7 +261,8 @@ def test_decision_deadline_counts_every_request_of_cancelled_retries(
     server.inject("delay")  # every request waits 30 s: each call retries until cancelled
     config = _config(server, "decision")
     config["decision_backends"]["openai"] = {**PATIENT, "base_url": server.base_url}
-    config["rerankers"]["decision"].update(window=window, deadline_s=1.5)
+    # 2.5 s is many 0.2 s attempts: a retry happens before the deadline even on a loaded box
+    config["rerankers"]["decision"].update(window=window, deadline_s=2.5)
     config["search"]["on_error"] = on_error
     with open_memory(db, config=config) as memory:
         if on_error == "raise":
@@ -290,7 +291,7 @@ def test_write_gate_timeout_bounds_add_and_counts_every_request(
     server.inject("delay")
     config = _config(server, "write_gate")
     config["decision_backends"]["openai"] = {**PATIENT, "base_url": server.base_url}
-    config["write_gate"].update(timeout_s=1.0, failure_policy=policy)
+    config["write_gate"].update(timeout_s=2.0, failure_policy=policy)  # many 0.2 s attempts
     with open_memory(str(tmp_path / "gate.sqlite3"), config=config) as memory:
         if policy == "fail_open":
             added = memory.add("ok, thanks!", gate=True)
@@ -307,3 +308,59 @@ def test_write_gate_timeout_bounds_add_and_counts_every_request(
     received = _received(server)
     assert received >= 2  # the backend retried before the gate gave up
     assert usage.calls == received
+
+
+@pytest.mark.parametrize("reranker_name", ["decision", "listwise"])
+def test_a_rerank_cancelled_from_outside_carries_every_request(
+    server: Any, reranker_name: str
+) -> None:
+    """A deadline above the reranker (the seam's, a caller's) cancels it mid-retry: the
+    ``CancelledError`` it ends with carries the usage of every request the server received,
+    the calls made before included (listwise: three windows, the third one cancelled)."""
+    import asyncio
+
+    from rankseam.plugin import make_candidates
+    from rankseam.types import Hit, MemoryRef
+    from rankseam_decision import DecisionReranker
+    from rankseam_listwise import ListwiseOptions, ListwiseReranker
+    from rankseam_openai import make_decision_backend, make_generation_backend
+
+    server.clear()
+    options = {**PATIENT, "base_url": server.base_url}
+    hits = [Hit(MemoryRef("t", f"m{i}", 1), f"memory number {i}", 1.0) for i in range(8)]
+    candidates = make_candidates(hits)
+    reranker: Any
+    if reranker_name == "decision":
+        server.inject("delay")  # every call retries a silent server
+        reranker = DecisionReranker(make_decision_backend(options), window=4, deadline_s=None)
+    else:
+        # two windows answer, the third one retries a silent server
+        server.inject("delay")
+        good = Reply.json({"selected_ranks": [1, 2]})
+        server.script(good, good)
+        reranker = ListwiseReranker(
+            make_generation_backend(options),
+            ListwiseOptions("openai", window=4, stride=2, max_calls=10),
+        )
+
+    async def scenario() -> BaseException:
+        async def guarded() -> BaseException:
+            try:
+                await reranker.rerank(QUERY, candidates, 2)
+            except BaseException as exc:  # the cancellation itself, with what it carries
+                return exc
+            raise AssertionError("the rerank should have been cancelled")
+
+        task = asyncio.ensure_future(guarded())
+        for _ in range(3000):  # cancel once it is retrying (at most 60 s)
+            if len(server.chat_requests) >= 3:
+                break
+            await asyncio.sleep(0.02)
+        task.cancel()
+        return await task
+
+    error = asyncio.run(scenario())
+    assert isinstance(error, asyncio.CancelledError)
+    usage = getattr(error, "usage", None)
+    assert usage is not None, "the cancellation carries no usage"
+    assert usage.calls == _received(server) >= 3

@@ -35,6 +35,7 @@ Example ``rankseam.toml``::
 
 from __future__ import annotations
 
+import difflib
 import inspect
 import os
 import re
@@ -52,7 +53,6 @@ from rankseam.decision import (
     DEFAULT_WRITE_GATE_TIMEOUT_S,
     WRITE_GATE_ROLE,
     DecisionBackend,
-    FailurePolicy,
     Role,
     wrap_for_role,
 )
@@ -212,6 +212,7 @@ def _optional_str(_inst: object, attr: attrs.Attribute[Any], value: object) -> N
 
 
 _GATE_KEYS = ("backend", "enabled", "failure_policy", "timeout_s")
+_GATE_POLICIES = ("fail_open", "fail_closed")  # the values of the failure policy enum
 
 
 def _write_gate(value: object, source: str) -> dict[str, Any]:
@@ -255,7 +256,7 @@ def _gate_timeout(_inst: object, _attr: attrs.Attribute[Any], value: object) -> 
 
 
 def _gate_policy(_inst: object, _attr: attrs.Attribute[Any], value: object) -> None:
-    if value not in [p.value for p in FailurePolicy]:
+    if value not in _GATE_POLICIES:
         raise ConfigurationError(
             f"write_gate.failure_policy must be 'fail_open' (store with a degraded verdict) or "
             f"'fail_closed' (refuse the write), got {value!r}"
@@ -276,12 +277,37 @@ def _masked(value: Any) -> Any:
     return value
 
 
+#: Largest configuration file read (a rankseam.toml is a few lines; this refuses a wrong path).
+MAX_CONFIG_BYTES = 1 << 20
+
+
+def _known_channels(
+    inst: SearchConfig, attr: attrs.Attribute[Any], value: Mapping[str, Any]
+) -> None:
+    """``weights`` and ``scales`` name configured sources (a misspelt key is refused, never
+    silently ignored)."""
+    unknown = sorted(set(value) - set(inst.sources))
+    if unknown:
+        named = []
+        for name in unknown:
+            close = difflib.get_close_matches(name, inst.sources, n=1)
+            named.append(f"{name!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+        raise ConfigurationError(
+            f"search.{attr.name} names {', '.join(named)}: not configured sources; the "
+            f"sources are {list(inst.sources)}"
+        )
+
+
 @attrs.frozen
 class SearchConfig:
     pool: int = attrs.field(default=DEFAULT_POOL, validator=_pool)
     fusion: str = attrs.field(default=DEFAULT_FUSION, validator=_fusion)
-    weights: Mapping[str, float] = attrs.field(factory=dict, converter=_weights)
-    scales: Mapping[str, str] = attrs.field(factory=dict, converter=_scales)
+    weights: Mapping[str, float] = attrs.field(
+        factory=dict, converter=_weights, validator=_known_channels
+    )
+    scales: Mapping[str, str] = attrs.field(
+        factory=dict, converter=_scales, validator=_known_channels
+    )
     sources: tuple[str, ...] = attrs.field(default=DEFAULT_SOURCES, converter=_source_names)
     reranker: str | None = attrs.field(default=None, validator=_optional_name)
     on_error: str = attrs.field(default="raise", validator=_on_error)
@@ -310,16 +336,14 @@ class Config:
     write_gate_timeout_s: float = attrs.field(
         default=DEFAULT_WRITE_GATE_TIMEOUT_S, validator=_gate_timeout
     )
-    write_gate_failure_policy: str = attrs.field(
-        default=FailurePolicy.FAIL_OPEN.value, validator=_gate_policy
-    )
+    write_gate_failure_policy: str = attrs.field(default="fail_open", validator=_gate_policy)
 
     @property
     def write_gate_role(self) -> Role:
         """The write gate's role: its failure policy and timeout, as configured."""
         return Role(
             WRITE_GATE_ROLE.name,
-            FailurePolicy(self.write_gate_failure_policy),
+            self.write_gate_failure_policy,  # Role converts it to the policy enum
             float(self.write_gate_timeout_s),
         )
 
@@ -381,11 +405,26 @@ class Config:
     def from_toml(cls, path: str | os.PathLike[str]) -> Config:
         p = Path(path)
         try:
-            data = tomllib.loads(p.read_text(encoding="utf-8"))
+            if p.stat().st_size > MAX_CONFIG_BYTES:
+                raise ConfigurationError(
+                    f"config file {str(p)!r} is larger than {MAX_CONFIG_BYTES} bytes; a "
+                    "rankseam.toml is a few lines: check the path"
+                )
+            data = tomllib.loads(p.read_bytes().decode("utf-8"))
         except FileNotFoundError:
             raise ConfigurationError(f"config file {str(p)!r} does not exist") from None
-        except tomllib.TOMLDecodeError as exc:
-            raise ConfigurationError(f"config file {str(p)!r} is not valid TOML: {exc}") from None
+        except UnicodeDecodeError as exc:
+            raise ConfigurationError(
+                f"config file {str(p)!r} is not UTF-8 text (byte {exc.start}: {exc.reason}); "
+                "save it as UTF-8"
+            ) from None
+        except (tomllib.TOMLDecodeError, RecursionError) as exc:
+            what = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+            raise ConfigurationError(f"config file {str(p)!r} is not valid TOML: {what}") from None
+        except OSError as exc:
+            raise ConfigurationError(
+                f"cannot read config file {str(p)!r}: {exc.strerror or exc}; check the path"
+            ) from None
         return cls.from_mapping(data, source=str(p))
 
     def with_env(self, environ: Mapping[str, str] | None = None) -> Config:

@@ -135,6 +135,15 @@ _plot_option = click.option(
     "with a slow embedder) [default: a scratch folder, removed afterwards].",
 )
 @click.option(
+    "--store-url",
+    "store_url",
+    default=None,
+    metavar="URL",
+    help="Build the stores at this URL (another store backend) instead of scratch SQLite "
+    "files; {name} is replaced by a fresh name per store, e.g. "
+    "'postgresql://me@/bench?schema={name}' with rankseam-postgres.",
+)
+@click.option(
     "--max-queries",
     type=click.IntRange(1),
     default=None,
@@ -154,6 +163,7 @@ def quality(
     pool: int,
     out: Path | None,
     stores: Path | None,
+    store_url: str | None,
     max_queries: int | None,
     progress: bool,
     plot: bool,
@@ -205,7 +215,12 @@ def quality(
         config=tables,
         variants=variants,
         stores=stores,
+        store_url=store_url,
     )
+    if store_url is not None:
+        from rankseam.store.target import redact
+
+        body["configuration"]["store_url"] = redact(store_url)
     if max_queries is not None:
         body["configuration"]["max_queries"] = max_queries
     report = finish_report(body, command=_command())

@@ -27,6 +27,7 @@ import inspect
 import logging
 import tempfile
 import time
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -186,6 +187,7 @@ def run_quality(
     config: Mapping[str, Any] | None = None,
     variants: Sequence[SearchVariant] = (),
     stores: str | Path | None = None,
+    store_url: str | None = None,
 ) -> dict[str, Any]:
     """Run every policy over ``dataset`` (on the stores of each of ``embedders``; none given:
     the configured default embedder), with each search variant (``variants``; none given: the
@@ -194,9 +196,19 @@ def run_quality(
 
     ``stores`` keeps the stores in that folder instead of a scratch one, and a later run
     with the same collection and embedder reuses them without ingesting again (a store whose
-    marker names other records or another embedding space is refused)."""
+    marker names other records or another embedding space is refused).
+
+    ``store_url`` puts each store at that URL instead of a scratch SQLite file (another store
+    backend, e.g. ``postgresql://me@/bench?schema={name}``): ``{name}`` is replaced by a name
+    of this run and store, so every store starts empty."""
     if not policies:
         raise ConfigurationError("no policy to benchmark; pass e.g. --rerank none,identity")
+    if store_url is not None and (stores is not None or "{name}" not in store_url):
+        raise ConfigurationError(
+            "--store-url needs a {name} placeholder (each store gets its own, e.g. "
+            "postgresql://me@/bench?schema={name}) and cannot be combined with --stores"
+        )
+    run_id = uuid.uuid4().hex[:8]
     if open_memory is None:
         import rankseam
 
@@ -222,22 +234,26 @@ def run_quality(
                 kwargs["config"] = dict(config)
             ingest_by[key] = 0.0
             for index, collection in enumerate(dataset.collections):
-                if stores is None:
-                    path = Path(tmp) / f"store-{e_index}-{index}.sqlite3"
+                kept = None
+                if store_url is not None:
+                    target = store_url.replace("{name}", f"q{run_id}_{e_index}_{index}")
+                elif stores is None:
+                    target = str(Path(tmp) / f"store-{e_index}-{index}.sqlite3")
                 else:
-                    path = _kept_store(Path(stores), dataset, collection, key)
-                reuse = path.exists()
-                memory = open_memory(str(path), **kwargs)
+                    kept = _kept_store(Path(stores), dataset, collection, key)
+                    target = str(kept)
+                reuse = kept is not None and kept.exists()
+                memory = open_memory(target, **kwargs)
                 try:
                     if key not in assembly:
                         assembly[key] = _assembly(memory)
                     t0 = time.perf_counter()
-                    if reuse:
-                        _check_kept(memory, path, collection)
+                    if reuse and kept is not None:
+                        _check_kept(memory, kept, collection)
                     else:
                         _resolve(memory.ingest(r.to_ingest() for r in collection.records))
-                        if stores is not None:
-                            _mark_kept(memory, path, collection)
+                        if kept is not None:
+                            _mark_kept(memory, kept, collection)
                     ingest_by[key] += time.perf_counter() - t0
                     for variant in variants or [SearchVariant()]:
                         mine = [c for c in these if c.variant == variant]
@@ -246,9 +262,7 @@ def run_quality(
                                 memory, collection, mine, limit, pool, rows, status_counts, bar
                             )
                             continue
-                        other = open_memory(
-                            str(path), **{**kwargs, "config": variant.config(config)}
-                        )
+                        other = open_memory(target, **{**kwargs, "config": variant.config(config)})
                         try:
                             if f"{key}/{variant.label}" not in assembly:
                                 assembly[f"{key}/{variant.label}"] = _assembly(other)
@@ -345,6 +359,7 @@ def _assembly(memory: Any) -> dict[str, Any]:
     if descriptor is not None and hasattr(descriptor, "to_dict"):
         out["embedder"] = descriptor.to_dict()
         out["embedder"]["fusion_weight"] = getattr(descriptor, "fusion_weight", None)
+        out["embedder"]["fusion_scale"] = getattr(descriptor, "fusion_scale", None)
     return out
 
 

@@ -35,7 +35,8 @@ from typing import Any, NamedTuple
 
 import attrs
 
-from rankseam.embedding import EmbedderDescriptor
+from rankseam.checks import is_real
+from rankseam.embedding import FUSION_SCALES, EmbedderDescriptor
 from rankseam.types import MemoryRef
 
 __all__ = [
@@ -56,12 +57,12 @@ RRF_K = 60
 FUSION_METHODS = ("convex", "rrf")
 DEFAULT_FUSION = "convex"
 #: How a channel's raw scores map onto [0, 1] (see the module docstring).
-SCALES = ("max", "unit", "minmax")
+SCALES = FUSION_SCALES
 
 
 def _weight(_inst: object, attr: attrs.Attribute[float], value: float) -> None:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
-        raise ValueError(f"ScoreSpec.{attr.name} must be a number >= 0, got {value!r}")
+    if not is_real(value) or value < 0:  # no NaN, no infinity
+        raise ValueError(f"ScoreSpec.{attr.name} must be a finite number >= 0, got {value!r}")
 
 
 @attrs.frozen
@@ -197,9 +198,11 @@ def fuse(
     if method == "convex" and total > 0:
         fused = {k: v / total for k, v in fused.items()}
     order = sorted(fused, key=lambda k: -fused[k])
-    # Break ties on the fused score by identity bytes (only tied runs pay for sort keys).
+    # Break ties on the fused score by identity bytes (only tied runs pay for sort keys, and
+    # only those that start within the cut: the order past it is dropped).
+    end = len(order) if limit is None else min(limit, len(order))
     i = 0
-    while i < len(order):
+    while i < end:
         j = i + 1
         while j < len(order) and fused[order[j]] == fused[order[i]]:
             j += 1

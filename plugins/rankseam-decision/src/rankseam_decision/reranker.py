@@ -17,7 +17,8 @@ Failure is closed (the rerank role gets the *unwrapped* backend):
 - the per-search deadline (``deadline_s``) raises ``RerankError(reason="timeout")``.
 
 Every failure first cancels and awaits the calls still running, and carries the cost so far as
-its ``usage`` attribute (the seam reports it in a degraded trace).
+its ``usage`` attribute (the seam reports it in a degraded trace); so does the
+``asyncio.CancelledError`` of a rerank cancelled from outside.
 
 Concurrency: at most ``window`` calls are issued ahead of the first candidate whose verdict is
 not yet used (``window=1`` is the reference RFC's sequential scan). Verdicts are *used* in
@@ -226,6 +227,12 @@ class DecisionReranker:
             )
             _attach_usage(error, scan.usage("cancelled: deadline passed"))
             raise error from exc
+        except asyncio.CancelledError as exc:
+            # Cancelled from outside (the seam's own deadline, the caller): what the calls sent
+            # is still spent; it travels on the cancellation for whoever reports it.
+            if all(task.done() for task in scan.tasks):
+                _attach_usage(exc, scan.usage("cancelled: the rerank was cancelled"))
+            raise
         except Exception as exc:
             _attach_usage(exc, scan.usage("cancelled: a call failed"))
             raise

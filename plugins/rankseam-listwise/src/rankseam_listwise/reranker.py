@@ -189,7 +189,13 @@ class ListwiseReranker:
             calls += 1
             try:
                 result = await self._call(query, max_results, [candidates[p] for p in positions])
-            except asyncio.CancelledError:
+            except asyncio.CancelledError as exc:
+                # Cancelled (a deadline, the caller): the calls made so far, and what the one
+                # in flight sent (when its backend attached it), are still spent.
+                spent = getattr(exc, "usage", None)
+                _attach_usage(
+                    exc, usage + (spent if isinstance(spent, Usage) else Usage(1, None, None))
+                )
                 raise
             except Exception as exc:
                 # The failed call was made: count what the backend says it spent.

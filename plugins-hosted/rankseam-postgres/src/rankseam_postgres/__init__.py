@@ -1,0 +1,104 @@
+"""rankseam-postgres: a PostgreSQL + pgvector store for rankseam.
+
+Registers the store ``postgres`` for ``postgresql://`` and ``postgres://`` targets
+(``open_memory("postgresql://user@host/db")``, ``rankseam search --db postgresql://...``) and
+its candidate sources ``lexical`` (full text, BM25), ``vector`` (pgvector) and ``importance``,
+which run on that store only. See docs/plugins/postgres.md.
+
+Options (``[stores.postgres]``): ``password`` (a string or ``{"$env" = "NAME"}``; else the
+URL's, ``PGPASSWORD`` or ``~/.pgpass``), ``schema``, ``pool_min``, ``pool_max``,
+``text_search`` (each also a URL parameter; the option wins).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from rankseam.plugin import (
+    CandidateSourceRegister,
+    FactoryContext,
+    StoreRegister,
+    StoreTarget,
+    hookimpl,
+)
+from rankseam_postgres.url import SCHEMES
+
+if TYPE_CHECKING:
+    from rankseam_postgres.store import PostgresStore
+
+__version__ = "0.1.0"
+
+__all__ = ["SCHEMES", "STORE_OPTIONS", "__version__", "open_store"]
+
+#: Options of ``[stores.postgres]``.
+STORE_OPTIONS = ("password", "schema", "pool_min", "pool_max", "text_search")
+
+
+def open_store(
+    url: str, options: Mapping[str, Any] | None = None, *, create: bool = True
+) -> PostgresStore:
+    """Open the store at ``url`` with ``[stores.postgres]`` ``options``: its schema is
+    created (``create=True``) or migrated on open."""
+    from rankseam_postgres.store import PostgresStore
+    from rankseam_postgres.url import with_options
+
+    return PostgresStore(with_options(url, options or {}), create=create)
+
+
+def _store(target: StoreTarget, options: Mapping[str, Any], context: FactoryContext) -> Any:
+    return open_store(target.url, options, create=target.create)
+
+
+@hookimpl
+def register_stores(register: StoreRegister) -> None:
+    register(
+        "postgres",
+        _store,
+        schemes=SCHEMES,
+        summary="PostgreSQL + pgvector: one store for many processes and machines",
+        options=STORE_OPTIONS,
+    )
+
+
+def _lexical(options: Mapping[str, Any], context: object) -> Any:
+    from rankseam_postgres.sources import PgLexicalSource
+
+    return PgLexicalSource.from_options(options)
+
+
+def _vector(options: Mapping[str, Any], context: object) -> Any:
+    from rankseam_postgres.sources import PgVectorSource
+
+    return PgVectorSource.from_options(options)
+
+
+def _importance(options: Mapping[str, Any], context: object) -> Any:
+    from rankseam_postgres.sources import PgImportanceSource
+
+    return PgImportanceSource.from_options(options)
+
+
+@hookimpl
+def register_candidate_sources(register: CandidateSourceRegister) -> None:
+    register(
+        "lexical",
+        _lexical,
+        summary="PostgreSQL full text, BM25 over OR-joined query terms",
+        options=("ranking", "normalization", "stopwords", "max_df", "max_postings"),
+        store="postgres",
+    )
+    register(
+        "vector",
+        _vector,
+        summary="pgvector cosine over stored vectors of the active embedder (HNSW when large)",
+        options=("min_score",),
+        store="postgres",
+    )
+    register(
+        "importance",
+        _importance,
+        summary="importance prior over admitted candidates",
+        options=(),
+        store="postgres",
+    )

@@ -1,0 +1,271 @@
+"""The store's tables, their version, and the migrations that bring an older store up.
+
+Every table lives in one PostgreSQL schema (``?schema=``, default ``rankseam``) and every
+table's primary key starts with the namespace: a distributed PostgreSQL (Citus) can shard all of
+them by ``namespace`` and keep each namespace's rows, and so each search and each write, on one
+node (docs/plugins/postgres.md, "Sharding by namespace").
+
+Opening a store migrates it automatically, in one transaction, under an advisory lock (many
+processes may open the same store at once; one migrates, the others wait and find it done).
+A store written by a newer rankseam-postgres, or a schema that holds tables but no rankseam
+``meta``, is refused with a :class:`~rankseam.errors.ConfigurationError`.
+
+- version 1: ``meta``, ``namespaces`` (write version, vector epoch, live count and token total
+  for BM25), ``spaces``, ``memories`` (heads and tombstones), ``revisions`` (immutable
+  revisions with their ``tsvector`` and token count; a partial GIN index over live ones),
+  ``vectors`` (pgvector, one row per revision and space; a partial HNSW index per space,
+  built once a namespace of that space reaches 20 000 live memories, see
+  ``PostgresStore.maintain_index``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+import psycopg
+from psycopg import sql
+
+from rankseam.errors import ConfigurationError
+
+__all__ = [
+    "HNSW_MAX_DIMS",
+    "SCHEMA_VERSION",
+    "build_space_index",
+    "ensure_schema",
+    "ensure_space_index",
+    "index_name",
+    "space_index_state",
+]
+
+#: The version this rankseam-postgres writes (the ``meta`` table's ``schema_version``).
+SCHEMA_VERSION = 1
+#: pgvector's HNSW index takes ``vector`` columns of at most this many dimensions; a space with
+#: more is searched exactly.
+HNSW_MAX_DIMS = 2000
+
+_V1 = """
+CREATE TABLE {s}.meta (key text PRIMARY KEY, value text NOT NULL);
+CREATE TABLE {s}.namespaces (
+    name text PRIMARY KEY,
+    version bigint NOT NULL DEFAULT 0,
+    vector_epoch bigint NOT NULL DEFAULT 0,
+    live_count bigint NOT NULL DEFAULT 0,
+    live_tokens bigint NOT NULL DEFAULT 0
+);
+CREATE TABLE {s}.spaces (
+    key text PRIMARY KEY,
+    descriptor text NOT NULL,
+    dimensions integer NOT NULL,
+    metric text NOT NULL
+);
+CREATE SEQUENCE {s}.rid_seq;
+CREATE TABLE {s}.memories (
+    namespace text NOT NULL,
+    memory_id text NOT NULL,
+    head_rid bigint NOT NULL,
+    head_revision integer NOT NULL,
+    deleted boolean NOT NULL DEFAULT false,
+    deleted_at double precision,
+    PRIMARY KEY (namespace, memory_id)
+);
+CREATE TABLE {s}.revisions (
+    namespace text NOT NULL,
+    rid bigint NOT NULL,
+    memory_id text NOT NULL,
+    revision integer NOT NULL,
+    text text NOT NULL,
+    importance double precision NOT NULL,
+    metadata text NOT NULL,
+    created_at double precision NOT NULL,
+    content_hash text NOT NULL,
+    live boolean NOT NULL,
+    retired_version bigint,
+    tokens integer NOT NULL,
+    tsv tsvector NOT NULL,
+    PRIMARY KEY (namespace, rid),
+    UNIQUE (namespace, memory_id, revision)
+);
+CREATE INDEX revisions_rid ON {s}.revisions (rid);
+CREATE INDEX revisions_tsv ON {s}.revisions USING gin (tsv) WHERE live;
+CREATE INDEX revisions_importance ON {s}.revisions (namespace, importance DESC, rid) WHERE live;
+CREATE TABLE {s}.vectors (
+    namespace text NOT NULL,
+    space text NOT NULL,
+    rid bigint NOT NULL,
+    live boolean NOT NULL,
+    vector vector NOT NULL,
+    PRIMARY KEY (namespace, space, rid)
+);
+"""
+
+#: Migrations: MIGRATIONS[v] brings a store from version v to v + 1.
+MIGRATIONS: dict[int, str] = {0: _V1}
+
+
+def _exists(conn: psycopg.Connection[Any], schema: str, table: str) -> bool:
+    row = conn.execute(
+        "SELECT 1 FROM pg_tables WHERE schemaname = %s AND tablename = %s", (schema, table)
+    ).fetchone()
+    return row is not None
+
+
+def _ensure_vector(conn: psycopg.Connection[Any], display: str) -> None:
+    have = conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'vector'").fetchone()
+    if have:
+        return
+    try:
+        with conn.transaction():
+            conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+    except psycopg.errors.InsufficientPrivilege:
+        raise ConfigurationError(
+            f"the database of {display} lacks the pgvector extension and this user may not "
+            "create it; ask its administrator to run `CREATE EXTENSION vector;` in it once"
+        ) from None
+    except psycopg.errors.FeatureNotSupported:  # pragma: no cover - depends on the server
+        raise ConfigurationError(
+            f"the server of {display} has no pgvector extension; install pgvector "
+            "(https://github.com/pgvector/pgvector) on it"
+        ) from None
+    except psycopg.errors.UndefinedFile:
+        raise ConfigurationError(
+            f"the server of {display} has no pgvector extension; install pgvector on it "
+            "(packages postgresql-NN-pgvector, or the pgvector/pgvector container image)"
+        ) from None
+
+
+def ensure_schema(
+    conn: psycopg.Connection[Any],
+    *,
+    schema: str,
+    text_search: str,
+    display: str,
+    create: bool = True,
+) -> str:
+    """Create (``create=True``) or migrate the store in ``schema``; return its text search
+    configuration. ``conn`` is in autocommit mode; the migration runs in one transaction of
+    its own."""
+    if not create and not _exists(conn, schema, "meta"):
+        raise ConfigurationError(
+            f"no rankseam store at {display} (schema {schema!r} holds none); check the URL "
+            "and its ?schema=, or create one first (`rankseam add`, `rankseam ingest`)"
+        )
+    _ensure_vector(conn, display)
+    s = sql.Identifier(schema)
+    with conn.transaction():
+        # one opener migrates; the others wait here and then find the current version
+        conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"rankseam:{schema}",))
+        conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(s))
+        if _exists(conn, schema, "meta"):
+            meta = dict(
+                conn.execute(sql.SQL("SELECT key, value FROM {}.meta").format(s)).fetchall()
+            )
+            version = int(meta.get("schema_version", "0"))
+        else:
+            others = conn.execute(
+                "SELECT count(*) FROM pg_tables WHERE schemaname = %s", (schema,)
+            ).fetchone()
+            if others and others[0]:
+                raise ConfigurationError(
+                    f"the schema {schema!r} of {display} holds tables that are not a rankseam "
+                    "store; choose another schema with ?schema=NAME in the URL"
+                )
+            meta, version = {}, 0
+        if version > SCHEMA_VERSION:
+            raise ConfigurationError(
+                f"the store {display} has schema version {version}, newer than this "
+                f"rankseam-postgres understands ({SCHEMA_VERSION}); upgrade rankseam-postgres"
+            )
+        if version == 0:
+            exists = conn.execute(
+                "SELECT 1 FROM pg_ts_config WHERE cfgname = %s", (text_search,)
+            ).fetchone()
+            if exists is None:
+                raise ConfigurationError(
+                    f"the server of {display} has no text search configuration "
+                    f"{text_search!r}; choose one of `SELECT cfgname FROM pg_ts_config` "
+                    "with ?text_search=NAME"
+                )
+        while version < SCHEMA_VERSION:
+            for statement in MIGRATIONS[version].split(";"):
+                if statement.strip():
+                    conn.execute(sql.SQL(statement).format(s=s))  # type: ignore[arg-type]
+            version += 1
+            if version == 1:
+                conn.execute(
+                    sql.SQL("INSERT INTO {}.meta(key, value) VALUES ('text_search', %s)").format(s),
+                    (text_search,),
+                )
+            conn.execute(
+                sql.SQL(
+                    "INSERT INTO {}.meta(key, value) VALUES ('schema_version', %s) "
+                    "ON CONFLICT (key) DO UPDATE SET value = excluded.value"
+                ).format(s),
+                (str(version),),
+            )
+        if "text_search" not in meta:
+            meta["text_search"] = text_search
+    return str(meta["text_search"])
+
+
+def index_name(space: str) -> str:
+    """The HNSW index of a space (a short digest: index names have at most 63 bytes)."""
+    return "vectors_hnsw_" + hashlib.sha256(space.encode("utf-8")).hexdigest()[:16]
+
+
+def ensure_space_index(
+    conn: psycopg.Connection[Any], schema: str, key: str, descriptor: dict[str, Any]
+) -> None:
+    """Register the space ``key`` in ``spaces`` (a known key is left alone), inside the
+    caller's transaction. Its HNSW index is built later, by :func:`build_space_index`."""
+    dims = int(descriptor["dimensions"])
+    metric = "ip" if descriptor.get("normalization") == "l2" else "cosine"
+    conn.execute(
+        sql.SQL(
+            "INSERT INTO {}.spaces(key, descriptor, dimensions, metric) VALUES (%s, %s, %s, %s) "
+            "ON CONFLICT (key) DO NOTHING"
+        ).format(sql.Identifier(schema)),
+        (key, json.dumps(descriptor, sort_keys=True), dims, metric),
+    )
+
+
+def space_index_state(conn: psycopg.Connection[Any], schema: str, key: str) -> bool | None:
+    """True when the HNSW index of ``key`` exists and is valid, False when a build of it was
+    interrupted (an invalid index), None when there is none."""
+    row = conn.execute(
+        "SELECT i.indisvalid FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+        "JOIN pg_index i ON i.indexrelid = c.oid WHERE n.nspname = %s AND c.relname = %s",
+        (schema, index_name(key)),
+    ).fetchone()
+    return None if row is None else bool(row[0])
+
+
+def build_space_index(
+    conn: psycopg.Connection[Any], schema: str, key: str, dims: int, metric: str
+) -> bool:
+    """Build the partial HNSW index of the space ``key`` (inner product for L2-normalised
+    spaces, cosine otherwise) with ``CREATE INDEX CONCURRENTLY``: writers and searches carry
+    on meanwhile. ``conn`` must be in autocommit mode. A leftover of an interrupted build is
+    dropped first. Returns False when the space has too many dimensions for an index."""
+    if dims > HNSW_MAX_DIMS:
+        return False
+    name = sql.Identifier(schema, index_name(key))
+    state = space_index_state(conn, schema, key)
+    if state:
+        return True
+    if state is False:
+        conn.execute(sql.SQL("DROP INDEX CONCURRENTLY IF EXISTS {}").format(name))
+    conn.execute(
+        sql.SQL(
+            "CREATE INDEX CONCURRENTLY IF NOT EXISTS {name} ON {s}.vectors USING hnsw "
+            "((vector::vector({dims})) {ops}) WHERE space = {key} AND live"
+        ).format(
+            name=sql.Identifier(index_name(key)),
+            s=sql.Identifier(schema),
+            dims=sql.Literal(dims),
+            ops=sql.SQL("vector_ip_ops" if metric == "ip" else "vector_cosine_ops"),
+            key=sql.Literal(key),
+        )
+    )
+    return True

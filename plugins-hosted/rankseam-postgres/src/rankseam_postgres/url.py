@@ -1,0 +1,180 @@
+"""Store URLs: what rankseam reads from a ``postgresql://`` URL, what it hands to libpq, and the
+redacted form that is the only one ever shown (repr, stats, logs, errors).
+
+A URL is a libpq connection URI (``postgresql://user:password@host:port/dbname?param=value``);
+every part may be left out and libpq fills it from the standard ``PG*`` environment variables
+(``PGHOST``, ``PGPORT``, ``PGUSER``, ``PGPASSWORD``, ``PGDATABASE``, ``PGSSLMODE`` ...) and
+``~/.pgpass``. rankseam takes its own parameters out of the query string before libpq sees it:
+
+- ``schema`` (default ``rankseam``): the PostgreSQL schema that holds the store's tables, so one
+  database can hold several stores;
+- ``pool_min`` / ``pool_max`` (default 1 / 10): the connection pool's size per process;
+- ``text_search`` (default ``english``): the text search configuration of a new store (a store
+  keeps the one it was created with).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit, urlunsplit
+
+import attrs
+
+from rankseam.errors import ConfigurationError
+from rankseam.plugin import StoreTarget, check_options, resolve_env_refs
+
+__all__ = ["SCHEMES", "StoreURL", "parse_url", "redact", "with_options"]
+
+#: URL schemes this store answers to.
+SCHEMES = ("postgresql", "postgres")
+
+_IDENT = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
+_SECRET_PARAMS = {"password", "sslpassword"}
+_OWN = {"schema", "pool_min", "pool_max", "text_search"}
+
+
+def redact(url: str) -> str:
+    """``url`` with its password replaced by ``***`` (the host's redaction, the one form every
+    message shows)."""
+    return StoreTarget(url, "postgresql").redacted
+
+
+@attrs.frozen(repr=False)
+class StoreURL:
+    """A parsed store URL. ``conninfo`` goes to libpq and is never shown; ``display`` is the
+    redacted URL."""
+
+    conninfo: str
+    display: str
+    schema: str = "rankseam"
+    pool_min: int = 1
+    pool_max: int = 10
+    text_search: str = "english"
+    secrets: tuple[str, ...] = ()
+    #: A password given apart from the URL (``[stores.postgres] password``); never shown.
+    password: str | None = None
+
+    @property
+    def connect_kwargs(self) -> dict[str, str]:
+        """Keyword arguments for ``psycopg.connect`` besides the conninfo."""
+        return {} if self.password is None else {"password": self.password}
+
+    def __repr__(self) -> str:
+        return f"StoreURL({self.display!r})"
+
+    def scrub(self, message: str) -> str:
+        """``message`` with every secret of this URL replaced by ``***`` (for errors that
+        quote what libpq or the server said)."""
+        for secret in self.secrets:
+            if secret:
+                message = message.replace(secret, "***")
+                message = message.replace(quote(secret, safe=""), "***")
+        return message
+
+
+def _int_param(name: str, value: str, low: int, display: str) -> int:
+    try:
+        out = int(value)
+    except ValueError:
+        out = low - 1
+    if out < low:
+        raise ConfigurationError(
+            f"the store URL {display} has {name}={value!r}; it must be an integer >= {low}"
+        )
+    return out
+
+
+def parse_url(url: str) -> StoreURL:
+    """Parse a ``postgresql://`` store URL (see the module docstring)."""
+    display = redact(url)
+    try:
+        parts = urlsplit(url)
+    except ValueError as exc:
+        raise ConfigurationError(f"cannot parse the store URL {display}: {exc}") from None
+    if parts.scheme not in SCHEMES:
+        raise ConfigurationError(
+            f"the store URL {display} is not a PostgreSQL URL; write postgresql://user@host/db"
+        )
+    secrets: list[str] = []
+    if parts.password:
+        secrets.extend({parts.password, unquote(parts.password)})
+    own: dict[str, str] = {}
+    passed: list[tuple[str, str]] = []
+    for key, value in parse_qsl(parts.query, keep_blank_values=True):
+        if key in _OWN:
+            own[key] = value
+        else:
+            if key in _SECRET_PARAMS:
+                secrets.append(value)
+            passed.append((key, value))
+    schema = own.get("schema", "rankseam")
+    if not _IDENT.match(schema):
+        raise ConfigurationError(
+            f"the store URL {display} has schema={schema!r}; use a lower-case SQL identifier "
+            "(letters, digits, '_', at most 63 characters)"
+        )
+    text_search = own.get("text_search", "english")
+    if not _IDENT.match(text_search):
+        raise ConfigurationError(
+            f"the store URL {display} has text_search={text_search!r}; name a text search "
+            "configuration of the server, e.g. english or simple"
+        )
+    pool_min = _int_param("pool_min", own.get("pool_min", "1"), 0, display)
+    pool_max = _int_param("pool_max", own.get("pool_max", "10"), 1, display)
+    if pool_max < pool_min:
+        raise ConfigurationError(
+            f"the store URL {display} has pool_max={pool_max} < pool_min={pool_min}"
+        )
+    conninfo = urlunsplit(
+        ("postgresql", parts.netloc, parts.path, urlencode(passed, safe="/"), parts.fragment)
+    )
+    return StoreURL(
+        conninfo=conninfo,
+        display=display,
+        schema=schema,
+        pool_min=pool_min,
+        pool_max=pool_max,
+        text_search=text_search,
+        secrets=tuple(secrets),
+    )
+
+
+def with_options(url: str, options: Mapping[str, Any]) -> StoreURL:
+    """The store URL ``url`` with ``[stores.postgres]`` options applied (an option wins over
+    the URL's parameter). ``password`` may be ``{"$env" = "NAME"}``."""
+    check_options("store 'postgres'", options, ["password", *sorted(_OWN)])
+    parsed = parse_url(url)
+    changes: dict[str, Any] = {}
+    for key in ("schema", "text_search"):
+        if key in options:
+            value = options[key]
+            if not isinstance(value, str) or not _IDENT.match(value):
+                raise ConfigurationError(
+                    f"[stores.postgres] {key} must be a lower-case SQL identifier, got {value!r}"
+                )
+            changes[key] = value
+    for key, low in (("pool_min", 0), ("pool_max", 1)):
+        if key in options:
+            value = options[key]
+            if isinstance(value, bool) or not isinstance(value, int) or value < low:
+                raise ConfigurationError(
+                    f"[stores.postgres] {key} must be an integer >= {low}, got {value!r}"
+                )
+            changes[key] = value
+    if "password" in options:
+        password = resolve_env_refs(options["password"], what="[stores.postgres] password")
+        if password is not None:
+            if not isinstance(password, str):
+                raise ConfigurationError(
+                    '[stores.postgres] password must be a string or {"$env" = "NAME"}'
+                )
+            changes["password"] = password
+            changes["secrets"] = (*parsed.secrets, password)
+    out = attrs.evolve(parsed, **changes)
+    if out.pool_max < out.pool_min:
+        raise ConfigurationError(
+            f"the store {out.display} has pool_max={out.pool_max} < pool_min={out.pool_min}"
+        )
+    return out

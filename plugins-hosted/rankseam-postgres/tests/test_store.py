@@ -1,0 +1,178 @@
+"""The PostgreSQL store through the public API: revisions, tombstones, namespaces, spaces,
+bulk ingest, search with its own sources, bad input. (The host's store conformance kit runs in
+test_conformance.py.)"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import rankseam
+from rankseam.errors import ConfigurationError, ValidationError
+from rankseam.memory import IngestError
+from rankseam.plugin import MemoryNotFoundError
+from rankseam.types import MemoryRef
+
+
+def test_revisions_tombstones_and_search(pg_url: str) -> None:
+    with rankseam.open_memory(pg_url) as memory:
+        ref = memory.add("Ada drinks green tea every morning", importance=0.8).ref
+        assert ref is not None and ref.revision == 1
+        ref2 = memory.update(ref.memory_id, "Ada switched to coffee")
+        assert ref2 == MemoryRef("default", ref.memory_id, 2)
+        assert memory.get(ref).text == "Ada drinks green tea every morning"
+        assert memory.get(ref2).importance == 0.8  # importance carried over
+        hits = memory.search("what does Ada drink?", 5, reranker=None).hits
+        assert [h.ref for h in hits] == [ref2]  # only the live revision is searchable
+        assert set(hits[0].matched_by) == {"lexical", "vector"}
+        deleted = memory.delete(ref.memory_id)
+        assert deleted == ref2
+        assert memory.search("coffee", 5, reranker=None).hits == ()
+        assert memory.get(ref2).deleted and memory.get(ref).text.startswith("Ada drinks")
+        again = memory.add("Ada drinks water now", memory_id=ref.memory_id).ref
+        assert again == MemoryRef("default", ref.memory_id, 3)  # the chain continues
+        with pytest.raises(ValidationError, match="use update"):
+            memory.add("something else", memory_id=ref.memory_id)
+        same = memory.add("Ada drinks water now", memory_id=ref.memory_id, importance=0.5)
+        assert same.unchanged and same.ref == again
+
+
+def test_namespaces_are_separate(pg_url: str) -> None:
+    with rankseam.open_memory(pg_url) as memory:
+        memory.add("the blue kettle is in the cupboard", namespace="a", memory_id="k")
+        memory.add("the red kettle is on the stove", namespace="b", memory_id="k")
+        assert memory.namespaces() == ["a", "b"]
+        for ns, word in (("a", "blue"), ("b", "red")):
+            hits = memory.search("kettle", 5, namespace=ns, reranker=None).hits
+            assert [h.ref.namespace for h in hits] == [ns]
+            assert word in hits[0].text
+        stats = memory.stats()
+        assert stats["namespaces"]["a"] == {"memories": 1, "deleted": 0, "revisions": 1}
+        assert stats["memories"] == 2
+
+
+def test_ingest_is_idempotent_and_batches_are_counted(pg_url: str) -> None:
+    records = [{"id": f"m{i}", "text": f"note {i} about the garden shed"} for i in range(120)]
+    with rankseam.open_memory(pg_url) as memory:
+        first = memory.ingest(records, batch_size=50)
+        assert (first.added, first.batches) == (120, 3)
+        second = memory.ingest(records, batch_size=50)
+        assert (second.added, second.updated, second.unchanged) == (0, 0, 120)
+        changed = [
+            *records[1:3],
+            {"id": "m0", "text": "note zero, rewritten"},
+            {"id": "m0", "text": "note zero, rewritten twice"},  # one id twice in one batch
+        ]
+        third = memory.ingest(changed, batch_size=500)
+        assert (third.updated, third.unchanged) == (2, 2)
+        assert memory.get("m0").ref.revision == 3
+        assert memory.get(rankseam.MemoryRef("default", "m0", 2)).text == "note zero, rewritten"
+        assert memory.get("m0").text == "note zero, rewritten twice"
+        assert len(list(memory.list())) == 120
+
+
+def test_bad_records_leave_the_batch_unwritten(pg_url: str) -> None:
+    with rankseam.open_memory(pg_url) as memory:
+        bad = [{"id": "ok", "text": "fine"}, {"id": "bad", "text": ""}]
+        with pytest.raises(IngestError) as err:
+            memory.ingest(bad)
+        assert err.value.index == 2 and err.value.committed == 0
+        assert list(memory.list()) == []
+        with pytest.raises(ValidationError):
+            memory.add("nul \x00 inside")
+        with pytest.raises(MemoryNotFoundError):
+            memory.update("nobody", "text")
+
+
+def test_mixed_space_guard(pg_url: str) -> None:
+    """A vector of another embedder space is never compared with the active one's."""
+    with rankseam.open_memory(pg_url) as memory:
+        memory.add("a small grey cat sleeps on the sofa", memory_id="cat")
+    with rankseam.open_memory(pg_url, config={"embedders": {"hashed": {"dimensions": 64}}}) as m64:
+        hits = m64.search("grey cat", 5, reranker=None).hits
+        assert [h.matched_by for h in hits] == [("lexical",)]  # no vector in the 64-d space
+        assert m64.stats()["vector_coverage"] == 0.0
+        assert m64.reembed().embedded == 1
+        hits = m64.search("grey cat", 5, reranker=None).hits
+        assert set(hits[0].matched_by) == {"lexical", "vector"}
+
+
+def test_vectors_for_a_reranker_are_the_stored_ones(pg_url: str) -> None:
+    with rankseam.open_memory(pg_url) as memory:
+        ref = memory.add("vectors round trip through pgvector", memory_id="v").ref
+        assert ref is not None
+        stored = memory.store.vectors_of([None], memory.embedder.descriptor)
+        assert stored == [None]
+        expected = memory.embedder.embed(["vectors round trip through pgvector"])[0]
+        with memory.store.read() as reader:
+            key = reader.resolve(ref)
+        got = memory.store.vectors_of([key], memory.embedder.descriptor)
+        assert isinstance(got, np.ndarray) and not got.flags.writeable
+        assert got.dtype == np.float32 and np.array_equal(got[0], expected.astype(np.float32))
+
+
+def test_hnsw_index_answers_like_the_exact_scan(pg_url: str) -> None:
+    """Once built, the HNSW index proposes candidates; the scores are exact cosines."""
+    texts = [f"record {i} mentions topic {i % 37} and colour {i % 11}" for i in range(400)]
+    with rankseam.open_memory(pg_url) as memory:
+        memory.ingest({"id": f"r{i}", "text": t} for i, t in enumerate(texts))
+        store = memory.store
+        assert store.maintain_index("default", memory.embedder.descriptor) is None  # small
+        built = store.maintain_index("default", memory.embedder.descriptor, force=True)
+        assert built is not None and built["kind"] == "hnsw"
+        q = memory.embedder.embed(["topic 5 and colour 3"])[0]
+        store.exact_below = 1  # search through the index from now on
+        with store.read() as reader:
+            approx = reader.vector("default", memory.embedder.descriptor, q, 10)
+            exact = reader.vector("default", memory.embedder.descriptor, q, 10, exact=True)
+        assert len(approx) == 10
+        exact_scores = dict(exact)
+        overlap = [key for key, _s in approx if key in exact_scores]
+        assert len(overlap) >= 8
+        for key, score in approx:
+            if key in exact_scores:
+                assert score == pytest.approx(exact_scores[key], abs=1e-6)
+
+
+def test_schema_is_versioned_and_foreign_schemas_are_refused(pg_server, pg_url: str) -> None:
+    import psycopg
+
+    with rankseam.open_memory(pg_url) as memory:
+        assert memory.stats()["schema_version"] == 1
+    schema = pg_url.rsplit("schema=", 1)[1]
+    conninfo = pg_server.base_url
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        conn.execute(f"UPDATE {schema}.meta SET value = '99' WHERE key = 'schema_version'")
+        conn.execute("CREATE SCHEMA foreign_app")
+        conn.execute("CREATE TABLE foreign_app.users (id int)")
+    with pytest.raises(ConfigurationError, match="newer than this"):
+        rankseam.open_memory(pg_url)
+    with pytest.raises(ConfigurationError, match="not a rankseam store"):
+        rankseam.open_memory(pg_server.url("foreign_app"))
+
+
+def test_url_options_are_checked(pg_server) -> None:
+    with pytest.raises(ConfigurationError, match="pool_max"):
+        rankseam.open_memory(pg_server.url(pool_max="0"))
+    with pytest.raises(ConfigurationError, match="schema"):
+        rankseam.open_memory(pg_server.url("Bad-Name"))
+    with pytest.raises(ConfigurationError, match="text search configuration"):
+        rankseam.open_memory(pg_server.url(text_search="klingon"))
+
+
+def test_lexical_rankings_are_selectable(pg_url: str) -> None:
+    with rankseam.open_memory(pg_url) as memory:
+        memory.ingest(
+            [
+                {"id": "a", "text": "the lighthouse keeper paints the lighthouse"},
+                {"id": "b", "text": "a keeper of bees"},
+                {"id": "c", "text": "nothing relevant here"},
+            ]
+        )
+    for ranking in ("bm25", "ts_rank_cd", "ts_rank"):
+        config = {"search": {"sources": ["lexical"]}, "sources": {"lexical": {"ranking": ranking}}}
+        with rankseam.open_memory(pg_url, config=config) as memory:
+            hits = memory.search("lighthouse keeper", 5, reranker=None).hits
+            assert [h.ref.memory_id for h in hits] == ["a", "b"], ranking
+    with pytest.raises(ConfigurationError, match="ranking"):
+        rankseam.open_memory(pg_url, config={"sources": {"lexical": {"ranking": "magic"}}})

@@ -35,6 +35,7 @@ Example ``rankseam.toml``::
 
 from __future__ import annotations
 
+import difflib
 import inspect
 import os
 import re
@@ -276,12 +277,37 @@ def _masked(value: Any) -> Any:
     return value
 
 
+#: Largest configuration file read (a rankseam.toml is a few lines; this refuses a wrong path).
+MAX_CONFIG_BYTES = 1 << 20
+
+
+def _known_channels(
+    inst: SearchConfig, attr: attrs.Attribute[Any], value: Mapping[str, Any]
+) -> None:
+    """``weights`` and ``scales`` name configured sources (a misspelt key is refused, never
+    silently ignored)."""
+    unknown = sorted(set(value) - set(inst.sources))
+    if unknown:
+        named = []
+        for name in unknown:
+            close = difflib.get_close_matches(name, inst.sources, n=1)
+            named.append(f"{name!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+        raise ConfigurationError(
+            f"search.{attr.name} names {', '.join(named)}: not configured sources; the "
+            f"sources are {list(inst.sources)}"
+        )
+
+
 @attrs.frozen
 class SearchConfig:
     pool: int = attrs.field(default=DEFAULT_POOL, validator=_pool)
     fusion: str = attrs.field(default=DEFAULT_FUSION, validator=_fusion)
-    weights: Mapping[str, float] = attrs.field(factory=dict, converter=_weights)
-    scales: Mapping[str, str] = attrs.field(factory=dict, converter=_scales)
+    weights: Mapping[str, float] = attrs.field(
+        factory=dict, converter=_weights, validator=_known_channels
+    )
+    scales: Mapping[str, str] = attrs.field(
+        factory=dict, converter=_scales, validator=_known_channels
+    )
     sources: tuple[str, ...] = attrs.field(default=DEFAULT_SOURCES, converter=_source_names)
     reranker: str | None = attrs.field(default=None, validator=_optional_name)
     on_error: str = attrs.field(default="raise", validator=_on_error)
@@ -379,11 +405,26 @@ class Config:
     def from_toml(cls, path: str | os.PathLike[str]) -> Config:
         p = Path(path)
         try:
-            data = tomllib.loads(p.read_text(encoding="utf-8"))
+            if p.stat().st_size > MAX_CONFIG_BYTES:
+                raise ConfigurationError(
+                    f"config file {str(p)!r} is larger than {MAX_CONFIG_BYTES} bytes; a "
+                    "rankseam.toml is a few lines: check the path"
+                )
+            data = tomllib.loads(p.read_bytes().decode("utf-8"))
         except FileNotFoundError:
             raise ConfigurationError(f"config file {str(p)!r} does not exist") from None
-        except tomllib.TOMLDecodeError as exc:
-            raise ConfigurationError(f"config file {str(p)!r} is not valid TOML: {exc}") from None
+        except UnicodeDecodeError as exc:
+            raise ConfigurationError(
+                f"config file {str(p)!r} is not UTF-8 text (byte {exc.start}: {exc.reason}); "
+                "save it as UTF-8"
+            ) from None
+        except (tomllib.TOMLDecodeError, RecursionError) as exc:
+            what = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+            raise ConfigurationError(f"config file {str(p)!r} is not valid TOML: {what}") from None
+        except OSError as exc:
+            raise ConfigurationError(
+                f"cannot read config file {str(p)!r}: {exc.strerror or exc}; check the path"
+            ) from None
         return cls.from_mapping(data, source=str(p))
 
     def with_env(self, environ: Mapping[str, str] | None = None) -> Config:

@@ -30,7 +30,12 @@ from rankseam.decision import (
     unwrap,
     write_gate_request,
 )
-from rankseam.embedding import DEFAULT_FUSION_WEIGHT, Embedder, EmbedderDescriptor
+from rankseam.embedding import (
+    DEFAULT_FUSION_SCALE,
+    DEFAULT_FUSION_WEIGHT,
+    Embedder,
+    EmbedderDescriptor,
+)
 from rankseam.generation import (
     GenerationBackend,
     GenerationRequest,
@@ -75,6 +80,7 @@ from rankseam.store.target import StoreTarget
 from rankseam.store.vectors import decode_vectors, encode_vector
 
 __all__ = [
+    "DEFAULT_FUSION_SCALE",
     "DEFAULT_FUSION_WEIGHT",
     "DEFAULT_MAX_CHARS",
     "MAX_POOL",

@@ -68,7 +68,7 @@ class SnapshotError(ValidationError):
     """A snapshot cannot be written, verified or imported. ``reason`` is a short machine-readable
     cause: ``missing``, ``exists``, ``not_a_snapshot``, ``version``, ``manifest``, ``truncated``,
     ``checksum``, ``content``, ``limit`` (over one of the caps), ``target_not_empty``,
-    ``tokenizer``, ``store``, ``io`` (the output cannot be written)."""
+    ``tokenizer``, ``store``, ``io`` (a file cannot be read or written)."""
 
     def __init__(self, message: str, *, reason: str) -> None:
         super().__init__(message)

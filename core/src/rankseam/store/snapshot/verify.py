@@ -208,9 +208,20 @@ def _check_files(snap: CheckedSnapshot) -> None:
 
 def open_snapshot(path: str | os.PathLike[str]) -> CheckedSnapshot:
     folder = Path(path).expanduser()
-    snap = _check_manifest(_load_manifest(folder), folder)
-    _check_files(snap)
+    try:
+        snap = _check_manifest(_load_manifest(folder), folder)
+        _check_files(snap)
+    except OSError as exc:
+        raise _unreadable(folder, exc) from None
     return snap
+
+
+def _unreadable(folder: Path, exc: OSError) -> SnapshotError:
+    return _fail(
+        f"cannot read the snapshot {str(folder)!r}: {exc.strerror or exc}; check the path and "
+        "its permissions",
+        "io",
+    )
 
 
 class _HashingReader(io.RawIOBase):
@@ -247,7 +258,11 @@ class RecordReader:
         self._raw: _HashingReader | None = None
 
     def __iter__(self) -> Iterator[MemoryRows]:
-        with self.snap.data_path.open("rb") as fh:
+        try:
+            fh = self.snap.data_path.open("rb")
+        except OSError as exc:
+            raise _unreadable(self.snap.folder, exc) from None
+        with fh:
             self._raw = _HashingReader(fh)
             buffered = io.BufferedReader(self._raw, CHUNK)
             stream: io.BufferedIOBase = (

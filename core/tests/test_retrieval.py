@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 import rankseam
 from rankseam.default_plugins.hashed_embedder import HashedEmbedder
-from rankseam.embedding import DEFAULT_FUSION_WEIGHT, EmbedderDescriptor
+from rankseam.embedding import DEFAULT_FUSION_SCALE, DEFAULT_FUSION_WEIGHT, EmbedderDescriptor
 from rankseam.errors import ConfigurationError
 from rankseam.retrieval.base import over_fetch
 from rankseam.retrieval.fusion import ChannelList, ScoreSpec, competition_ranks, fuse, score_spec_of
@@ -194,10 +194,37 @@ def test_sources_declare_their_scores():
         score_spec_of(Wrong(), None)
     with pytest.raises(ValueError, match="scale"):
         ScoreSpec("log", 1.0)
-    with pytest.raises(ValueError, match="weight must be a number >= 0"):
-        ScoreSpec("max", -1.0)
-    with pytest.raises(ValueError, match="fusion_weight must be a number >= 0"):
-        EmbedderDescriptor("e", 4, fusion_weight=-0.5)
+    for bad in (-1.0, float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="weight must be a finite number >= 0"):
+            ScoreSpec("max", bad)
+        with pytest.raises(ValueError, match="fusion_weight must be a finite number >= 0"):
+            EmbedderDescriptor("e", 4, fusion_weight=bad)
+
+
+def test_embedder_declares_its_channel_scale():
+    assert DEFAULT_FUSION_SCALE == "unit"
+    semantic = EmbedderDescriptor("e", 4, fusion_weight=0.7, fusion_scale="minmax")
+    assert score_spec_of(VectorSource(), semantic) == ScoreSpec("minmax", 0.7)
+    assert score_spec_of(VectorSource(), EmbedderDescriptor("e", 4, fusion_scale="max")) == (
+        ScoreSpec("max", DEFAULT_FUSION_WEIGHT)
+    )
+    # like the weight, the scale says how to use the space, not what it is
+    assert semantic == EmbedderDescriptor("e", 4) and "fusion_scale" not in semantic.to_dict()
+    with pytest.raises(ValueError, match="fusion_scale"):
+        EmbedderDescriptor("e", 4, fusion_scale="log")
+
+
+def test_convex_minmax_vector_channel_by_hand():
+    # a semantic channel's cosines crowd into a band: 0.62, 0.5, 0.3 min-max scale to 1, 0.625, 0
+    lexical = ChannelList("lexical", True, [(1, 6.0), (2, 3.0)], LEX)
+    vector = ChannelList("vector", True, [(2, 0.62), (3, 0.5), (1, 0.3)], ScoreSpec("minmax", 0.7))
+    out = fuse([lexical, vector], _ref)
+    # total 1.7; 1: (1 + 0)/1.7; 2: (0.5 + 0.7)/1.7; 3: 0.7 * 0.625/1.7
+    assert _scores(out) == pytest.approx({1: 1 / 1.7, 2: 1.2 / 1.7, 3: 0.4375 / 1.7})
+    assert [f.key for f in out] == [2, 1, 3]
+    # the same cosines used as they are (unit) leave the lexical order
+    unit = ChannelList("vector", True, vector.items, ScoreSpec("unit", 0.7))
+    assert [f.key for f in fuse([lexical, unit], _ref)] == [1, 2, 3]
 
 
 def test_over_fetch():

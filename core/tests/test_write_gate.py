@@ -20,7 +20,6 @@ from rankseam.decision import (
     DecisionOutcome,
     DecisionRequest,
     DecisionResult,
-    FailurePolicy,
     Role,
     ask_write_gate,
     wrap_for_role,
@@ -60,14 +59,14 @@ class Failing:
 
 
 def _role(policy: str, timeout_s: float = 0.05) -> Role:
-    return Role("write_gate", FailurePolicy(policy), timeout_s)
+    return Role("write_gate", policy, timeout_s)
 
 
 def test_the_gate_has_a_default_timeout() -> None:
     assert DEFAULT_WRITE_GATE_TIMEOUT_S == 10.0
     assert WRITE_GATE_ROLE.timeout_s == DEFAULT_WRITE_GATE_TIMEOUT_S
     role = Config().write_gate_role
-    assert (role.failure_policy, role.timeout_s) == (FailurePolicy.FAIL_OPEN, 10.0)
+    assert (role.failure_policy, role.timeout_s) == ("fail_open", 10.0)
 
 
 def test_a_hanging_backend_fails_open_with_a_degraded_verdict_and_its_cost() -> None:
@@ -105,7 +104,7 @@ def test_a_fail_open_verdict_counts_what_the_failed_call_spent() -> None:
     verdict = asyncio.run(ask_write_gate(Failing(error), "text"))
     assert verdict.degraded and verdict.usage == Usage(2, 0, 0)
     # an envelope handed in with another timeout gets the role's
-    handle = wrap_for_role(Hanging(), Role("write_gate", FailurePolicy.FAIL_OPEN, 3600.0))
+    handle = wrap_for_role(Hanging(), Role("write_gate", "fail_open", 3600.0))
     verdict = asyncio.run(ask_write_gate(handle, "text", role=_role("fail_open")))
     assert verdict.degraded and verdict.usage == Usage(3, None, None)
 
@@ -136,7 +135,7 @@ def test_write_gate_table_sets_timeout_and_policy() -> None:
     role = config.write_gate_role
     assert (role.name, role.failure_policy, role.timeout_s) == (
         "write_gate",
-        FailurePolicy.FAIL_CLOSED,
+        "fail_closed",
         2.5,
     )
 

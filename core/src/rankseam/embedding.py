@@ -12,10 +12,17 @@ from typing import Protocol, runtime_checkable
 import attrs
 import numpy as np
 
-from rankseam.checks import is_int
+from rankseam.checks import is_int, is_real
 from rankseam.errors import ConfigurationError
 
-__all__ = ["DEFAULT_FUSION_WEIGHT", "Embedder", "EmbedderDescriptor", "embed_checked"]
+__all__ = [
+    "DEFAULT_FUSION_SCALE",
+    "DEFAULT_FUSION_WEIGHT",
+    "FUSION_SCALES",
+    "Embedder",
+    "EmbedderDescriptor",
+    "embed_checked",
+]
 
 
 def _positive(_inst: object, attr: attrs.Attribute[int], value: int) -> None:
@@ -28,12 +35,19 @@ def _positive(_inst: object, attr: attrs.Attribute[int], value: int) -> None:
 def _weight(_inst: object, attr: attrs.Attribute[float | None], value: object) -> None:
     if value is None:
         return
-    if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
-        raise ValueError(f"EmbedderDescriptor.{attr.name} must be a number >= 0, got {value!r}")
+    if not is_real(value) or value < 0:
+        raise ValueError(
+            f"EmbedderDescriptor.{attr.name} must be a finite number >= 0, got {value!r}"
+        )
 
 
 #: The vector channel's weight for an embedder that declares none (see ``fusion_weight``).
 DEFAULT_FUSION_WEIGHT = 0.5
+#: How the convex fusion may bring a channel's raw scores onto [0, 1] (described in
+#: :mod:`rankseam.retrieval.fusion`): ``max``, ``unit`` or ``minmax``.
+FUSION_SCALES = ("max", "unit", "minmax")
+#: The vector channel's scale for an embedder that declares none (see ``fusion_scale``).
+DEFAULT_FUSION_SCALE = "unit"
 
 
 @attrs.frozen
@@ -46,9 +60,17 @@ class EmbedderDescriptor:
     ``fusion_weight`` is how much the vector channel's cosine counts in the default
     ``convex`` fusion, next to the lexical channel's BM25 at weight 1: about 1 for a model
     whose cosine alone ranks about as well as BM25, less for a weak (lexical-like) embedder.
-    ``None`` (not declared) gets :data:`DEFAULT_FUSION_WEIGHT`. It says how to *use* the
-    space, not what the space is: it is not part of :attr:`key`, of equality or of
-    :meth:`to_dict`, so changing it never makes stored vectors incomparable.
+    ``None`` (not declared) gets :data:`DEFAULT_FUSION_WEIGHT`.
+
+    ``fusion_scale`` is how that fusion brings the cosine onto [0, 1]: ``"unit"`` (the cosine
+    as it is, clipped at 0; right when an unrelated text scores near 0, as with hashed
+    n-grams) or ``"minmax"`` (stretched over the query's vector hits, best 1 and worst 0;
+    right for a semantic model whose cosines crowd into a narrow band, where even unrelated
+    texts score 0.1-0.3). ``None`` (not declared) gets :data:`DEFAULT_FUSION_SCALE`.
+
+    Both say how to *use* the space, not what the space is: they are not part of :attr:`key`,
+    of equality or of :meth:`to_dict`, so changing them never makes stored vectors
+    incomparable.
     """
 
     name: str
@@ -56,6 +78,11 @@ class EmbedderDescriptor:
     normalization: str = attrs.field(default="l2", validator=attrs.validators.in_(("l2", "none")))
     revision: str = "1"
     fusion_weight: float | None = attrs.field(default=None, eq=False, validator=_weight)
+    fusion_scale: str | None = attrs.field(
+        default=None,
+        eq=False,
+        validator=attrs.validators.optional(attrs.validators.in_(FUSION_SCALES)),
+    )
 
     @property
     def key(self) -> str:
@@ -82,12 +109,21 @@ class Embedder(Protocol):
 
 def embed_checked(embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
     """``embedder.embed(texts)`` as float32, refused unless it has one row of the descriptor's
-    dimensions per text."""
-    vectors = np.asarray(embedder.embed(texts), dtype=np.float32)
+    dimensions per text and every value is finite (no NaN, no infinity, also none from a value
+    too large for float32)."""
+    with np.errstate(over="ignore"):  # a value too large for float32 becomes inf: refused below
+        vectors = np.asarray(embedder.embed(texts), dtype=np.float32)
     dims = embedder.descriptor.dimensions
     if vectors.shape != (len(texts), dims):
         raise ConfigurationError(
             f"embedder {embedder.descriptor.name!r} returned shape {vectors.shape}, expected "
             f"({len(texts)}, {dims}); fix the embedder"
+        )
+    finite = np.isfinite(vectors).all(axis=1)
+    if not finite.all():
+        row = int(np.argmin(finite))
+        raise ConfigurationError(
+            f"embedder {embedder.descriptor.name!r} returned a vector with NaN or infinite "
+            f"values (for text {row + 1} of {len(texts)}); nothing was stored: fix the embedder"
         )
     return vectors

@@ -15,6 +15,7 @@ import pytest
 from rankseam.compose import ComponentContext, Config
 from rankseam.embedding import Embedder
 from rankseam_sentence_transformers import SentenceTransformerEmbedder
+from rankseam_sentence_transformers.embedder import FUSION_SCALE, FUSION_WEIGHT
 
 TEXTS = [
     "Melanie painted a sunrise over the lake last summer.",
@@ -65,6 +66,26 @@ def test_descriptor_pins_name_revision_dimensions_normalisation(
     assert again.descriptor == d  # same files, same space
     raw = SentenceTransformerEmbedder.from_options({"normalize": False})
     assert raw.descriptor.normalization == "none" and raw.descriptor.key != d.key
+
+
+def test_descriptor_declares_how_fusion_uses_the_cosine(
+    embedder: SentenceTransformerEmbedder,
+) -> None:
+    d = embedder.descriptor
+    assert (d.fusion_weight, d.fusion_scale) == (FUSION_WEIGHT, FUSION_SCALE) == (0.7, "minmax")
+    # end to end: weights lexical 1, vector 0.7, importance 0.1 (total 1.8); the vector
+    # channel's worst hit scales to 0, so a memory only it found, and found last, keeps
+    # just the importance prior's share: 0.1 * 0.5 / 1.8
+    import rankseam
+
+    with rankseam.open_memory(":memory:", embedder="sentence-transformers") as memory:
+        for text in TEXTS[:3]:
+            memory.add(text)
+        hits = memory.search("a painting of a sunrise", limit=3).hits
+    assert [h.text for h in hits][-1] == TEXTS[2]
+    assert hits[-1].matched_by == ("vector",)
+    assert hits[-1].score == pytest.approx(0.1 * 0.5 / 1.8)
+    assert hits[0].text == TEXTS[0] and hits[0].matched_by == ("lexical", "vector")
 
 
 def test_a_changed_model_file_is_a_new_vector_space(

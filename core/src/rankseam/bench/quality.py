@@ -369,6 +369,7 @@ def _assembly(memory: Any) -> dict[str, Any]:
     if descriptor is not None and hasattr(descriptor, "to_dict"):
         out["embedder"] = descriptor.to_dict()
         out["embedder"]["fusion_weight"] = getattr(descriptor, "fusion_weight", None)
+        out["embedder"]["fusion_scale"] = getattr(descriptor, "fusion_scale", None)
     return out
 
 

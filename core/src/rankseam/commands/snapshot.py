@@ -2,18 +2,29 @@
 
 ``rankseam export --db PATH OUT [--gzip]`` writes the snapshot folder ``OUT``;
 ``rankseam verify OUT`` checks it completely; ``rankseam import OUT --db NEW [--merge]``
-hydrates a store in one transaction. A refused snapshot exits with status 2 and one line
-saying what is wrong and what to do.
+hydrates a store in one transaction. A refused snapshot exits with status 1 and one line
+saying what is wrong and what to do; an import that fails leaves no new store file behind.
 """
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
+
 import click
 
 from rankseam.commands.common import echo_report, json_option, open_store, store_options
+from rankseam.compose import find_config, resolve_config
 from rankseam.store.snapshot import verify_snapshot
 
 __all__ = ["export", "import_", "verify"]
+
+
+def _remove_store(path: Path) -> None:
+    """Remove a store this command created: its file, SQLite's side files and its ANN index."""
+    for side in ("", "-wal", "-shm", "-journal"):
+        path.with_name(path.name + side).unlink(missing_ok=True)
+    shutil.rmtree(path.with_name(path.name + ".ann"), ignore_errors=True)
 
 
 @click.command()
@@ -69,8 +80,15 @@ def import_(
 ) -> None:
     """Hydrate the store --db from SNAPSHOT in one transaction."""
     verify_snapshot(snapshot)  # refuse a bad snapshot before creating or opening a store
-    with open_store(db, config_file) as memory:
-        report = memory.import_snapshot(snapshot, merge=merge)
+    target = resolve_config(db, None, find_config(config_file), {}).db
+    created = target is not None and target != ":memory:" and not Path(target).exists()
+    try:
+        with open_store(db, config_file) as memory:
+            report = memory.import_snapshot(snapshot, merge=merge)
+    except BaseException:
+        if created:  # a failed import leaves no new store behind
+            _remove_store(Path(str(target)))
+        raise
     lines = [
         f"imported {report.memories} memories from snapshot {report.snapshot_id} into {memory.path}"
     ]

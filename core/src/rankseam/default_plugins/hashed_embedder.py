@@ -172,70 +172,58 @@ class _HashedBag:
     Summing each unit's integer feature counts (±1 per n-gram, alternate signs) adds exactly
     what scikit-learn's hasher adds over the text's n-gram list, so the result equals
     ``FeatureHasher.transform`` of the analyzer's output bit for bit (every value is a small
-    integer, exact in float32), at a fraction of its Python work: a batch is one sparse product
-    ``counts (texts × units) @ features (units × dims)``; a few texts (a query) are one
-    ``bincount`` each.
+    integer, exact in float32), at a fraction of its Python work. Every unit seen gets a row
+    in one sparse table (units × dims); a batch is one sparse product
+    ``counts (texts × units) @ table``, so a known unit costs one dictionary lookup.
     """
-
-    #: Up to this many texts, each is summed with ``bincount`` (no sparse set-up).
-    SMALL = 8
 
     def __init__(self, hasher: Any, expand: Any) -> None:
         self._hasher = hasher  # a callable returning scikit-learn's FeatureHasher
         self._expand = expand  # unit -> list of feature strings
         self._lock = threading.Lock()
-        self._cache: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self._ids: dict[str, int] = {}
+        self._parts: list[Any] = []  # CSR blocks of rows, in id order
+        self._table: Any = None  # their vertical stack (built when needed)
 
-    def _features_of(self, units: Sequence[str]) -> list[tuple[np.ndarray, np.ndarray]]:
-        cache = self._cache
+    def _rows_of(self, flat: Sequence[str]) -> tuple[np.ndarray, Any]:
+        """The table row of each unit of ``flat`` (new units hashed and added) and the table."""
+        import scipy.sparse as sp
+
+        ids = self._ids
         with self._lock:
-            missing = [u for u in dict.fromkeys(units) if u not in cache]
+            missing = [u for u in dict.fromkeys(flat) if u not in ids]
             if missing:
-                if len(cache) + len(missing) > _CACHE_WORDS:
-                    cache.clear()
+                if len(ids) + len(missing) > _CACHE_WORDS:  # start afresh: bounded memory
+                    ids.clear()
+                    self._parts.clear()
+                    missing = list(dict.fromkeys(flat))
                 block = self._hasher().transform(self._expand(u) for u in missing).tocsr()
                 block.sum_duplicates()
-                ptr, idx, data = block.indptr, block.indices, block.data
-                for i, u in enumerate(missing):
-                    cache[u] = (idx[ptr[i] : ptr[i + 1]], data[ptr[i] : ptr[i + 1]])
-            return [cache[u] for u in units]
+                for u in missing:
+                    ids[u] = len(ids)
+                self._parts.append(block)
+                self._table = None
+            if not self._parts:  # nothing seen yet, and no unit in this batch
+                self._parts.append(sp.csr_matrix((0, self._hasher().n_features), dtype=np.float32))
+            if self._table is None:
+                self._table = sp.vstack(self._parts, format="csr")
+                self._parts = [self._table]
+            table = self._table
+            rows = np.fromiter(map(ids.__getitem__, flat), dtype=np.int64, count=len(flat))
+        return rows, table
 
     def transform(self, bags: list[list[str]]) -> np.ndarray:
         import scipy.sparse as sp
 
-        dims = self._hasher().n_features
-        if len(bags) <= self.SMALL:
-            out = np.zeros((len(bags), dims), dtype=np.float32)
-            for i, bag in enumerate(bags):
-                feats = self._features_of(bag)
-                if feats:
-                    idx = np.concatenate([f[0] for f in feats])
-                    data = np.concatenate([f[1] for f in feats])
-                    out[i] = np.bincount(idx, weights=data, minlength=dims)
-            return out
         flat = list(chain.from_iterable(bags))
-        units = list(dict.fromkeys(flat))
-        position = {u: i for i, u in enumerate(units)}
-        cols = list(map(position.__getitem__, flat))
-        feats = self._features_of(units)
-        lengths = np.fromiter(map(len, (f[0] for f in feats)), dtype=np.int64, count=len(feats))
-        fptr = np.zeros(len(feats) + 1, dtype=np.int64)
-        np.cumsum(lengths, out=fptr[1:])
-        features = sp.csr_matrix(
-            (
-                np.concatenate([f[1] for f in feats]) if feats else np.zeros(0, np.float32),
-                np.concatenate([f[0] for f in feats]) if feats else np.zeros(0, np.int32),
-                fptr,
-            ),
-            shape=(len(feats), dims),
-        )
+        rows, table = self._rows_of(flat)
         indptr = np.zeros(len(bags) + 1, dtype=np.int64)
-        np.cumsum(list(map(len, bags)), out=indptr[1:])
+        np.cumsum(np.fromiter(map(len, bags), dtype=np.int64, count=len(bags)), out=indptr[1:])
         counts = sp.csr_matrix(
-            (np.ones(len(cols), dtype=np.float32), np.asarray(cols, dtype=np.int64), indptr),
-            shape=(len(bags), len(feats)),
+            (np.ones(len(rows), dtype=np.float32), rows, indptr),
+            shape=(len(bags), table.shape[0]),
         )
-        return np.asarray((counts @ features).toarray(), dtype=np.float32)
+        return np.asarray((counts @ table).toarray(), dtype=np.float32)
 
 
 def _unit_rows(matrix: np.ndarray) -> np.ndarray:

@@ -35,7 +35,8 @@ from typing import Any, NamedTuple
 
 import attrs
 
-from rankseam.embedding import EmbedderDescriptor
+from rankseam.checks import is_real
+from rankseam.embedding import FUSION_SCALES, EmbedderDescriptor
 from rankseam.types import MemoryRef
 
 __all__ = [
@@ -56,12 +57,12 @@ RRF_K = 60
 FUSION_METHODS = ("convex", "rrf")
 DEFAULT_FUSION = "convex"
 #: How a channel's raw scores map onto [0, 1] (see the module docstring).
-SCALES = ("max", "unit", "minmax")
+SCALES = FUSION_SCALES
 
 
 def _weight(_inst: object, attr: attrs.Attribute[float], value: float) -> None:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
-        raise ValueError(f"ScoreSpec.{attr.name} must be a number >= 0, got {value!r}")
+    if not is_real(value) or value < 0:  # no NaN, no infinity
+        raise ValueError(f"ScoreSpec.{attr.name} must be a finite number >= 0, got {value!r}")
 
 
 @attrs.frozen

@@ -9,6 +9,7 @@ import numpy as np
 
 from rankseam.errors import ConfigurationError
 from rankseam.plugin import (
+    DEFAULT_FUSION_SCALE,
     DEFAULT_FUSION_WEIGHT,
     EmbedderDescriptor,
     ScoredKey,
@@ -35,8 +36,9 @@ class VectorSource:
     Only vectors of ``request.embedder``'s space are compared: memories without a vector in
     that space are invisible to this channel (``rankseam reembed`` fills them in).
 
-    Fusion uses the cosine as it is (clipped to [0, 1]), at the weight the embedder declares
-    (``EmbedderDescriptor.fusion_weight``; undeclared: ``DEFAULT_FUSION_WEIGHT``).
+    Fusion scales the cosine and weighs it as the embedder declares
+    (``EmbedderDescriptor.fusion_scale`` and ``fusion_weight``; undeclared: the cosine as it is,
+    clipped to [0, 1], at ``DEFAULT_FUSION_WEIGHT``).
     """
 
     admits = True
@@ -47,7 +49,11 @@ class VectorSource:
 
     def score_spec(self, embedder: EmbedderDescriptor | None, /) -> ScoreSpec:
         weight = None if embedder is None else embedder.fusion_weight
-        return ScoreSpec(scale="unit", weight=DEFAULT_FUSION_WEIGHT if weight is None else weight)
+        scale = None if embedder is None else embedder.fusion_scale
+        return ScoreSpec(
+            scale=DEFAULT_FUSION_SCALE if scale is None else scale,
+            weight=DEFAULT_FUSION_WEIGHT if weight is None else weight,
+        )
 
     def candidates(self, request: SourceRequest, /) -> Sequence[ScoredKey]:
         if request.query_vector is None or request.embedder is None:

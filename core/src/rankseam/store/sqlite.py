@@ -28,7 +28,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from rankseam.embedding import EmbedderDescriptor
-from rankseam.errors import ConfigurationError, ValidationError
+from rankseam.errors import ConfigurationError, StoreError, ValidationError
 from rankseam.store import ann as ann_module
 from rankseam.store.ann import AnnIndexes, AnnManifest
 from rankseam.store.bulk import SQLiteBulkReader, SQLiteBulkWriter
@@ -39,7 +39,12 @@ from rankseam.store.records import (
     StoredMemory,
 )
 from rankseam.store.rows import bump, retire
-from rankseam.store.schema import PAGE_SIZE, SCHEMA_VERSION, ensure_schema
+from rankseam.store.schema import (
+    PAGE_SIZE,
+    SCHEMA_VERSION,
+    check_identity,
+    ensure_schema,
+)
 from rankseam.store.vectors import VectorCache, decode_vectors, encode_vector, top_k
 from rankseam.types import MemoryRef
 
@@ -316,6 +321,32 @@ class SQLiteReader:
         return int(row[0]) if row else None
 
 
+def storage_error(exc: sqlite3.DatabaseError, path: str) -> StoreError | None:
+    """The :class:`StoreError` an SQLite error stands for when its cause is the disk, not
+    the data (``None`` otherwise)."""
+    name = getattr(exc, "sqlite_errorname", None) or ""
+    text = str(exc)
+    if name == "SQLITE_FULL" or "database or disk is full" in text:
+        return StoreError(
+            f"the store {path!r} cannot be written: the disk is full (SQLITE_FULL: {text}); "
+            "nothing of the failed write was stored: free some disk space and try again",
+            reason="full",
+        )
+    if name.startswith("SQLITE_IOERR") or "disk I/O error" in text:
+        return StoreError(
+            f"the store {path!r} hit an I/O error ({name or 'SQLITE_IOERR'}: {text}); nothing "
+            "of the failed write was stored: check the disk and try again",
+            reason="io",
+        )
+    if name.startswith("SQLITE_READONLY"):
+        return StoreError(
+            f"the store {path!r} is read-only here ({name}: {text}); check the permissions of "
+            "the file and its folder",
+            reason="readonly",
+        )
+    return None
+
+
 def _varint(data: bytes) -> int:
     """The SQLite varint at the start of ``data`` (big-endian 7-bit groups; a ninth byte
     carries 8 bits)."""
@@ -406,9 +437,16 @@ class SQLiteStore:
                 "another path (--db / RANKSEAM_DB)"
             ) from None
         try:
+            # Refuse another application's file before this connection sets WAL on it.
+            check_identity(self.path)
             self.tokenizer = ensure_schema(self._conn(), path=self.path, tokenizer=tokenizer)
-        except sqlite3.DatabaseError as exc:
+        except BaseException as exc:
             self.close()
+            if not isinstance(exc, sqlite3.DatabaseError):
+                raise
+            error = storage_error(exc, self.path)
+            if error is not None:
+                raise error from None
             raise ConfigurationError(
                 f"cannot open the store {self.path!r}: {exc}; is it an SQLite file? choose "
                 "another path (--db / RANKSEAM_DB)"
@@ -522,13 +560,22 @@ class SQLiteStore:
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
         conn = self._conn()
-        conn.execute("BEGIN IMMEDIATE")
         try:
-            yield conn
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-        conn.execute("COMMIT")
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+                conn.execute("COMMIT")
+            except BaseException:
+                # SQLite itself ends the transaction on some errors (a full disk): roll back
+                # only what is still open, so the real cause is what the caller sees.
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+        except sqlite3.OperationalError as exc:
+            error = storage_error(exc, self.path)
+            if error is None:
+                raise
+            raise error from None
 
     @contextmanager
     def _read(self) -> Iterator[sqlite3.Connection]:
@@ -759,6 +806,8 @@ class SQLiteStore:
                 rows.clear()
             pending.clear()
 
+        # the batch's vectors in the stored format at once (each row's bytes are sliced off)
+        stored = None if vectors is None else np.ascontiguousarray(vectors, dtype="<f4")
         with self._write() as conn:
             touched: set[str] = set()
             heads = self._heads(conn, records)
@@ -809,9 +858,11 @@ class SQLiteStore:
                     )
                 )
                 fts_rows.append((next_rid, rec.text))
-                vector = rec.vector if vectors is None else vectors[i]
-                if vector is not None and space is not None:
-                    vector_rows.append((space, next_rid, encode_vector(vector)))
+                if space is not None:
+                    if stored is not None:
+                        vector_rows.append((space, next_rid, stored[i].tobytes()))
+                    elif rec.vector is not None:
+                        vector_rows.append((space, next_rid, encode_vector(rec.vector)))
                 head_rows.append((rec.namespace, rec.memory_id, next_rid, revision))
                 heads[key] = (next_rid, revision, 0, rec.content_hash, importance, metadata)
                 pending.add(next_rid)

@@ -322,15 +322,18 @@ class ChatClient:
         failure: BackendError | None = None
         try:
             async with asyncio.timeout(timeout):
-                request = client.build_request(
-                    "POST",
-                    self.settings.url,
-                    content=payload,
-                    headers=self._headers(),
-                    timeout=httpx.Timeout(timeout),
-                    extensions={"trace": attempt.trace},
+                # The request (its Authorization header) is never held in a local variable.
+                response = await client.send(
+                    client.build_request(
+                        "POST",
+                        self.settings.url,
+                        content=payload,
+                        headers=self._headers(),
+                        timeout=httpx.Timeout(timeout),
+                        extensions={"trace": attempt.trace},
+                    ),
+                    stream=True,
                 )
-                response = await client.send(request, stream=True)
                 try:
                     return await self._read(response, attempt, ledger, mode)
                 finally:

@@ -17,9 +17,16 @@ from rankseam.plugin import EmbedderDescriptor
 from rankseam_sentence_transformers.model import LoadedModel, ModelFiles, load_model, resolve_model
 from rankseam_sentence_transformers.options import MODEL_OPTIONS, check_known, model_options
 
-__all__ = ["EMBEDDER_OPTIONS", "SentenceTransformerEmbedder"]
+__all__ = ["EMBEDDER_OPTIONS", "FUSION_SCALE", "FUSION_WEIGHT", "SentenceTransformerEmbedder"]
 
 EMBEDDER_OPTIONS = (*MODEL_OPTIONS, "normalize")
+#: How the vector channel counts in the default convex fusion (lexical BM25: weight 1, divided
+#: by the query's best). A semantic model's cosines crowd into a narrow band (unrelated texts
+#: still score 0.1-0.3 with all-MiniLM-L6-v2), so they are min-max scaled over the query's
+#: vector hits; weight 0.7 sits mid-plateau (0.5-1.0) on both development sets
+#: (docs/benchmarks.md, "Fusion"). Choose your own with ``[search] weights`` / ``scales``.
+FUSION_WEIGHT = 0.7
+FUSION_SCALE = "minmax"
 _WHERE = "embedder 'sentence-transformers'"
 
 
@@ -43,6 +50,8 @@ class SentenceTransformerEmbedder:
             dimensions=files.dimensions,
             normalization="l2" if normalize else "none",
             revision=files.revision,
+            fusion_weight=FUSION_WEIGHT,
+            fusion_scale=FUSION_SCALE,
         )
         self._model: LoadedModel | None = None
 

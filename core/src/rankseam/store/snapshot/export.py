@@ -26,6 +26,7 @@ from rankseam.store.snapshot.format import (
     FORMAT_NAME,
     FORMAT_VERSION,
     MANIFEST,
+    MAX_LINE_BYTES,
     SnapshotError,
     canonical,
     file_sha256,
@@ -49,6 +50,14 @@ def _prepare_out(out: Path) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
 
 
+def _unwritable(out: Path, exc: OSError) -> SnapshotError:
+    return SnapshotError(
+        f"cannot write the snapshot to {str(out)!r}: {exc.strerror or exc}; choose a folder "
+        "you can write to, on a disk with free space (nothing was left behind)",
+        reason="io",
+    )
+
+
 def _check_store(bulk: BulkReader, spaces: Sequence[str]) -> None:
     stray = bulk.vectors_outside(spaces)
     if stray:
@@ -66,10 +75,13 @@ def export_snapshot(
     transaction (writers are not blocked); the folder appears complete or not at all."""
     started = time.perf_counter()
     out_path = Path(out).expanduser()
-    _prepare_out(out_path)
-    tmp = Path(
-        tempfile.mkdtemp(prefix=f".{out_path.name}.", suffix=".partial", dir=out_path.parent)
-    )
+    try:
+        _prepare_out(out_path)
+        tmp = Path(
+            tempfile.mkdtemp(prefix=f".{out_path.name}.", suffix=".partial", dir=out_path.parent)
+        )
+    except OSError as exc:
+        raise _unwritable(out_path, exc) from None
     data_path = tmp / (DATA_NAME + (".gz" if gzip else ""))
     try:
         with store.bulk_read() as bulk:
@@ -124,8 +136,10 @@ def export_snapshot(
         if out_path.exists():
             out_path.rmdir()  # empty (checked above)
         tmp.rename(out_path)
-    except BaseException:
+    except BaseException as exc:
         shutil.rmtree(tmp, ignore_errors=True)
+        if isinstance(exc, OSError):
+            raise _unwritable(out_path, exc) from None
         raise
     report = ExportReport(
         path=str(out_path),
@@ -175,6 +189,14 @@ def _write_records(
                 reason="store",
             )
         line = canonical(record) + b"\n"
+        if len(line) > MAX_LINE_BYTES:
+            raise SnapshotError(
+                f"memory {record['id']!r} in namespace {record['namespace']!r} takes "
+                f"{len(line)} bytes with its {head} revisions, more than the {MAX_LINE_BYTES} "
+                "one memory may take in a snapshot (docs/snapshots.md, Limits); this store "
+                "cannot be exported as a snapshot: copy its database file instead",
+                reason="limit",
+            )
         digest.update(line)
         stream.write(line)
         lines += 1

@@ -123,7 +123,7 @@ def _gzip_bomb(snap: Path) -> Path:
 
 
 def _many_values(snap: Path) -> Path:
-    """About 30 kB of gzip holding one 30 MB line (under the line cap) of ten million empty
+    """About 140 kB of gzip holding one 30 MB line (under the line cap) of ten million empty
     objects: parsed, about 800 MB of Python objects."""
 
     def content() -> Iterable[bytes]:

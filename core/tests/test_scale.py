@@ -507,5 +507,6 @@ def test_a_loop_free_reranker_runs_inline_in_a_synchronous_search(tmp_path):
         assert hopping.threads[0] is not threading.current_thread()
         # the built-in identity reranker declares it; a wrong declaration is a clear error
         assert runs_inline(memory.context.reranker("identity"))
-        with pytest.raises(RuntimeError, match="needs_event_loop = False must not await"):
+        # (a plugin error like any other: fail closed with a typed error, or degrade)
+        with pytest.raises(rankseam.RerankError, match="needs_event_loop = False, but its"):
             memory.search("kalo mine", 5, reranker=_Recorder(inline=True, suspend=True))

@@ -17,6 +17,7 @@ FIRST_PARTY = {
     "decision": {"reranker": ["decision"]},
     "listwise": {"reranker": ["listwise"], "generation_backend": ["local"]},
     "openai": {"decision_backend": ["openai"], "generation_backend": ["openai"]},
+    "postgres": {"store": ["postgres"], "candidate_source": ["lexical", "vector", "importance"]},
     # integrations: they add classes for LangChain / LlamaIndex and a command, no components
     "langchain": {},
     "llamaindex": {},

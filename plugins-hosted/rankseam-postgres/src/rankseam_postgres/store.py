@@ -910,7 +910,9 @@ class PostgresStore:
     def namespaces(self) -> list[str]:
         with self._connection() as conn:
             rows = conn.execute(
-                self.tables("SELECT DISTINCT namespace FROM {memories} ORDER BY namespace")
+                self.tables(
+                    'SELECT DISTINCT namespace FROM {memories} ORDER BY namespace COLLATE "C"'
+                )
             ).fetchall()
         return [r[0] for r in rows]
 

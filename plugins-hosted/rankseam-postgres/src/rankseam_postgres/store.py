@@ -911,7 +911,8 @@ class PostgresStore:
         with self._connection() as conn:
             rows = conn.execute(
                 self.tables(
-                    'SELECT namespace FROM {memories} GROUP BY namespace ORDER BY namespace COLLATE "C"'
+                    "SELECT namespace FROM {memories} GROUP BY namespace "
+                    'ORDER BY namespace COLLATE "C"'
                 )
             ).fetchall()
         return [r[0] for r in rows]

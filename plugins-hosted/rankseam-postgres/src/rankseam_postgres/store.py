@@ -74,6 +74,8 @@ EXACT_BELOW = 20_000
 EF_SEARCH = 512
 
 _TOKEN = re.compile(r"[^\W_]+")
+#: Planner methods turned off for the statement that searches an HNSW index.
+_NO_SCAN = ("enable_seqscan", "enable_bitmapscan", "enable_sort")
 _PAGE = 500
 _COLUMNS = (
     "r.rid, r.namespace, r.memory_id, r.revision, r.text, r.importance, r.metadata, "
@@ -315,6 +317,10 @@ class PostgresReader:
                 sql.SQL("SET LOCAL hnsw.ef_search = {}").format(sql.Literal(max(EF_SEARCH, k)))
             )
             self._conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+            # with ef_search 512 pgvector's cost estimate favours a scan and sort below a few
+            # hundred thousand rows: make the planner walk the graph (reset right after)
+            for setting in _NO_SCAN:
+                self._conn.execute(f"SET LOCAL {setting} = off")
             # the index's own expression, so the planner walks the HNSW graph
             dims = sql.Literal(descriptor.dimensions)
             distance = sql.SQL("(v.vector::vector({d}) {op} %(q)s::vector({d}))").format(
@@ -336,6 +342,9 @@ class PostgresReader:
             order=order,
         )
         rows = self._conn.execute(query_sql, {"q": q, "ns": namespace, "k": k}).fetchall()
+        if indexed:
+            for setting in _NO_SCAN:
+                self._conn.execute(f"SET LOCAL {setting} = on")
         hits = [(int(r), float(s)) for r, s in rows]
         hits.sort(key=lambda h: (-h[1], h[0]))
         return hits[:k]

@@ -29,7 +29,7 @@ from hypothesis import strategies as st
 from rankseam.cli import cli
 from rankseam.errors import RankseamError
 from rankseam.memory import Memory, open_memory
-from rankseam.store.snapshot import import_snapshot, verify_snapshot
+from rankseam.store.snapshot import verify_snapshot
 from rankseam.store.snapshot.format import snapshot_id
 
 #: Examples per property (derandomized: the same ones every run).
@@ -132,7 +132,7 @@ def check_snapshot(work: Work, snap: Path) -> None:
     except RankseamError:
         pass
     try:
-        import_snapshot(work.target._store, snap, merge=True)  # noqa: SLF001 - the module API
+        work.target.import_snapshot(snap, merge=True)
     except RankseamError:
         pass
     work.drop(snap)

@@ -97,8 +97,10 @@ def test_the_bounded_json_reader() -> None:
     assert parse_json(b'{"a": "[[[[[[[[[[[[[[[[[[[[[["}', max_depth=2) == {"a": "[" * 22}
     assert parse_json(b'{"a": "\\"[[[["}', max_depth=1) == {"a": '"[[[['}
     assert parse_json(b"[" * 64 + b"]" * 64) is not None
+    assert len(parse_json(b'["' + b"," * 200_000 + b'"]')[0]) == 200_000  # in a string
     for data, words in [
         (b"[" * 65 + b"]" * 65, "nested more than 64 levels"),
+        (b"[" + b"{}," * 100_000 + b"{}]", "more than 100000 values"),
         (b"\xff", "not valid UTF-8 (byte 1"),
         (b'{"a": NaN}', "NaN is not a JSON number"),
         (b"[-Infinity]", "-Infinity is not a JSON number"),

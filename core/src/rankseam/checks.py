@@ -11,9 +11,10 @@ from typing import Any, TypeGuard
 
 __all__ = [
     "MAX_JSON_DEPTH",
+    "MAX_JSON_VALUES",
     "is_int",
     "is_real",
-    "json_depth",
+    "json_shape",
     "non_empty_str",
     "parse_json",
 ]
@@ -47,44 +48,62 @@ def non_empty_str(instance: object, attribute: Any, value: Any) -> None:
 
 #: Deepest nesting of a JSON document read from a file (an ingest line, a snapshot record).
 MAX_JSON_DEPTH = 64
+#: Most values (elements, members, scalars) of one JSON document read from a file: parsing
+#: costs Python objects per value (up to ~70 bytes for an empty object), so this, not the
+#: byte length, bounds the memory a parse may take.
+MAX_JSON_VALUES = 100_000
 
-# A JSON string (skipped whole, so brackets inside it do not count) or a bracket.
-_JSON_TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]')
+# A JSON string (skipped whole, so brackets and commas inside it do not count), a bracket
+# or a comma.
+_JSON_TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{},]')
 
 
-def json_depth(text: str, limit: int) -> int:
-    """The nesting depth of the JSON ``text``, counted up to ``limit + 1`` (the scan stops
-    there). A text with at most ``limit`` brackets is not scanned at all."""
-    if text.count("[") + text.count("{") <= limit:
-        return min(text.count("[") + text.count("{"), limit)
+def json_shape(text: str, max_depth: int, max_values: int) -> tuple[int, int]:
+    """``(depth, values)`` of the JSON ``text``: its nesting depth and about how many values
+    it holds (commas and opening brackets outside strings, plus one). The scan stops as soon
+    as either exceeds its limit; a text that cannot exceed them (few brackets and commas at
+    all) is not scanned, and then both numbers are upper bounds."""
+    brackets = text.count("[") + text.count("{")
+    if brackets <= max_depth and brackets + text.count(",") < max_values:
+        return brackets, brackets + text.count(",") + 1
     depth = deepest = 0
+    values = 1
     for match in _JSON_TOKEN.finditer(text):
         token = match.group()
-        if token in "[{":
+        if token == ",":
+            values += 1
+        elif token in "[{":
             depth += 1
-            if depth > deepest:
-                deepest = depth
-                if deepest > limit:
-                    break
+            values += 1
+            deepest = max(deepest, depth)
         elif token in "]}":
             depth -= 1
-    return deepest
+        if deepest > max_depth or values > max_values:
+            break
+    return deepest, values
 
 
 def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON number")
 
 
-def parse_json(data: bytes, *, max_depth: int = MAX_JSON_DEPTH) -> Any:
+def parse_json(
+    data: bytes, *, max_depth: int = MAX_JSON_DEPTH, max_values: int = MAX_JSON_VALUES
+) -> Any:
     """One JSON document from UTF-8 ``data``. Raises ``ValueError`` with a message fit for
-    users on invalid UTF-8, invalid JSON, nesting deeper than ``max_depth``, ``NaN`` or
-    ``Infinity``, or an integer too long to read; parsing never recurses past ``max_depth``."""
+    users on invalid UTF-8, invalid JSON, nesting deeper than ``max_depth``, more than about
+    ``max_values`` values, ``NaN`` or ``Infinity``, or an integer too long to read; the limits
+    are checked before parsing, so a parse never recurses past ``max_depth`` nor builds more
+    than ``max_values`` objects."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ValueError(f"not valid UTF-8 (byte {exc.start + 1}: {exc.reason})") from None
-    if json_depth(text, max_depth) > max_depth:
+    depth, values = json_shape(text, max_depth, max_values)
+    if depth > max_depth:
         raise ValueError(f"JSON nested more than {max_depth} levels deep")
+    if values > max_values:
+        raise ValueError(f"JSON holding more than {max_values} values")
     try:
         return json.loads(text, parse_constant=_no_constant)
     except json.JSONDecodeError as exc:

@@ -33,6 +33,7 @@ from rankseam.types import Usage
 
 __all__ = [
     "DEFAULT_WRITE_GATE_TIMEOUT_S",
+    "GATE_BLOCKED_MARGIN_S",
     "RERANK_DECISION_KIND",
     "RERANK_QUESTION",
     "RERANK_ROLE",
@@ -49,6 +50,7 @@ __all__ = [
     "Role",
     "ask_write_gate",
     "checked_result",
+    "gate_without_verdict",
     "rerank_request",
     "unwrap",
     "wrap_for_role",
@@ -351,6 +353,40 @@ async def ask_write_gate(
         usage=result.usage,
         rationale=result.rationale,
     )
+
+
+#: How long past its ``timeout_s`` a synchronous ``Memory.add`` waits for the gate's verdict
+#: before it presumes the backend blocked the event-loop thread (synchronous code in an
+#: ``async def``, which no timeout can interrupt) and applies the failure policy without it.
+GATE_BLOCKED_MARGIN_S = 1.0
+
+
+def gate_without_verdict(role: Role, policy_id: str, why: str) -> GateVerdict:
+    """The write gate's answer when no verdict could be awaited at all (its backend blocked
+    the event-loop thread past ``role.timeout_s``): a degraded verdict that stores, for a
+    fail-open role; :class:`~rankseam.errors.WriteGateError` (nothing stored), for a
+    fail-closed one. The call counts once, tokens unknown."""
+    usage = Usage(1, None, None)
+    log.warning(
+        "write gate got no verdict; applying its failure policy",
+        extra={
+            "event": "write_gate.no_verdict",
+            "decision_kind": WRITE_GATE_DECISION_KIND,
+            "policy_id": policy_id,
+            "role": role.name,
+            "failure_policy": role.failure_policy.value,
+        },
+    )
+    if role.failure_policy is DecisionFailurePolicy.FAIL_CLOSED:
+        raise WriteGateError(
+            f"the write gate (fail-closed) got no verdict: {why}; the memory was NOT stored. "
+            "Fix the decision backend (blocking work belongs in a thread), or set "
+            "[write_gate] failure_policy = 'fail_open' to store memories with a degraded "
+            "verdict instead",
+            reason="timeout",
+            usage=usage,
+        )
+    return GateVerdict(DecisionOutcome.ABSTAIN, True, True, policy_id, usage)
 
 
 async def _closed_gate(

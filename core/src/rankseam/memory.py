@@ -27,7 +27,12 @@ from rankseam.compose import (
     open_store,
     resolve_config,
 )
-from rankseam.decision import DecisionBackend, ask_write_gate
+from rankseam.decision import (
+    GATE_BLOCKED_MARGIN_S,
+    DecisionBackend,
+    ask_write_gate,
+    gate_without_verdict,
+)
 from rankseam.embedding import Embedder, EmbedderDescriptor
 from rankseam.errors import ConfigurationError
 from rankseam.ingest import AddResult, IngestError, IngestReport, ReembedReport, Writer
@@ -222,9 +227,17 @@ class Memory:
         rec = self._writer.record(text, namespace, memory_id, importance, metadata or {})
         verdict = None
         if gate or (gate is None and self._config.write_gate):
-            verdict = self._runner.run(
-                ask_write_gate(self._gate_backend(), rec.text, role=self._config.write_gate_role)
-            )
+            role = self._config.write_gate_role
+            backend = self._gate_backend()
+            wait_s = None if role.timeout_s is None else role.timeout_s + GATE_BLOCKED_MARGIN_S
+            try:
+                verdict = self._runner.run(ask_write_gate(backend, rec.text, role=role), wait_s)
+            except LoopTimeout:  # the backend blocked the loop thread; it was replaced
+                verdict = gate_without_verdict(
+                    role,
+                    str(getattr(backend, "policy_id", "unknown")),
+                    f"its backend blocked the event-loop thread past timeout_s={role.timeout_s}",
+                )
             if not verdict.store:
                 log.info("write gate declined a memory", extra={"event": "write_gate.no"})
                 return AddResult(None, False, verdict)

@@ -15,9 +15,25 @@ import click
 
 from rankseam.commands.common import echo_report, json_option, open_store, store_options
 from rankseam.compose import find_config, resolve_config
+from rankseam.errors import ConfigurationError
+from rankseam.store.embedded import sqlite_path
 from rankseam.store.snapshot import verify_snapshot
+from rankseam.store.target import PLAIN_PATH_SCHEME, parse_target
 
 __all__ = ["export", "import_", "verify"]
+
+
+def _new_sqlite_file(db: str) -> Path | None:
+    """The file an import into ``db`` is about to create: an embedded store's path that does
+    not exist yet (``None`` for an existing file, ``:memory:`` or another kind of store)."""
+    target = parse_target(db)
+    if target.scheme != PLAIN_PATH_SCHEME or db == ":memory:":
+        return None
+    try:
+        path = Path(sqlite_path(target))
+    except ConfigurationError:
+        return None  # opening it reports the mistake
+    return None if path.exists() else path
 
 
 def _remove_store(path: Path) -> None:
@@ -80,14 +96,13 @@ def import_(
 ) -> None:
     """Hydrate the store --db from SNAPSHOT in one transaction."""
     verify_snapshot(snapshot)  # refuse a bad snapshot before creating or opening a store
-    target = resolve_config(db, None, find_config(config_file), {}).db
-    created = target is not None and target != ":memory:" and not Path(target).exists()
+    new_file = _new_sqlite_file(str(resolve_config(db, None, find_config(config_file), {}).db))
     try:
         with open_store(db, config_file) as memory:
             report = memory.import_snapshot(snapshot, merge=merge)
     except BaseException:
-        if created:  # a failed import leaves no new store behind
-            _remove_store(Path(str(target)))
+        if new_file is not None:  # a failed import leaves no new store file behind
+            _remove_store(new_file)
         raise
     lines = [
         f"imported {report.memories} memories from snapshot {report.snapshot_id} into {memory.path}"

@@ -62,6 +62,8 @@ _ROW_COLUMNS = (
     "r.created_at, r.content_hash"
 )
 _PAGE = 500
+#: Page cache of each connection, in KiB.
+CACHE_KIB = 64 * 1024
 _SQL_VARS = 900  # stay under SQLITE_MAX_VARIABLE_NUMBER of old builds
 
 
@@ -534,6 +536,10 @@ class SQLiteStore:
         conn.execute(f"PRAGMA page_size={PAGE_SIZE}")  # a new file only; before WAL
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=NORMAL")
+        # a 64 MiB page cache per connection (SQLite's default is 2 MiB): a search of a large
+        # store re-reads the same FTS, revision and vector pages; 7-12 % less CPU per search
+        # at a million memories (docs/benchmarks.md section 7)
+        conn.execute(f"PRAGMA cache_size=-{CACHE_KIB}")
         conn.execute(f"PRAGMA busy_timeout={int(self._timeout_s * 1000)}")
         self._local.conn = conn
         with self._conns_lock:

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from rankseam.checks import json_shape
 from rankseam.store.contract import BulkReader, Store
 from rankseam.store.snapshot.format import (
     DATA_NAME,
@@ -27,6 +28,8 @@ from rankseam.store.snapshot.format import (
     FORMAT_VERSION,
     MANIFEST,
     MAX_LINE_BYTES,
+    MAX_RECORD_DEPTH,
+    MAX_RECORD_VALUES,
     SnapshotError,
     canonical,
     file_sha256,
@@ -158,6 +161,15 @@ def export_snapshot(
     return report
 
 
+def _too_many_values(line: bytes) -> bool:
+    """Whether ``line`` holds more JSON values than an import reads (counted exactly only
+    when its commas and brackets alone could reach the cap)."""
+    if line.count(b",") + line.count(b"[") + line.count(b"{") < MAX_RECORD_VALUES:
+        return False
+    _depth, values = json_shape(line.decode("utf-8"), MAX_RECORD_DEPTH, MAX_RECORD_VALUES)
+    return values > MAX_RECORD_VALUES
+
+
 def _created_by() -> str:
     from rankseam.version import __version__
 
@@ -189,12 +201,13 @@ def _write_records(
                 reason="store",
             )
         line = canonical(record) + b"\n"
-        if len(line) > MAX_LINE_BYTES:
+        if len(line) > MAX_LINE_BYTES or _too_many_values(line):
             raise SnapshotError(
                 f"memory {record['id']!r} in namespace {record['namespace']!r} takes "
-                f"{len(line)} bytes with its {head} revisions, more than the {MAX_LINE_BYTES} "
-                "one memory may take in a snapshot (docs/snapshots.md, Limits); this store "
-                "cannot be exported as a snapshot: copy its database file instead",
+                f"{len(line)} bytes with its {head} revisions, more than one memory may take "
+                f"in a snapshot ({MAX_LINE_BYTES} bytes, {MAX_RECORD_VALUES} JSON values: "
+                "docs/snapshots.md, Limits); this store cannot be exported as a snapshot: copy "
+                "its database file instead",
                 reason="limit",
             )
         digest.update(line)

@@ -21,7 +21,9 @@ __all__ = [
     "MAX_GZIP_RATIO",
     "MAX_LINE_BYTES",
     "MAX_MANIFEST_BYTES",
+    "MAX_MANIFEST_VALUES",
     "MAX_RECORD_DEPTH",
+    "MAX_RECORD_VALUES",
     "MEMORY_KEYS",
     "MIN_REVISION_BYTES",
     "REVISION_KEYS",
@@ -56,6 +58,11 @@ MAX_MANIFEST_BYTES = 32 * 1024 * 1024
 MAX_LINE_BYTES = 32 * 1024 * 1024
 #: Deepest JSON nesting of a record line (a revision's metadata nests at most 32 levels).
 MAX_RECORD_DEPTH = 40
+#: Most JSON values in one record line (parsing costs a Python object per value: this bounds
+#: a line's parse to about 150 MB, where 32 MiB of ``[{},{},...`` would take 800 MB).
+MAX_RECORD_VALUES = 2_000_000
+#: Most JSON values in ``manifest.json`` (about four per namespace).
+MAX_MANIFEST_VALUES = 2_000_000
 #: Fewest bytes one revision takes in its line (its keys and content hash alone take more):
 #: a manifest may claim at most (uncompressed data bytes / this) revisions.
 MIN_REVISION_BYTES = 100

@@ -40,7 +40,9 @@ from rankseam.store.snapshot.format import (
     MAX_GZIP_RATIO,
     MAX_LINE_BYTES,
     MAX_MANIFEST_BYTES,
+    MAX_MANIFEST_VALUES,
     MAX_RECORD_DEPTH,
+    MAX_RECORD_VALUES,
     MEMORY_KEYS,
     MIN_REVISION_BYTES,
     REVISION_KEYS,
@@ -99,7 +101,7 @@ def _load_manifest(folder: Path) -> dict[str, Any]:
             "limit",
         )
     try:
-        manifest = parse_json(path.read_bytes())
+        manifest = parse_json(path.read_bytes(), max_values=MAX_MANIFEST_VALUES)
     except ValueError as exc:
         raise _fail(
             f"{MANIFEST} of {str(folder)!r} is {exc}; it was truncated or edited: export the "
@@ -317,7 +319,7 @@ class RecordReader:
 
     def _parse(self, line: bytes) -> MemoryRows:
         try:
-            obj = parse_json(line, max_depth=MAX_RECORD_DEPTH)
+            obj = parse_json(line, max_depth=MAX_RECORD_DEPTH, max_values=MAX_RECORD_VALUES)
         except ValueError as exc:
             raise self._content_error(str(exc)) from None
         try:

@@ -165,25 +165,27 @@ def test_a_cancelled_error_raised_by_the_plugin_is_its_failure() -> None:
 def test_cancelling_the_search_propagates_and_cancels_the_reranker() -> None:
     seen: list[str] = []
 
-    class Waits:
-        policy_id = "test.waits.v1"
-
-        async def rerank(self, query: str, candidates: Any, limit: int, /) -> Any:
-            try:
-                await asyncio.sleep(3600)
-            except asyncio.CancelledError:
-                seen.append("cancelled")
-                raise
-
     async def scenario() -> None:
+        entered = asyncio.Event()
+
+        class Waits:
+            policy_id = "test.waits.v1"
+
+            async def rerank(self, query: str, candidates: Any, limit: int, /) -> Any:
+                entered.set()
+                try:
+                    await asyncio.sleep(3600)
+                except asyncio.CancelledError:
+                    seen.append("cancelled")
+                    raise
+
         task = asyncio.ensure_future(rerank_pool("q", POOL, 3, Waits(), on_error="coarse"))
-        while not task.done() and not asyncio.all_tasks() - {task, asyncio.current_task()}:
-            await asyncio.sleep(0)
-        await asyncio.sleep(0)
+        await entered.wait()
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
-        await asyncio.sleep(0)
+        for _ in range(3):  # let the reranker's own task see its cancellation
+            await asyncio.sleep(0)
 
     asyncio.run(scenario())
     assert seen == ["cancelled"]

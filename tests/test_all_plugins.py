@@ -17,6 +17,7 @@ FIRST_PARTY = {
     "decision": {"reranker": ["decision"]},
     "listwise": {"reranker": ["listwise"], "generation_backend": ["local"]},
     "openai": {"decision_backend": ["openai"], "generation_backend": ["openai"]},
+    "postgres": {"store": ["postgres"], "candidate_source": ["lexical", "vector", "importance"]},
     # integrations: they add classes for LangChain / LlamaIndex and a command, no components
     "langchain": {},
     "llamaindex": {},
@@ -51,20 +52,30 @@ def test_every_first_party_plugin_is_listed_ok() -> None:
             assert set(names) <= set(listed[name].components.get(kind, [])), (name, kind)
 
 
+def assert_reselects(memory, result, coarse) -> None:
+    """The reranker made a selection of its own (no fallback) of exact stored memories."""
+    rerank = result.trace.rerank
+    assert rerank is not None
+    assert rerank.status.value == "ok" and not rerank.used_fallback, (
+        f"{rerank.policy_id} did not select on its own: {rerank.status.value}, {rerank.reason}"
+    )
+    assert rerank.discarded_rank_count == 0 and rerank.over_limit_count == 0
+    pool = {c.ref: c for c in result.trace.coarse}
+    assert 1 <= len(result.hits) <= result.trace.limit
+    for hit in result.hits:
+        assert hit.ref in pool
+        assert memory.get(hit.ref).text == hit.text  # the exact cited revision
+    assert [c.ref for c in coarse.trace.coarse] == list(pool)  # same pool, reranker aside
+
+
 @pytest.mark.parametrize("name", sorted(RERANKERS))
 def test_each_reranker_reselects_exact_stored_memories(memory, name: str) -> None:
     query = "what does the user's cat eat"
     coarse = memory.search(query, limit=5, reranker=None)
     result = memory.search(query, limit=5, reranker=name, reranker_options=RERANKERS[name])
+    assert_reselects(memory, result, coarse)
     rerank = result.trace.rerank
-    assert rerank is not None and rerank.status.value in {"ok", "fell_back"}
     assert rerank.policy_id.endswith(".v1")
-    pool = {c.ref: c for c in result.trace.coarse}
-    assert 1 <= len(result.hits) <= 5
-    for hit in result.hits:
-        assert hit.ref in pool
-        assert memory.get(hit.ref).text == hit.text  # the exact cited revision
-    assert [c.ref for c in coarse.trace.coarse] == list(pool)  # same pool, reranker aside
     json.dumps(result.to_dict())
     if name == "decision":
         assert rerank.usage.calls == len(rerank.records) >= 1
@@ -72,10 +83,36 @@ def test_each_reranker_reselects_exact_stored_memories(memory, name: str) -> Non
         assert rerank.usage.calls == 1
 
 
+class AlwaysFallsBack:
+    policy_id = "test.always-falls-back.v1"
+
+    async def rerank(self, query, candidates, limit, /):
+        return rankseam.RerankDecision(tuple(range(1, limit + 1)), used_fallback=True)
+
+
+def test_the_reselection_check_rejects_a_reranker_that_always_falls_back(memory) -> None:
+    query = "what does the user's cat eat"
+    coarse = memory.search(query, limit=5, reranker=None)
+    result = memory.search(query, limit=5, reranker=AlwaysFallsBack())
+    with pytest.raises(AssertionError, match="did not select on its own"):
+        assert_reselects(memory, result, coarse)
+
+
 def test_no_reranker_is_byte_identical_to_the_coarse_order(memory) -> None:
-    result = memory.search("weekend plans", limit=8, reranker=None)
-    assert result.trace.rerank is None
-    assert [h.ref for h in result.hits] == [c.ref for c in result.trace.coarse][:8]
+    """Two independently produced results: the search with no reranker, and the coarse pool
+    of a second Memory on the same store passed through the seam by the identity reranker
+    (which selects 1..limit); their hits serialise to the same bytes."""
+    plain = memory.search("weekend plans", limit=8, reranker=None)
+    assert plain.trace.rerank is None and len(plain.hits) == 8
+    with rankseam.open_memory(memory.path) as other:
+        through_seam = other.search("weekend plans", limit=8, reranker="identity")
+        wide = other.search("weekend plans", limit=20, reranker=None)
+    assert through_seam.trace.rerank.status.value == "ok"
+    as_bytes = lambda result: json.dumps(  # noqa: E731
+        [h.to_dict() for h in result.hits], sort_keys=True
+    ).encode()
+    assert as_bytes(plain) == as_bytes(through_seam)
+    assert [h.to_dict() for h in wide.hits][:8] == [h.to_dict() for h in plain.hits]
 
 
 def test_cli_generic_component_options(memory) -> None:

@@ -364,3 +364,26 @@ def test_a_rerank_cancelled_from_outside_carries_every_request(
     usage = getattr(error, "usage", None)
     assert usage is not None, "the cancellation carries no usage"
     assert usage.calls == _received(server) >= 3
+
+
+@pytest.mark.parametrize("role", ["decision", "listwise_coarse"])
+def test_the_search_deadline_counts_every_request(server: Any, db: str, role: str) -> None:
+    """The search's own rerank deadline (``[search] rerank_deadline_s``) cancels a reranker
+    whose backend is retrying a silent server: the degraded trace counts every request."""
+    server.clear()
+    server.inject("delay")
+    config = _config(server, role)
+    table = "decision_backends" if role == "decision" else "generation_backends"
+    config[table]["openai"] = {**PATIENT, "base_url": server.base_url}
+    if role == "decision":  # the reranker's own deadline is far away: the search's cuts it
+        config["rerankers"]["decision"].update(window=4, deadline_s=3600)
+    config["search"].update(on_error="coarse", rerank_deadline_s=2.5)
+    with open_memory(db, config=config) as memory:
+        result = memory.search(QUERY, LIMIT)
+    assert result.status is RerankStatus.DEGRADED
+    rerank = result.trace.rerank
+    assert rerank is not None and rerank.reason is not None
+    assert rerank.reason.startswith("timeout"), rerank.reason
+    received = _received(server)
+    assert received >= 2  # the backend retried before the deadline cancelled it
+    assert rerank.usage.calls == received

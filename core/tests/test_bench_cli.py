@@ -187,3 +187,32 @@ def test_kept_stores_are_reused_and_checked(tmp_path):
     )
     assert result.exit_code == 1
     assert "does not hold this collection's memories" in result.output
+
+
+def test_store_url_builds_the_stores_on_that_backend(tmp_path):
+    """`--store-url` puts every store at that URL (here the SQLite store's own sqlite:///
+    form), each under a fresh {name}; the figures equal those of the scratch stores."""
+    folder = _tiny_beir(tmp_path / "tiny")
+    where = tmp_path / "elsewhere"
+    where.mkdir()
+    scratch, placed = tmp_path / "a", tmp_path / "b"
+    _run("--dataset", f"beir:{folder}", "--rerank", "none", "--out", str(scratch))
+    _run(
+        "--dataset",
+        f"beir:{folder}",
+        "--rerank",
+        "none",
+        "--store-url",
+        f"sqlite://{where}/{{name}}.sqlite3",
+        "--out",
+        str(placed),
+    )
+    built = [p.name for p in where.iterdir() if p.suffix == ".sqlite3"]
+    assert len(built) == 1 and built[0].startswith("q")
+    a, b = (json.loads((d / "report.json").read_text()) for d in (scratch, placed))
+    assert a["policies"] == b["policies"]
+    assert b["configuration"]["store_url"] == f"sqlite://{where}/{{name}}.sqlite3"
+    result = CliRunner().invoke(
+        cli, ["bench", "quality", "--no-plot", "--dataset", f"beir:{folder}", "--store-url", "x"]
+    )
+    assert result.exit_code == 1 and "{name}" in result.output

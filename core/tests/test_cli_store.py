@@ -99,7 +99,7 @@ def test_ingest_keeps_committed_batches(db, tmp_path):
     f = tmp_path / "bad.jsonl"
     f.write_text("\n".join([*(json.dumps({"text": f"t{i}"}) for i in range(4)), "oops"]) + "\n")
     out = CliRunner().invoke(cli, ["ingest", str(f), "--db", db, "--batch-size", "2"])
-    assert out.exit_code == 1 and "line 5" in out.output and "4 earlier record" in out.output
+    assert out.exit_code == 1 and "4 records committed, line 5" in out.output
     assert json.loads(run("stats", "--db", db).output)["memories"] == 4
 
 

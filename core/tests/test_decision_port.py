@@ -13,11 +13,11 @@ from rankseam.compose import ComponentContext, Config
 from rankseam.decision import (
     RERANK_ROLE,
     WRITE_GATE_ROLE,
+    DecisionFailurePolicy,
     DecisionOutcome,
     DecisionRequest,
     DecisionResult,
     FailOpenDecisionBackend,
-    FailurePolicy,
     Role,
     ask_write_gate,
     rerank_request,
@@ -112,7 +112,7 @@ def test_result_validates_and_converts() -> None:
 
 
 def test_role_validates() -> None:
-    assert Role("r", "fail_open").failure_policy is FailurePolicy.FAIL_OPEN
+    assert Role("r", "fail_open").failure_policy is DecisionFailurePolicy.FAIL_OPEN
     for bad in (
         {"name": ""},
         {"failure_policy": "sometimes"},
@@ -123,8 +123,8 @@ def test_role_validates() -> None:
         fields.update(bad)
         with pytest.raises((TypeError, ValueError)):
             Role(**fields)
-    assert RERANK_ROLE.failure_policy is FailurePolicy.FAIL_CLOSED
-    assert WRITE_GATE_ROLE.failure_policy is FailurePolicy.FAIL_OPEN
+    assert RERANK_ROLE.failure_policy is DecisionFailurePolicy.FAIL_CLOSED
+    assert WRITE_GATE_ROLE.failure_policy is DecisionFailurePolicy.FAIL_OPEN
 
 
 # the fail-open envelope ----------------------------------------------------------------------
@@ -212,7 +212,7 @@ def test_wrap_for_role_resolves_the_policy_once() -> None:
     assert wrap_for_role(backend, RERANK_ROLE) is backend
     gate = wrap_for_role(backend, WRITE_GATE_ROLE)
     assert isinstance(gate, FailOpenDecisionBackend) and gate.delegate is backend
-    regated = wrap_for_role(gate, Role("other", FailurePolicy.FAIL_OPEN, timeout_s=1.0))
+    regated = wrap_for_role(gate, Role("other", DecisionFailurePolicy.FAIL_OPEN, timeout_s=1.0))
     assert isinstance(regated, FailOpenDecisionBackend) and regated.delegate is backend
     assert regated.timeout_s == 1.0 and regated.role == "other"
     assert wrap_for_role(gate, RERANK_ROLE) is backend  # a fail-closed role never gets an envelope

@@ -107,6 +107,21 @@ def test_a_plugin_importing_an_internal_module_fails(tree: Path) -> None:
     assert "rankseam_mmr.bad_import -> rankseam.compose" in result.stdout
 
 
+def test_a_plugin_importing_a_built_in_source_fails(tree: Path) -> None:
+    _add(
+        tree,
+        "plugins/rankseam-mmr/src/rankseam_mmr/bad_source_import.py",
+        """
+        from rankseam.retrieval.lexical import query_terms
+
+        TERMS = query_terms("a question")
+        """,
+    )
+    result = _lint_imports(tree)
+    assert result.returncode != 0
+    assert "rankseam_mmr.bad_source_import -> rankseam.retrieval.lexical" in result.stdout
+
+
 def test_a_layer_importing_upward_fails(tree: Path) -> None:
     # The seam sits below memory: make it import memory.
     seam = tree / "core/src/rankseam/seam.py"
@@ -170,6 +185,11 @@ def test_every_plugin_distribution_is_under_the_public_api_rule() -> None:
     missing_rule = packages - set(contract["source_modules"])
     assert not missing_root, f"add {sorted(missing_root)} to root_packages in pyproject.toml"
     assert not missing_rule, f"add {sorted(missing_rule)} to the public-plugin-api source_modules"
+    (sources,) = [c for c in config["contracts"] if c["id"] == "built-in-sources-are-internal"]
+    missing_sources = packages - set(sources["source_modules"])
+    assert not missing_sources, (
+        f"add {sorted(missing_sources)} to the built-in-sources-are-internal source_modules"
+    )
 
 
 def test_the_layers_page_and_the_checked_layers_agree() -> None:

@@ -194,10 +194,11 @@ def test_sources_declare_their_scores():
         score_spec_of(Wrong(), None)
     with pytest.raises(ValueError, match="scale"):
         ScoreSpec("log", 1.0)
-    with pytest.raises(ValueError, match="weight must be a number >= 0"):
-        ScoreSpec("max", -1.0)
-    with pytest.raises(ValueError, match="fusion_weight must be a number >= 0"):
-        EmbedderDescriptor("e", 4, fusion_weight=-0.5)
+    for bad in (-1.0, float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="weight must be a finite number >= 0"):
+            ScoreSpec("max", bad)
+        with pytest.raises(ValueError, match="fusion_weight must be a finite number >= 0"):
+            EmbedderDescriptor("e", 4, fusion_weight=bad)
 
 
 def test_embedder_declares_its_channel_scale():

@@ -434,6 +434,24 @@ def test_frequent_terms_only_score_the_memories_rarer_terms_find(tmp_path, monke
         assert score == pytest.approx(full[mid], rel=1e-12)
 
 
+def test_budgeted_lexical_search_keeps_to_its_namespace(tmp_path, monkeypatch):
+    monkeypatch.setenv("RANKSEAM_ANN", "off")
+    path = tmp_path / "ns.sqlite3"
+    records = [{"id": f"f{i}", "text": f"alpha filler{i}"} for i in range(300)]
+    records += [{"id": f"a{i}", "text": f"alpha beta pair{i}"} for i in range(5)]
+    records += [{"id": f"b{i}", "text": f"beta other{i}"} for i in range(5)]
+    with rankseam.open_memory(path) as memory:
+        memory.ingest(records, namespace="one")
+        memory.ingest(records, namespace="two")
+    options = {"budget_from": 0, "max_postings": 100, "max_scoring_postings": 10_000, "max_df": 1.0}
+    config = {"search": {"sources": ["lexical"]}, "sources": {"lexical": options}}
+    with rankseam.open_memory(path, config=config) as memory:
+        for ns in ("one", "two"):
+            hits = memory.search("alpha beta", 50, pool=50, namespace=ns).hits
+            assert {h.ref.namespace for h in hits} == {ns}
+            assert {h.ref.memory_id[0] for h in hits} == {"a", "b"}  # beta finds, alpha scores
+
+
 @pytest.mark.parametrize(
     ("option", "value"),
     [
@@ -507,5 +525,6 @@ def test_a_loop_free_reranker_runs_inline_in_a_synchronous_search(tmp_path):
         assert hopping.threads[0] is not threading.current_thread()
         # the built-in identity reranker declares it; a wrong declaration is a clear error
         assert runs_inline(memory.context.reranker("identity"))
-        with pytest.raises(RuntimeError, match="needs_event_loop = False must not await"):
+        # (a plugin error like any other: fail closed with a typed error, or degrade)
+        with pytest.raises(rankseam.RerankError, match="needs_event_loop = False, but its"):
             memory.search("kalo mine", 5, reranker=_Recorder(inline=True, suspend=True))

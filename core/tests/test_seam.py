@@ -88,9 +88,11 @@ def test_empty_selection_falls_back() -> None:
     assert hits == POOL[:4] and trace.status is RerankStatus.FELL_BACK and trace.used_fallback
 
 
-def test_at_most_limit_ranks_are_kept_and_later_ones_not_counted() -> None:
+def test_at_most_limit_ranks_are_kept_and_later_ones_counted_as_over_answered() -> None:
     hits, trace = run(Scripted(decision(6, 5, 4, 99, 3)), limit=2)
     assert trace.selected_ranks == (6, 5) and trace.discarded_rank_count == 0
+    assert trace.over_limit_count == 3  # counted, not validated: the 99 is not "discarded"
+    assert trace.status is RerankStatus.OK and "over-answered" in (trace.reason or "")
     assert hits == (POOL[5], POOL[4])
 
 
@@ -149,9 +151,44 @@ def test_on_error_coarse_is_degraded_visible_and_logged(caplog: pytest.LogCaptur
     assert "model too slow" not in record.getMessage()
 
 
-def test_cancellation_always_propagates() -> None:
-    with pytest.raises(asyncio.CancelledError):
-        run(Scripted(raises=asyncio.CancelledError()), on_error="coarse")
+def test_a_cancelled_error_raised_by_the_plugin_is_its_failure() -> None:
+    """Only a cancellation of the search itself propagates; a plugin that raises
+    CancelledError on its own has failed (degraded here, RerankError when failing closed)."""
+    hits, trace = run(Scripted(raises=asyncio.CancelledError()), on_error="coarse")
+    assert trace.status is RerankStatus.DEGRADED and trace.reason == "exception: CancelledError"
+    assert hits == POOL[:3]
+    with pytest.raises(RerankError) as info:
+        run(Scripted(raises=asyncio.CancelledError()))
+    assert info.value.reason == "exception"
+
+
+def test_cancelling_the_search_propagates_and_cancels_the_reranker() -> None:
+    seen: list[str] = []
+
+    async def scenario() -> None:
+        entered = asyncio.Event()
+
+        class Waits:
+            policy_id = "test.waits.v1"
+
+            async def rerank(self, query: str, candidates: Any, limit: int, /) -> Any:
+                entered.set()
+                try:
+                    await asyncio.sleep(3600)
+                except asyncio.CancelledError:
+                    seen.append("cancelled")
+                    raise
+
+        task = asyncio.ensure_future(rerank_pool("q", POOL, 3, Waits(), on_error="coarse"))
+        await entered.wait()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        for _ in range(3):  # let the reranker's own task see its cancellation
+            await asyncio.sleep(0)
+
+    asyncio.run(scenario())
+    assert seen == ["cancelled"]
 
 
 def test_no_reranker_returns_coarse_order_without_trace() -> None:
@@ -267,10 +304,55 @@ def test_whatever_the_plugin_answers_hits_are_a_valid_subset(
         assert trace.status is RerankStatus.OK
 
 
-@settings(max_examples=200, deadline=None)
-@given(answer=st.lists(rank_like, max_size=30), n=st.integers(1, 20), limit=st.integers(1, 20))
-def test_fail_closed_raises_only_typed_errors(answer: list[Any], n: int, limit: int) -> None:
-    pool, _ = synthetic_pool(n)
-    hits, trace = run(Scripted(decision(*answer)), limit=limit, pool=pool)
-    assert len(hits) == len(trace.selected_ranks) <= min(n, limit)
-    assert trace.to_dict()["status"] in {"ok", "repaired", "fell_back"}
+FAILURES: list[Any] = [
+    ValueError("plugin bug"),
+    BackendTimeoutError("slow"),
+    TimeoutError(),
+    SystemExit(2),
+    KeyboardInterrupt(),
+    asyncio.CancelledError(),
+    GeneratorExit(),
+]
+behaviour = st.one_of(
+    st.lists(rank_like, max_size=30).map(lambda ranks: ("answer", ranks)),
+    st.sampled_from(FAILURES).map(lambda exc: ("raise", exc)),
+    st.sampled_from([[1, 2], None, "1", RerankDecision((1,), scores=(0.5, 0.5))]).map(
+        lambda value: ("wrong", value)
+    ),
+    st.lists(st.integers(2, 9), min_size=1, max_size=4).map(lambda r: ("lying-fallback", r)),
+)
+
+
+def test_fail_closed_raises_only_typed_errors() -> None:
+    """Whatever the plugin does -- any answer, any exception (BaseExceptions included), a wrong
+    type, a fallback flag on its own ranks -- a fail-closed search either answers with a valid
+    selection or raises RerankError; and both paths are really taken."""
+    paths: dict[str, int] = {"answered": 0, "raised": 0}
+
+    @settings(max_examples=300, deadline=None, derandomize=True, database=None)
+    @given(what=behaviour, n=st.integers(1, 20), limit=st.integers(1, 20))
+    def check(what: tuple[str, Any], n: int, limit: int) -> None:
+        pool, _ = synthetic_pool(n)
+        kind, value = what
+        if kind == "raise":
+            reranker = Scripted(raises=value)
+        elif kind == "wrong":
+            reranker = Scripted(value)
+        elif kind == "lying-fallback":
+            reranker = Scripted(decision(*value, used_fallback=True))
+        else:
+            reranker = Scripted(decision(*value))
+        try:
+            hits, trace = run(reranker, limit=limit, pool=pool)
+        except RerankError as exc:
+            assert exc.reason in {"exception", "timeout", "invalid_output"}, exc.reason
+            assert kind != "answer", "a plain answer of ranks never fails the search"
+            paths["raised"] += 1
+            return
+        assert kind == "answer", f"{kind} {value!r} did not fail closed"
+        assert len(hits) == len(trace.selected_ranks) <= min(n, limit)
+        assert trace.to_dict()["status"] in {"ok", "repaired", "fell_back"}
+        paths["answered"] += 1
+
+    check()
+    assert paths["raised"] >= 20 and paths["answered"] >= 20, paths

@@ -5,6 +5,9 @@ broken stores); passwords in targets never shown."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -338,3 +341,25 @@ def test_the_store_section_documents_every_member_of_the_contract() -> None:
         "memories",
         "resolve",
     ]
+
+
+def test_the_console_script_takes_a_sqlite_url(tmp_path: Path) -> None:
+    script = str(Path(sys.executable).with_name("rankseam"))
+    url = "sqlite://" + str(tmp_path / "cli url.sqlite3").replace(" ", "%20")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RANKSEAM_")}
+    env["XDG_CONFIG_HOME"] = str(tmp_path / "no-user-config")
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [script, *args], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120
+        )
+
+    added = run("add", "the url store keeps an avocet", "--id", "avocet", "--db", url)
+    assert added.returncode == 0, added.stderr
+    found = run("search", "avocet", "--db", url, "--json")
+    assert found.returncode == 0, found.stderr
+    assert json.loads(found.stdout)["hits"][0]["memory_id"] == "avocet"
+    assert (tmp_path / "cli url.sqlite3").exists()
+    missing = run("search", "avocet", "--db", "nosuch://u:" + SECRET + "@h/db")
+    assert missing.returncode == 1 and SECRET not in missing.stderr + missing.stdout
+    assert "no installed store opens nosuch://" in missing.stderr

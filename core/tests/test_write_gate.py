@@ -156,3 +156,79 @@ def test_write_gate_table_sets_timeout_and_policy() -> None:
 def test_write_gate_table_refuses_bad_values(table: dict[str, Any], message: str) -> None:
     with pytest.raises(ConfigurationError, match=message.replace("[", r"\[")):
         Config.from_mapping({"write_gate": {"backend": "heuristic", **table}})
+
+
+# a backend that blocks the event-loop thread: Memory.add returns all the same ----------------
+
+BLOCKING_PLUGIN = """
+import threading
+
+from rankseam.plugin import DecisionOutcome, DecisionResult, hookimpl
+
+RELEASE = threading.Event()
+
+
+class Blocking:
+    policy_id = "test.blocking-gate.v1"
+
+    async def evaluate(self, request, /):
+        RELEASE.wait(120)  # synchronous: blocks the event-loop thread; no timeout can cut it
+        return DecisionResult(DecisionOutcome.NO, self.policy_id)
+
+
+@hookimpl
+def register_decision_backends(register):
+    register("blocking", lambda options, context: Blocking())
+"""
+
+
+def _returns(fn: Any) -> Any:
+    """``fn()`` run in a thread; fails the test if it has not returned within 60 s."""
+    import threading
+
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = fn()
+        except BaseException as exc:
+            box["error"] = exc
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    thread.join(60)
+    if thread.is_alive():
+        pytest.fail("Memory.add did not return: the gate's backend blocked it")
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
+@pytest.mark.parametrize("policy", ["fail_open", "fail_closed"])
+def test_a_backend_blocking_the_loop_cannot_block_add(
+    install: Any, tmp_path: Any, policy: str
+) -> None:
+    """No timing decides: the backend blocks until the test releases it, after add()
+    returned."""
+    import sys
+
+    from rankseam import open_memory
+
+    install("blockgate", BLOCKING_PLUGIN)
+    config = {"write_gate": {"backend": "blocking", "timeout_s": 0.2, "failure_policy": policy}}
+    memory = open_memory(tmp_path / "m.sqlite3", config=config)
+    try:
+        if policy == "fail_open":
+            added = _returns(lambda: memory.add("remember the blue door", gate=True))
+            assert added.stored and added.gate is not None and added.gate.degraded
+            assert added.gate.usage == Usage(1, None, None)
+        else:
+            with pytest.raises(WriteGateError) as info:
+                _returns(lambda: memory.add("remember the blue door", gate=True))
+            assert info.value.reason == "timeout" and "NOT stored" in str(info.value)
+            assert memory.search("blue door", 5, reranker=None).hits == ()
+        # the Memory keeps working: the next add (gate off) and a search are served
+        assert _returns(lambda: memory.add("the red door", gate=False)).stored
+    finally:
+        sys.modules["rs_test_blockgate"].RELEASE.set()
+        memory.close()

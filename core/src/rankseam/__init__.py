@@ -16,6 +16,7 @@ from rankseam.errors import (
     PluginError,
     RankseamError,
     RerankError,
+    StoreError,
     ValidationError,
     WriteGateError,
 )
@@ -60,6 +61,7 @@ __all__ = [
     "RerankTrace",
     "SearchResult",
     "SearchTrace",
+    "StoreError",
     "Usage",
     "ValidationError",
     "WriteGateError",

@@ -18,6 +18,7 @@ Example ``rankseam.toml``::
     sources = ["lexical", "vector", "importance"]
     reranker = "mmr"        # none by default
     on_error = "raise"      # or "coarse" (visible "degraded" status)
+    rerank_deadline_s = 90  # every reranker's deadline per search, seconds
     max_chars = 2000
     trace_text = true
 
@@ -35,7 +36,9 @@ Example ``rankseam.toml``::
 
 from __future__ import annotations
 
+import difflib
 import inspect
+import logging
 import os
 import re
 import sys
@@ -52,12 +55,13 @@ from rankseam.decision import (
     DEFAULT_WRITE_GATE_TIMEOUT_S,
     WRITE_GATE_ROLE,
     DecisionBackend,
+    DecisionFailurePolicy,
+    FailOpenDecisionBackend,
     Role,
-    wrap_for_role,
 )
 from rankseam.embedding import Embedder, EmbedderDescriptor
 from rankseam.errors import ConfigurationError, ValidationError
-from rankseam.generation import GenerationBackend
+from rankseam.generation import FailOpenGenerationBackend, GenerationBackend
 from rankseam.plugins import get_registry
 from rankseam.registry import ComponentSpec, Registry
 from rankseam.retrieval.base import CandidateSource
@@ -65,8 +69,10 @@ from rankseam.retrieval.fusion import DEFAULT_FUSION, FUSION_METHODS, SCALES
 from rankseam.seam import (
     DEFAULT_MAX_CHARS,
     DEFAULT_POOL,
+    DEFAULT_RERANK_DEADLINE_S,
     Reranker,
     as_async_reranker,
+    validate_deadline,
     validate_on_error,
     validate_pool_size,
 )
@@ -108,6 +114,26 @@ _KIND_WORDS = {
 
 DEFAULT_SOURCES = ("lexical", "vector", "importance")
 
+log = logging.getLogger("rankseam.compose")
+
+#: The role of a generation consumer that names none: fail-open, the default of every role.
+GENERATION_ROLE = Role("generation")
+
+
+@attrs.frozen
+class _Port:
+    """What the role resolution needs to know about one backend port."""
+
+    protocol: type
+    method: str
+    envelope: type[Any]
+
+
+_PORTS = {
+    "decision_backend": _Port(DecisionBackend, "evaluate", FailOpenDecisionBackend),
+    "generation_backend": _Port(GenerationBackend, "generate", FailOpenGenerationBackend),
+}
+
 
 def _pool(_inst: object, _attr: object, value: int) -> None:
     try:
@@ -121,6 +147,13 @@ def _on_error(_inst: object, _attr: object, value: str) -> None:
         validate_on_error(value)
     except ValidationError as exc:
         raise ConfigurationError(f"search.on_error: {exc}") from None
+
+
+def _deadline(value: object) -> float:
+    try:
+        return validate_deadline(value, "search.rerank_deadline_s")
+    except ValidationError as exc:
+        raise ConfigurationError(str(exc)) from None
 
 
 def _fusion(_inst: object, _attr: object, value: str) -> None:
@@ -276,17 +309,43 @@ def _masked(value: Any) -> Any:
     return value
 
 
+#: Largest configuration file read (a rankseam.toml is a few lines; this refuses a wrong path).
+MAX_CONFIG_BYTES = 1 << 20
+
+
+def _known_channels(
+    inst: SearchConfig, attr: attrs.Attribute[Any], value: Mapping[str, Any]
+) -> None:
+    """``weights`` and ``scales`` name configured sources (a misspelt key is refused, never
+    silently ignored)."""
+    unknown = sorted(set(value) - set(inst.sources))
+    if unknown:
+        named = []
+        for name in unknown:
+            close = difflib.get_close_matches(name, inst.sources, n=1)
+            named.append(f"{name!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+        raise ConfigurationError(
+            f"search.{attr.name} names {', '.join(named)}: not configured sources; the "
+            f"sources are {list(inst.sources)}"
+        )
+
+
 @attrs.frozen
 class SearchConfig:
     pool: int = attrs.field(default=DEFAULT_POOL, validator=_pool)
     fusion: str = attrs.field(default=DEFAULT_FUSION, validator=_fusion)
-    weights: Mapping[str, float] = attrs.field(factory=dict, converter=_weights)
-    scales: Mapping[str, str] = attrs.field(factory=dict, converter=_scales)
+    weights: Mapping[str, float] = attrs.field(
+        factory=dict, converter=_weights, validator=_known_channels
+    )
+    scales: Mapping[str, str] = attrs.field(
+        factory=dict, converter=_scales, validator=_known_channels
+    )
     sources: tuple[str, ...] = attrs.field(default=DEFAULT_SOURCES, converter=_source_names)
     reranker: str | None = attrs.field(default=None, validator=_optional_name)
     on_error: str = attrs.field(default="raise", validator=_on_error)
     max_chars: int = attrs.field(default=DEFAULT_MAX_CHARS, validator=_positive_int)
     trace_text: bool = attrs.field(default=True, validator=_bool("search."))
+    rerank_deadline_s: float = attrs.field(default=DEFAULT_RERANK_DEADLINE_S, converter=_deadline)
 
 
 @attrs.frozen
@@ -307,6 +366,9 @@ class Config:
     )
     write_gate: bool = attrs.field(default=False, validator=_bool(""))
     write_gate_backend: str | None = attrs.field(default=None, validator=_optional_str)
+    #: What the environment changed that a user would not guess from the configuration
+    #: (e.g. ``RANKSEAM_RERANK`` replacing the configured reranker); shown in search traces.
+    notes: tuple[str, ...] = attrs.field(default=(), eq=False)
     write_gate_timeout_s: float = attrs.field(
         default=DEFAULT_WRITE_GATE_TIMEOUT_S, validator=_gate_timeout
     )
@@ -379,11 +441,26 @@ class Config:
     def from_toml(cls, path: str | os.PathLike[str]) -> Config:
         p = Path(path)
         try:
-            data = tomllib.loads(p.read_text(encoding="utf-8"))
+            if p.stat().st_size > MAX_CONFIG_BYTES:
+                raise ConfigurationError(
+                    f"config file {str(p)!r} is larger than {MAX_CONFIG_BYTES} bytes; a "
+                    "rankseam.toml is a few lines: check the path"
+                )
+            data = tomllib.loads(p.read_bytes().decode("utf-8"))
         except FileNotFoundError:
             raise ConfigurationError(f"config file {str(p)!r} does not exist") from None
-        except tomllib.TOMLDecodeError as exc:
-            raise ConfigurationError(f"config file {str(p)!r} is not valid TOML: {exc}") from None
+        except UnicodeDecodeError as exc:
+            raise ConfigurationError(
+                f"config file {str(p)!r} is not UTF-8 text (byte {exc.start}: {exc.reason}); "
+                "save it as UTF-8"
+            ) from None
+        except (tomllib.TOMLDecodeError, RecursionError) as exc:
+            what = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+            raise ConfigurationError(f"config file {str(p)!r} is not valid TOML: {what}") from None
+        except OSError as exc:
+            raise ConfigurationError(
+                f"cannot read config file {str(p)!r}: {exc.strerror or exc}; check the path"
+            ) from None
         return cls.from_mapping(data, source=str(p))
 
     def with_env(self, environ: Mapping[str, str] | None = None) -> Config:
@@ -398,9 +475,20 @@ class Config:
         if env.get("RANKSEAM_EMBEDDER"):
             out = attrs.evolve(out, embedder=env["RANKSEAM_EMBEDDER"])
         search = out.search
+        notes = out.notes
         if "RANKSEAM_RERANK" in env:
             value = env["RANKSEAM_RERANK"].strip()
-            search = attrs.evolve(search, reranker=None if value in ("", "none") else value)
+            chosen = None if value in ("", "none") else value
+            if search.reranker is not None and chosen != search.reranker:
+                note = (
+                    f"RANKSEAM_RERANK={value!r} in the environment replaced the configured "
+                    f"reranker {search.reranker!r}"
+                    + (": reranking is off" if chosen is None else f" with {chosen!r}")
+                    + "; unset RANKSEAM_RERANK to use the configured one"
+                )
+                log.warning(note, extra={"event": "config.env_override"})
+                notes = (*notes, note)
+            search = attrs.evolve(search, reranker=chosen)
         if env.get("RANKSEAM_POOL"):
             try:
                 pool = int(env["RANKSEAM_POOL"])
@@ -411,7 +499,7 @@ class Config:
             search = attrs.evolve(search, pool=pool)
         if env.get("RANKSEAM_ON_ERROR"):
             search = attrs.evolve(search, on_error=env["RANKSEAM_ON_ERROR"])
-        return attrs.evolve(out, search=search)
+        return attrs.evolve(out, search=search, notes=notes)
 
     def options(self, kind: str, name: str) -> Mapping[str, Any]:
         return self.components.get(TABLE_FOR_KIND[kind], {}).get(name, MappingProxyType({}))
@@ -506,44 +594,52 @@ class ComponentContext:
             ) from None
 
     def decision_backend(self, name: str | None, role: Role) -> DecisionBackend:
-        """The backend ``name`` for ``role``: unwrapped for fail-closed roles, inside the
-        fail-open envelope for fail-open roles. One instance per name serves every role."""
-        if not name:
-            have = ", ".join(self.available("decision_backend")) or "none"
-            raise ConfigurationError(
-                f"the {role.name} role needs a decision backend; name one of the installed ones "
-                f"({have}) in the options of the component that asks for it (the write gate: "
-                "[write_gate] backend = 'NAME'; a reranker: its 'backend' option)"
-            )
-        backend = self.build("decision_backend", name)
-        if not isinstance(backend, DecisionBackend) or not inspect.iscoroutinefunction(
-            backend.evaluate
-        ):
-            raise ConfigurationError(
-                f"decision backend {name!r} does not implement DecisionBackend "
-                "(a policy_id string and an async def evaluate(request))"
-            )
-        return wrap_for_role(backend, role)
+        """The decision backend ``name`` for ``role`` (see :meth:`backend_for_role`)."""
+        return self.backend_for_role("decision_backend", name, role)  # type: ignore[no-any-return]
 
     def generation_backend(self, name: str | None, role: Role | None = None) -> GenerationBackend:
-        """The generation backend ``name`` (generation roles fail closed: the unwrapped handle)."""
-        role_name = role.name if role else "generation"
-        if not name:
-            have = ", ".join(self.available("generation_backend")) or "none"
+        """The generation backend ``name`` for ``role`` (see :meth:`backend_for_role`).
+        ``None`` is :data:`GENERATION_ROLE`, fail-open like every role that declares nothing;
+        the listwise reranker passes ``RERANK_ROLE`` (fail-closed)."""
+        chosen = GENERATION_ROLE if role is None else role
+        return self.backend_for_role("generation_backend", name, chosen)  # type: ignore[no-any-return]
+
+    def backend_for_role(self, kind: str, name: str | None, role: Role) -> Any:
+        """The one resolution function: backend ``name`` of ``kind`` (``"decision_backend"`` or
+        ``"generation_backend"``) as ``role`` receives it.
+
+        Fail-closed roles get the backend itself (the unwrapped handle: failures raise);
+        fail-open roles get it inside the port's one fail-open envelope
+        (:class:`~rankseam.decision.FailOpenDecisionBackend`,
+        :class:`~rankseam.generation.FailOpenGenerationBackend`) with the role's name and
+        timeout. One instance per name serves every role."""
+        port = _PORTS.get(kind)
+        if port is None:
+            raise ValueError(f"backend_for_role serves {sorted(_PORTS)}, not {kind!r}")
+        word = _KIND_WORDS[kind]
+        if not isinstance(role, Role):
             raise ConfigurationError(
-                f"the {role_name} role needs a generation backend; name one of the installed "
-                f"ones ({have}) in the options of the component that asks for it (a reranker: "
-                "its 'backend' option)"
+                f"the role asking for {word} {name!r} must be a rankseam Role, got {role!r}"
             )
-        backend = self.build("generation_backend", name)
-        if not isinstance(backend, GenerationBackend) or not inspect.iscoroutinefunction(
-            backend.generate
+        if not name:
+            have = ", ".join(self.available(kind)) or "none"
+            raise ConfigurationError(
+                f"the {role.name} role needs a {word}; name one of the installed ones ({have}) "
+                "in the options of the component that asks for it (the write gate: "
+                "[write_gate] backend = 'NAME'; a reranker: its 'backend' option)"
+            )
+        backend = self.build(kind, name)
+        if not isinstance(backend, port.protocol) or not inspect.iscoroutinefunction(
+            getattr(backend, port.method, None)
         ):
             raise ConfigurationError(
-                f"generation backend {name!r} does not implement GenerationBackend "
-                "(a policy_id string and an async def generate(request))"
+                f"{word} {name!r} does not implement {port.protocol.__name__} "
+                f"(a policy_id string and an async def {port.method}(request))"
             )
-        return backend
+        bare = backend.delegate if isinstance(backend, port.envelope) else backend
+        if role.failure_policy is DecisionFailurePolicy.FAIL_CLOSED:
+            return bare
+        return port.envelope(bare, role=role.name, timeout_s=role.timeout_s)
 
     def embedder(self, name: str) -> Embedder:
         """The embedder ``name``, checked against the Embedder protocol."""
@@ -669,10 +765,12 @@ def _apply_overrides(config: Config, overrides: Mapping[str, Any]) -> Config:
             f"open_memory() got unknown option(s) {unknown}; known options are "
             f"{sorted(_TOP_OVERRIDES | _SEARCH_OVERRIDES)}"
         )
-    top = {k: v for k, v in overrides.items() if k in _TOP_OVERRIDES}
+    top: dict[str, Any] = {k: v for k, v in overrides.items() if k in _TOP_OVERRIDES}
     search = {k: v for k, v in overrides.items() if k in _SEARCH_OVERRIDES}
     if search.get("reranker") in ("", "none"):
         search["reranker"] = None
+    if "reranker" in search:  # the caller chose: whatever the environment said is moot
+        top["notes"] = ()
     try:
         return attrs.evolve(config, search=attrs.evolve(config.search, **search), **top)
     except (TypeError, ValueError) as exc:

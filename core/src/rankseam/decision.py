@@ -2,7 +2,9 @@
 
 A *decision backend* answers a :class:`DecisionRequest` with a :class:`DecisionResult` and
 raises on failure. A *role* (a consumer such as the decision reranker or the write gate)
-declares a :class:`FailurePolicy`; the host resolves it when it hands the role a backend:
+declares a :class:`DecisionFailurePolicy` (fail-open unless it opts into fail-closed); the host
+resolves it when it hands the role a backend (``ComponentContext.decision_backend`` and
+``ComponentContext.generation_backend`` both go through one resolution function):
 
 - ``FAIL_CLOSED`` roles get the backend itself (the *unwrapped* handle): failures raise.
 - ``FAIL_OPEN`` roles get it inside :class:`FailOpenDecisionBackend`, the one and only fail-open
@@ -19,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import enum
 import logging
+import warnings
 from collections.abc import Iterable
 from typing import Any, Protocol, runtime_checkable
 
@@ -30,6 +33,7 @@ from rankseam.types import Usage
 
 __all__ = [
     "DEFAULT_WRITE_GATE_TIMEOUT_S",
+    "GATE_BLOCKED_MARGIN_S",
     "RERANK_DECISION_KIND",
     "RERANK_QUESTION",
     "RERANK_ROLE",
@@ -37,15 +41,16 @@ __all__ = [
     "WRITE_GATE_QUESTION",
     "WRITE_GATE_ROLE",
     "DecisionBackend",
+    "DecisionFailurePolicy",
     "DecisionOutcome",
     "DecisionRequest",
     "DecisionResult",
     "FailOpenDecisionBackend",
-    "FailurePolicy",
     "GateVerdict",
     "Role",
     "ask_write_gate",
     "checked_result",
+    "gate_without_verdict",
     "rerank_request",
     "unwrap",
     "wrap_for_role",
@@ -141,8 +146,9 @@ class DecisionBackend(Protocol):
     async def evaluate(self, request: DecisionRequest, /) -> DecisionResult: ...
 
 
-class FailurePolicy(enum.StrEnum):
-    """What a role does when its backend fails: degrade to a marked abstain, or raise."""
+class DecisionFailurePolicy(enum.StrEnum):
+    """What a role does when its backend fails: degrade visibly (a marked abstain for a
+    decision, a marked empty result for a generation), or raise."""
 
     FAIL_OPEN = "fail_open"
     FAIL_CLOSED = "fail_closed"
@@ -159,23 +165,27 @@ def _timeout(_inst: object, _attribute: object, value: Any) -> None:
 class Role:
     """A consumer of a backend and the failure policy it declares.
 
-    ``timeout_s`` is enforced by the fail-open envelope, and by the write gate in both its
-    forms; the decision reranker keeps its own per-search deadline (``deadline_s``).
+    The policy defaults to ``FAIL_OPEN``, as in the reference RFC: a consumer is advisory
+    unless it opts into ``FAIL_CLOSED`` (the rerank role does). ``timeout_s`` is enforced by the
+    fail-open envelope, and by the write gate in both its forms; the decision reranker keeps its
+    own per-search deadline (``deadline_s``), under the seam's rerank deadline.
     """
 
     name: str = attrs.field(validator=non_empty_str)
-    failure_policy: FailurePolicy = attrs.field(converter=FailurePolicy)
+    failure_policy: DecisionFailurePolicy = attrs.field(
+        default=DecisionFailurePolicy.FAIL_OPEN, converter=DecisionFailurePolicy
+    )
     timeout_s: float | None = attrs.field(default=None, validator=_timeout)
 
 
 #: The reranking role: fails closed (an error is raised, never a quiet coarse result).
-RERANK_ROLE = Role("rerank", FailurePolicy.FAIL_CLOSED)
+RERANK_ROLE = Role("rerank", DecisionFailurePolicy.FAIL_CLOSED)
 #: How long the write gate waits for a verdict by default (``[write_gate] timeout_s``): a
 #: hanging backend can never block ``Memory.add`` for longer.
 DEFAULT_WRITE_GATE_TIMEOUT_S = 10.0
 #: The advisory write gate: fails open (a degraded verdict never blocks a write), and gives up
 #: after ``DEFAULT_WRITE_GATE_TIMEOUT_S``. ``[write_gate]`` may make it fail closed.
-WRITE_GATE_ROLE = Role("write_gate", FailurePolicy.FAIL_OPEN, DEFAULT_WRITE_GATE_TIMEOUT_S)
+WRITE_GATE_ROLE = Role("write_gate", DecisionFailurePolicy.FAIL_OPEN, DEFAULT_WRITE_GATE_TIMEOUT_S)
 
 RERANK_DECISION_KIND = "memory.rerank"
 RERANK_QUESTION = "does this entry contain evidence that answers the query?"
@@ -281,7 +291,7 @@ def wrap_for_role(backend: DecisionBackend, role: Role) -> DecisionBackend:
     timeout.
     """
     bare = unwrap(backend)
-    if role.failure_policy is FailurePolicy.FAIL_CLOSED:
+    if role.failure_policy is DecisionFailurePolicy.FAIL_CLOSED:
         return bare
     return FailOpenDecisionBackend(bare, role=role.name, timeout_s=role.timeout_s)
 
@@ -326,7 +336,7 @@ async def ask_write_gate(
     carries what the call spent (every request the backend made, timed-out ones included).
     """
     request = write_gate_request(text)
-    if role.failure_policy is FailurePolicy.FAIL_OPEN:
+    if role.failure_policy is DecisionFailurePolicy.FAIL_OPEN:
         handle = (
             backend
             if isinstance(backend, FailOpenDecisionBackend) and backend.timeout_s == role.timeout_s
@@ -343,6 +353,40 @@ async def ask_write_gate(
         usage=result.usage,
         rationale=result.rationale,
     )
+
+
+#: How long past its ``timeout_s`` a synchronous ``Memory.add`` waits for the gate's verdict
+#: before it presumes the backend blocked the event-loop thread (synchronous code in an
+#: ``async def``, which no timeout can interrupt) and applies the failure policy without it.
+GATE_BLOCKED_MARGIN_S = 1.0
+
+
+def gate_without_verdict(role: Role, policy_id: str, why: str) -> GateVerdict:
+    """The write gate's answer when no verdict could be awaited at all (its backend blocked
+    the event-loop thread past ``role.timeout_s``): a degraded verdict that stores, for a
+    fail-open role; :class:`~rankseam.errors.WriteGateError` (nothing stored), for a
+    fail-closed one. The call counts once, tokens unknown."""
+    usage = Usage(1, None, None)
+    log.warning(
+        "write gate got no verdict; applying its failure policy",
+        extra={
+            "event": "write_gate.no_verdict",
+            "decision_kind": WRITE_GATE_DECISION_KIND,
+            "policy_id": policy_id,
+            "role": role.name,
+            "failure_policy": role.failure_policy.value,
+        },
+    )
+    if role.failure_policy is DecisionFailurePolicy.FAIL_CLOSED:
+        raise WriteGateError(
+            f"the write gate (fail-closed) got no verdict: {why}; the memory was NOT stored. "
+            "Fix the decision backend (blocking work belongs in a thread), or set "
+            "[write_gate] failure_policy = 'fail_open' to store memories with a degraded "
+            "verdict instead",
+            reason="timeout",
+            usage=usage,
+        )
+    return GateVerdict(DecisionOutcome.ABSTAIN, True, True, policy_id, usage)
 
 
 async def _closed_gate(
@@ -383,3 +427,15 @@ async def _closed_gate(
             usage=usage,
         )
     raise error from cause
+
+
+def __getattr__(name: str) -> Any:
+    if name == "FailurePolicy":
+        warnings.warn(
+            "rankseam.decision.FailurePolicy is deprecated; its name is DecisionFailurePolicy "
+            "(same values). The alias will be removed in a future release",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return DecisionFailurePolicy
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -227,6 +227,7 @@ class DocumentReranker:
             max_chars=self._max_chars,
             fetch_vectors=self._fetcher(pool, vectors),
             embedding_space=space,
+            deadline_s=self._context.config.search.rerank_deadline_s,
         )
         trace = SearchTrace(
             query=query,

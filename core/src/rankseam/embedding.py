@@ -12,7 +12,7 @@ from typing import Protocol, runtime_checkable
 import attrs
 import numpy as np
 
-from rankseam.checks import is_int
+from rankseam.checks import is_int, is_real
 from rankseam.errors import ConfigurationError
 
 __all__ = [
@@ -35,8 +35,10 @@ def _positive(_inst: object, attr: attrs.Attribute[int], value: int) -> None:
 def _weight(_inst: object, attr: attrs.Attribute[float | None], value: object) -> None:
     if value is None:
         return
-    if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
-        raise ValueError(f"EmbedderDescriptor.{attr.name} must be a number >= 0, got {value!r}")
+    if not is_real(value) or value < 0:
+        raise ValueError(
+            f"EmbedderDescriptor.{attr.name} must be a finite number >= 0, got {value!r}"
+        )
 
 
 #: The vector channel's weight for an embedder that declares none (see ``fusion_weight``).
@@ -107,12 +109,21 @@ class Embedder(Protocol):
 
 def embed_checked(embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
     """``embedder.embed(texts)`` as float32, refused unless it has one row of the descriptor's
-    dimensions per text."""
-    vectors = np.asarray(embedder.embed(texts), dtype=np.float32)
+    dimensions per text and every value is finite (no NaN, no infinity, also none from a value
+    too large for float32)."""
+    with np.errstate(over="ignore"):  # a value too large for float32 becomes inf: refused below
+        vectors = np.asarray(embedder.embed(texts), dtype=np.float32)
     dims = embedder.descriptor.dimensions
     if vectors.shape != (len(texts), dims):
         raise ConfigurationError(
             f"embedder {embedder.descriptor.name!r} returned shape {vectors.shape}, expected "
             f"({len(texts)}, {dims}); fix the embedder"
+        )
+    finite = np.isfinite(vectors).all(axis=1)
+    if not finite.all():
+        row = int(np.argmin(finite))
+        raise ConfigurationError(
+            f"embedder {embedder.descriptor.name!r} returned a vector with NaN or infinite "
+            f"values (for text {row + 1} of {len(texts)}); nothing was stored: fix the embedder"
         )
     return vectors

@@ -13,6 +13,7 @@ __all__ = [
     "PluginError",
     "RankseamError",
     "RerankError",
+    "StoreError",
     "ValidationError",
     "WriteGateError",
 ]
@@ -28,6 +29,16 @@ class ConfigurationError(RankseamError):
 
 class ValidationError(RankseamError, ValueError):
     """A caller passed a value rankseam refuses (empty query, bad limit, NUL bytes, ...)."""
+
+
+class StoreError(RankseamError):
+    """The store cannot be written (or read) for a reason outside the data: the disk is full,
+    an I/O error. ``reason`` is a short machine-readable cause (``full``, ``io``). Nothing of
+    the failed write was stored."""
+
+    def __init__(self, message: str, *, reason: str) -> None:
+        super().__init__(message)
+        self.reason = reason
 
 
 class PluginError(RankseamError):

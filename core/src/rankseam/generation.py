@@ -11,7 +11,11 @@ On failure a backend raises the typed errors of :mod:`rankseam.errors`:
 - :class:`~rankseam.errors.BackendUnavailableError` — unreachable, or the request was refused;
 - :class:`~rankseam.errors.InvalidOutputError` — the answer is not JSON, or violates the schema.
 
-Generation serves fail-closed roles (listwise reranking), so there is no fail-open envelope here.
+A role's failure policy applies here as for decisions (``docs/decision-port.md``): a fail-closed
+role (listwise reranking) gets the backend itself, a fail-open role gets it inside
+:class:`FailOpenGenerationBackend`, which turns any ``Exception`` into a result marked
+``used_fallback=True`` (``output`` ``None``) and never lets ``asyncio.CancelledError`` pass
+as a result.
 
 Turning model text into an object is one concept with one home: :func:`parse_output` (strict
 JSON, the whole text, then :func:`validate_output`). Backends should use it instead of their own
@@ -27,7 +31,9 @@ similar narrow answers): ``type`` (``object``, ``array``, ``integer``, ``number`
 
 from __future__ import annotations
 
+import asyncio
 import json
+import logging
 import math
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
@@ -39,7 +45,10 @@ from rankseam.checks import is_int, is_real, non_empty_str
 from rankseam.errors import InvalidOutputError
 from rankseam.types import Usage
 
+log = logging.getLogger("rankseam.generation")
+
 __all__ = [
+    "FailOpenGenerationBackend",
     "GenerationBackend",
     "GenerationRequest",
     "GenerationResult",
@@ -277,13 +286,18 @@ class GenerationRequest:
 @attrs.frozen
 class GenerationResult:
     """A backend's answer: the parsed ``output`` object, the ``raw_text`` it came from, and
-    the ``usage`` of this one request (one call unless the backend says otherwise)."""
+    the ``usage`` of this one request (one call unless the backend says otherwise).
+
+    ``used_fallback`` is set only by the fail-open envelope (:class:`FailOpenGenerationBackend`):
+    the backend failed, ``output`` is ``None`` and is not an answer. A backend never sets it.
+    """
 
     output: Any
     raw_text: str = attrs.field(default="", validator=attrs.validators.instance_of(str))
     usage: Usage = attrs.field(
         factory=Usage.one_call, validator=attrs.validators.instance_of(Usage)
     )
+    used_fallback: bool = attrs.field(default=False, validator=attrs.validators.instance_of(bool))
 
 
 @runtime_checkable
@@ -299,3 +313,55 @@ class GenerationBackend(Protocol):
     policy_id: str
 
     async def generate(self, request: GenerationRequest, /) -> GenerationResult: ...
+
+
+class FailOpenGenerationBackend:
+    """The fail-open envelope of the generation port, for roles that declare ``FAIL_OPEN``.
+
+    Any ``Exception`` from the delegate -- including the envelope's own timeout and an answer
+    that is not a :class:`GenerationResult` -- becomes ``GenerationResult(None, "", usage,
+    used_fallback=True)`` (``usage``: what the backend attached to its error, else one call of
+    unknown size) and a warning log record with the fields ``event`` (``generation.fallback``),
+    ``request_name``, ``policy_id``, ``role`` and ``error_type``. ``asyncio.CancelledError``
+    always propagates. Built by the host's role resolution, never nested.
+    """
+
+    def __init__(
+        self, delegate: GenerationBackend, *, role: str, timeout_s: float | None = None
+    ) -> None:
+        if isinstance(delegate, FailOpenGenerationBackend):
+            delegate = delegate.delegate
+        self.delegate: GenerationBackend = delegate
+        self.role = role
+        self.timeout_s = timeout_s
+        self.policy_id: str = delegate.policy_id
+        self.deterministic = bool(getattr(delegate, "deterministic", False))
+        self.descriptor = getattr(delegate, "descriptor", {})
+
+    async def generate(self, request: GenerationRequest, /) -> GenerationResult:
+        try:
+            async with asyncio.timeout(self.timeout_s):
+                raw = await self.delegate.generate(request)
+            if not isinstance(raw, GenerationResult):
+                raise InvalidOutputError(
+                    f"generation backend {self.policy_id!r} returned {type(raw).__name__}, not a "
+                    "GenerationResult"
+                )
+            return raw
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            log.warning(
+                "generation backend failed; failing open with a marked empty result",
+                extra={
+                    "event": "generation.fallback",
+                    "request_name": request.name,
+                    "policy_id": self.policy_id,
+                    "role": self.role,
+                    "error_type": type(exc).__name__,
+                },
+            )
+            return GenerationResult(None, "", Usage.of_failed_call(exc), used_fallback=True)
+
+    def __repr__(self) -> str:
+        return f"FailOpenGenerationBackend({self.delegate!r}, role={self.role!r})"

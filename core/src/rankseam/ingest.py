@@ -32,6 +32,7 @@ from rankseam.store.records import (
 from rankseam.types import MemoryRef
 
 __all__ = [
+    "MAX_LINE_BYTES",
     "RECORD_KEYS",
     "AddResult",
     "IngestError",
@@ -42,6 +43,9 @@ __all__ = [
 
 #: The keys of an ingest record (``text`` is required).
 RECORD_KEYS = frozenset({"text", "id", "importance", "metadata", "namespace", "created_at"})
+#: Longest line of a JSONL ingest file, in bytes: every valid record fits (a text at its
+#: character cap, escaped, with metadata at its cap); a longer line is refused unread.
+MAX_LINE_BYTES = 16 * 1024 * 1024
 
 
 @attrs.frozen
@@ -86,12 +90,13 @@ class IngestReport:
 class IngestError(ValidationError):
     """A record of an ingest is invalid. ``index`` is its 1-based position in the input;
     ``committed`` counts the records of the batches committed before it (nothing of the
-    failing batch was written)."""
+    failing batch was written); ``reason`` is what is wrong with the record."""
 
-    def __init__(self, message: str, *, index: int, committed: int) -> None:
+    def __init__(self, message: str, *, index: int, committed: int, reason: str = "") -> None:
         super().__init__(message)
         self.index = index
         self.committed = committed
+        self.reason = reason or message
 
 
 @attrs.frozen
@@ -99,15 +104,6 @@ class ReembedReport:
     space: str
     embedded: int
     seconds: float
-
-
-def _check_unicode(text: str, what: str) -> None:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        raise ValidationError(
-            f"{what} is not valid Unicode (it contains a lone surrogate)"
-        ) from None
 
 
 class Writer:
@@ -135,7 +131,6 @@ class Writer:
     ) -> PreparedRecord:
         """One checked record, not yet embedded (a new id when ``memory_id`` is None)."""
         checked = check_text(text)
-        _check_unicode(checked, "memory text")
         return prepare(
             self.namespace(namespace),
             new_memory_id() if memory_id is None else check_memory_id(memory_id),
@@ -216,6 +211,7 @@ class Writer:
                             f"({committed} earlier record(s) were committed)",
                             index=index,
                             committed=committed,
+                            reason=str(exc),
                         ) from None
                     if len(batch) >= batch_size:
                         flush()

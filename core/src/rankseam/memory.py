@@ -14,6 +14,7 @@ import builtins
 import logging
 import os
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -26,12 +27,18 @@ from rankseam.compose import (
     open_store,
     resolve_config,
 )
-from rankseam.decision import DecisionBackend, ask_write_gate
+from rankseam.decision import (
+    GATE_BLOCKED_MARGIN_S,
+    DecisionBackend,
+    ask_write_gate,
+    gate_without_verdict,
+)
 from rankseam.embedding import Embedder, EmbedderDescriptor
+from rankseam.errors import ConfigurationError
 from rankseam.ingest import AddResult, IngestError, IngestReport, ReembedReport, Writer
-from rankseam.loop import LoopRunner, complete_now
+from rankseam.loop import LoopRunner, LoopTimeout, complete_now
 from rankseam.retrieval.base import CandidateSource
-from rankseam.seam import runs_inline
+from rankseam.seam import Reranker, as_async_reranker, runs_inline
 from rankseam.search import MAX_QUERY_BYTES, SearchPipeline, SearchPlan
 from rankseam.store.contract import Store
 from rankseam.store.records import MemoryNotFoundError, StoredMemory, check_memory_id
@@ -85,6 +92,17 @@ def open_memory(
     ``pool``, ``reranker``, ``fusion``, ``sources``, ``on_error``, ...). ``create=False``
     refuses to create a missing database (read-only commands use it).
     """
+    default_reranker = None
+    if overrides.get("reranker") is not None and not isinstance(overrides["reranker"], str):
+        try:
+            default_reranker = as_async_reranker(overrides["reranker"])
+        except TypeError as exc:
+            raise ConfigurationError(
+                "open_memory(reranker=...) takes a registered reranker name (e.g. 'mmr'), None "
+                "or 'none' for the coarse order, or a reranker object (a policy_id string and a "
+                f"rerank(query, candidates, limit) method); {exc}"
+            ) from None
+        overrides = {**overrides, "reranker": None}  # the object, not a configured name
     cfg = resolve_config(target, config, config_file, overrides)
     parts = assemble(cfg, create=create)
     store = open_store(parts)
@@ -93,7 +111,15 @@ def open_memory(
     except BaseException:
         store.close()
         raise
-    return Memory(store, cfg, parts.context, parts.embedder, list(parts.sources), parts.gate)
+    return Memory(
+        store,
+        cfg,
+        parts.context,
+        parts.embedder,
+        list(parts.sources),
+        parts.gate,
+        default_reranker=default_reranker,
+    )
 
 
 class Memory:
@@ -107,8 +133,11 @@ class Memory:
         embedder: Embedder,
         sources: list[tuple[str, CandidateSource]],
         gate: DecisionBackend | None = None,
+        *,
+        default_reranker: Reranker | None = None,
     ) -> None:
         self._store = store
+        self._default_reranker = default_reranker
         self._config = config
         self._context = context
         self._embedder = embedder
@@ -198,9 +227,17 @@ class Memory:
         rec = self._writer.record(text, namespace, memory_id, importance, metadata or {})
         verdict = None
         if gate or (gate is None and self._config.write_gate):
-            verdict = self._runner.run(
-                ask_write_gate(self._gate_backend(), rec.text, role=self._config.write_gate_role)
-            )
+            role = self._config.write_gate_role
+            backend = self._gate_backend()
+            wait_s = None if role.timeout_s is None else role.timeout_s + GATE_BLOCKED_MARGIN_S
+            try:
+                verdict = self._runner.run(ask_write_gate(backend, rec.text, role=role), wait_s)
+            except LoopTimeout:  # the backend blocked the loop thread; it was replaced
+                verdict = gate_without_verdict(
+                    role,
+                    str(getattr(backend, "policy_id", "unknown")),
+                    f"its backend blocked the event-loop thread past timeout_s={role.timeout_s}",
+                )
             if not verdict.store:
                 log.info("write gate declined a memory", extra={"event": "write_gate.no"})
                 return AddResult(None, False, verdict)
@@ -333,9 +370,15 @@ class Memory:
         reranker_options: Mapping[str, Any] | None,
         pool: int | None,
         on_error: str | None,
+        rerank_deadline_s: float | None,
     ) -> SearchPlan:
+        notes: tuple[str, ...] = ()
         if reranker is _CONFIG_DEFAULT:
-            reranker = self._config.search.reranker
+            if self._default_reranker is not None and not reranker_options:
+                reranker = self._default_reranker
+            else:
+                reranker = self._config.search.reranker
+                notes = self._config.notes
         return self._search.plan(
             query,
             limit,
@@ -343,6 +386,8 @@ class Memory:
             self._context.search_reranker(reranker, reranker_options),
             pool,
             on_error,
+            rerank_deadline_s,
+            notes,
         )
 
     def search(
@@ -355,17 +400,25 @@ class Memory:
         reranker_options: Mapping[str, Any] | None = None,
         pool: int | None = None,
         on_error: str | None = None,
+        rerank_deadline_s: float | None = None,
     ) -> SearchResult:
         """Search a namespace. ``reranker``: the configured default when omitted, ``None`` for
         the coarse order, a registered name, or a reranker object. ``pool``: coarse pool size
         (1..200). ``on_error``: ``"raise"`` (fail closed) or ``"coarse"`` (visible
-        ``degraded`` status)."""
-        plan = self._plan(query, limit, namespace, reranker, reranker_options, pool, on_error)
+        ``degraded`` status). ``rerank_deadline_s``: the reranker's deadline for this search
+        (default ``[search] rerank_deadline_s``, 90 s; docs/seam.md)."""
+        plan = self._plan(
+            query, limit, namespace, reranker, reranker_options, pool, on_error, rerank_deadline_s
+        )
         pool_hits, rids = self._search.coarse(plan)
         if plan.reranker is None or runs_inline(plan.reranker):
             # no reranker, or one that never suspends: no hop to the loop thread
             return complete_now(self._search.finish(plan, pool_hits, rids))
-        return self._runner.run(self._search.finish(plan, pool_hits, rids))
+        started = time.perf_counter()
+        try:
+            return self._runner.run(self._search.finish(plan, pool_hits, rids), plan.wait_s)
+        except LoopTimeout:  # a plugin blocked the loop thread; it was replaced
+            return self._search.expired(plan, pool_hits, time.perf_counter() - started)
 
     async def asearch(
         self,
@@ -377,8 +430,14 @@ class Memory:
         reranker_options: Mapping[str, Any] | None = None,
         pool: int | None = None,
         on_error: str | None = None,
+        rerank_deadline_s: float | None = None,
     ) -> SearchResult:
-        """:meth:`search` for async code (the store is read in a worker thread)."""
-        plan = self._plan(query, limit, namespace, reranker, reranker_options, pool, on_error)
+        """:meth:`search` for async code (the store is read in a worker thread). The reranker
+        runs on the caller's event loop: the deadline holds for every reranker that awaits
+        or is synchronous, but one that blocks the loop with synchronous code in an
+        ``async def`` blocks the caller's loop with it (docs/seam.md)."""
+        plan = self._plan(
+            query, limit, namespace, reranker, reranker_options, pool, on_error, rerank_deadline_s
+        )
         pool_hits, rids = await asyncio.to_thread(self._search.coarse, plan)
         return await self._search.finish(plan, pool_hits, rids)

@@ -11,6 +11,9 @@ change in any release. docs/writing-plugins.md documents each name.
 
 from __future__ import annotations
 
+import warnings
+from typing import Any
+
 from rankseam.checks import is_int, is_real
 from rankseam.decision import (
     RERANK_DECISION_KIND,
@@ -20,10 +23,10 @@ from rankseam.decision import (
     WRITE_GATE_QUESTION,
     WRITE_GATE_ROLE,
     DecisionBackend,
+    DecisionFailurePolicy,
     DecisionOutcome,
     DecisionRequest,
     DecisionResult,
-    FailurePolicy,
     Role,
     checked_result,
     rerank_request,
@@ -102,6 +105,7 @@ __all__ = [
     "CandidateViews",
     "DecisionBackend",
     "DecisionBackendRegister",
+    "DecisionFailurePolicy",
     "DecisionOutcome",
     "DecisionRequest",
     "DecisionResult",
@@ -109,7 +113,6 @@ __all__ = [
     "EmbedderDescriptor",
     "EmbedderRegister",
     "FactoryContext",
-    "FailurePolicy",
     "GenerationBackend",
     "GenerationBackendRegister",
     "GenerationRequest",
@@ -148,3 +151,15 @@ __all__ = [
     "validate_output",
     "write_gate_request",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "FailurePolicy":  # the old name, kept one release for plugins that import it
+        warnings.warn(
+            "rankseam.plugin.FailurePolicy is deprecated; import DecisionFailurePolicy "
+            "(same values). The alias will be removed in a future release",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return DecisionFailurePolicy
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -16,17 +16,20 @@ from rankseam.errors import ValidationError
 from rankseam.retrieval.base import CandidateSource, SourceRequest, over_fetch
 from rankseam.retrieval.fusion import ChannelList, fuse, score_spec_of
 from rankseam.seam import (
+    DEADLINE_MARGIN_S,
     MAX_POOL,
     Reranker,
     Vectors,
+    expired_rerank,
     rerank_pool,
     trace_candidates,
+    validate_deadline,
     validate_limit,
     validate_on_error,
     validate_pool_size,
 )
 from rankseam.store.contract import Store
-from rankseam.types import Hit, MemoryRef, SearchResult, SearchTrace
+from rankseam.types import Hit, MemoryRef, RerankTrace, SearchResult, SearchTrace
 
 __all__ = ["MAX_QUERY_BYTES", "SearchPipeline", "SearchPlan", "check_query"]
 
@@ -67,6 +70,14 @@ class SearchPlan:
     on_error: str
     reranker: Reranker | None
     started: float
+    rerank_deadline_s: float
+    notes: tuple[str, ...] = ()
+
+    @property
+    def wait_s(self) -> float:
+        """How long a synchronous caller waits for the rerank stage before giving up on an
+        event loop that a plugin blocked: the deadline plus the documented margin."""
+        return self.rerank_deadline_s + DEADLINE_MARGIN_S
 
 
 class SearchPipeline:
@@ -92,9 +103,14 @@ class SearchPipeline:
         reranker: Reranker | None,
         pool: int | None,
         on_error: str | None,
+        rerank_deadline_s: float | None = None,
+        notes: tuple[str, ...] = (),
     ) -> SearchPlan:
         """Check a search's arguments (``namespace`` and ``reranker`` already resolved)."""
         started = time.perf_counter()
+        deadline = self._settings.rerank_deadline_s
+        if rerank_deadline_s is not None:
+            deadline = validate_deadline(rerank_deadline_s)
         limit = validate_limit(limit)
         pool = validate_pool_size(self._settings.pool if pool is None else pool)
         return SearchPlan(
@@ -107,6 +123,8 @@ class SearchPipeline:
             on_error=validate_on_error(self._settings.on_error if on_error is None else on_error),
             reranker=reranker,
             started=started,
+            rerank_deadline_s=deadline,
+            notes=notes,
         )
 
     def coarse(self, plan: SearchPlan) -> tuple[list[Hit], list[int]]:
@@ -184,7 +202,31 @@ class SearchPipeline:
             max_chars=self._settings.max_chars,
             fetch_vectors=fetch_vectors,
             embedding_space=space.key,
+            deadline_s=plan.rerank_deadline_s,
         )
+        return self.result(plan, pool, hits, rerank_trace)
+
+    def expired(self, plan: SearchPlan, pool: list[Hit], waited_s: float) -> SearchResult:
+        """The result (or the ``RerankError``) of a search whose rerank stage never came back:
+        its event loop was blocked past the deadline (see ``rankseam.loop``)."""
+        assert plan.reranker is not None
+        hits, rerank_trace = expired_rerank(
+            pool,
+            plan.limit,
+            plan.reranker,
+            on_error=plan.on_error,  # type: ignore[arg-type]
+            deadline_s=plan.rerank_deadline_s,
+            waited_s=waited_s,
+        )
+        return self.result(plan, pool, hits, rerank_trace)
+
+    def result(
+        self,
+        plan: SearchPlan,
+        pool: list[Hit],
+        hits: tuple[Hit, ...],
+        rerank_trace: RerankTrace | None,
+    ) -> SearchResult:
         trace = SearchTrace(
             query=plan.query,
             namespace=plan.namespace,
@@ -194,5 +236,6 @@ class SearchPipeline:
             rerank=rerank_trace,
             latency_ms=(time.perf_counter() - plan.started) * 1000.0,
             channels=tuple(name for name, _s in self._sources),
+            notes=plan.notes,
         )
         return SearchResult(hits, trace)

@@ -354,6 +354,9 @@ class RerankTrace:
     #: The reranker's scores for ``selected_ranks``, position for position; ``None`` when it
     #: gave none or its selection was not used (fallback, degraded).
     scores: tuple[float, ...] | None = None
+    #: Elements of the reranker's answer after the ``limit``-th kept rank: ignored, never
+    #: validated, counted so that a reranker that over-answers can be spotted.
+    over_limit_count: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -365,6 +368,7 @@ class RerankTrace:
             "selected_ranks": list(self.selected_ranks),
             "scores": None if self.scores is None else [round(s, 6) for s in self.scores],
             "discarded_rank_count": self.discarded_rank_count,
+            "over_limit_count": self.over_limit_count,
             "used_fallback": self.used_fallback,
             "usage": self.usage.to_dict(),
             "latency_ms": round(self.latency_ms, 3),
@@ -385,6 +389,9 @@ class SearchTrace:
     rerank: RerankTrace | None = None
     latency_ms: float = 0.0
     channels: tuple[str, ...] = ()
+    #: Things about this search the user should know that are not the rerank stage's own,
+    #: e.g. that ``RANKSEAM_RERANK`` switched off the configured reranker.
+    notes: tuple[str, ...] = ()
 
     @property
     def status(self) -> RerankStatus:
@@ -398,6 +405,7 @@ class SearchTrace:
             "pool_size": self.pool_size,
             "channels": list(self.channels),
             "status": self.status.value,
+            "notes": list(self.notes),
             "latency_ms": round(self.latency_ms, 3),
             "coarse": [c.to_dict() for c in self.coarse],
             "rerank": self.rerank.to_dict() if self.rerank is not None else None,

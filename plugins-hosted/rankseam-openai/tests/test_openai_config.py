@@ -176,7 +176,10 @@ def test_registered_through_hooks_and_wrapped_per_role(server: FakeOpenAIServer)
     assert isinstance(closed, OpenAIDecisionBackend)
     opened = context.decision_backend("openai", WRITE_GATE_ROLE)
     assert isinstance(opened, FailOpenDecisionBackend) and opened.delegate is closed
-    assert isinstance(context.generation_backend("openai"), OpenAIGenerationBackend)
+    generation = context.generation_backend("openai", RERANK_ROLE)  # fail-closed: bare
+    assert isinstance(generation, OpenAIGenerationBackend)
+    # a role that declares nothing is fail-open, for generation as for decisions
+    assert context.generation_backend("openai").delegate is generation  # type: ignore[attr-defined]
 
 
 def test_assembly_error_through_context_says_how_to_fix() -> None:

@@ -42,11 +42,15 @@ def pg_url(pg_server: TemporaryServer) -> str:
     return pg_server.url()
 
 
+#: Settings of the test run itself, kept from the environment.
+_KEEP = {"RANKSEAM_DATA", "RANKSEAM_PG_SOAK_SECONDS"}
+
+
 @pytest.fixture(autouse=True)
 def _no_user_config(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """Tests never read a developer's rankseam.toml, database or PostgreSQL settings."""
     for name in list(os.environ):
-        if name.startswith(("RANKSEAM_", "PG")) and name != "RANKSEAM_DATA":
+        if name.startswith(("RANKSEAM_", "PG")) and name not in _KEEP:
             monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("RANKSEAM_CONFIG", "")
     monkeypatch.chdir(tmp_path)

@@ -29,12 +29,12 @@ def writer(url: str, out: str, number: int, seconds: float) -> None:
     single update and a delete now and then; every committed write is logged after it
     returned."""
     rng = random.Random(number)
-    deadline = time.monotonic() + seconds
     revisions: dict[str, int] = {}
     log = []
     batches = 0
     index = 0
     with rankseam.open_memory(url, namespace=NAMESPACE) as memory:
+        deadline = time.monotonic() + seconds  # from when this process is ready
         while time.monotonic() < deadline or batches < 2:
             records = []
             done: list[tuple[str, int, str]] = []
@@ -78,10 +78,10 @@ def reader(url: str, out: str, number: int, seconds: float) -> None:
     the revision exists, its stored text is the hit's text, and the text names that very
     memory and revision."""
     rng = random.Random(1000 + number)
-    deadline = time.monotonic() + seconds
     searches = hits = invalid = 0
     problems: list[str] = []
     with rankseam.open_memory(url, namespace=NAMESPACE) as memory:
+        deadline = time.monotonic() + seconds
         while time.monotonic() < deadline or searches < 2:
             query = f"memory word{rng.randrange(50)} lake{rng.randrange(9)}"
             reranker = None if searches % 2 else "identity"

@@ -48,3 +48,10 @@ def test_cli_errors_are_one_line(url: str) -> None:
     assert failed.returncode == 1
     assert "Traceback" not in failed.stderr
     assert "postgresql://nobody@" in failed.stderr
+
+
+def test_read_only_commands_do_not_create_a_store(pg_url: str) -> None:
+    failed = rankseam_cmd("search", "anything", "--db", pg_url)
+    assert failed.returncode == 1
+    assert "no rankseam store at" in failed.stderr and "Traceback" not in failed.stderr
+    assert rankseam_cmd("stats", "--db", pg_url).returncode == 1

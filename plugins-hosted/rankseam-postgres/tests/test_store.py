@@ -176,3 +176,49 @@ def test_lexical_rankings_are_selectable(pg_url: str) -> None:
             assert [h.ref.memory_id for h in hits] == ["a", "b"], ranking
     with pytest.raises(ConfigurationError, match="ranking"):
         rankseam.open_memory(pg_url, config={"sources": {"lexical": {"ranking": "magic"}}})
+
+
+def test_bm25_equals_the_formula_over_the_stored_tsvectors(pg_url: str) -> None:
+    """The lexical channel's scores are Okapi BM25 (FTS5's constants), recomputed here from
+    each revision's stored lexeme positions and token count."""
+    import math
+
+    import psycopg
+
+    from rankseam_postgres.url import parse_url
+
+    texts = [
+        "the ferry to the island leaves at nine, the ferry back at six",
+        "bring the blue umbrella to the ferry",
+        "islands and ferries: a guide",
+        "nothing about boats at all, only the weather and the island weather",
+        "ferry ferry ferry",
+    ]
+    with rankseam.open_memory(pg_url) as memory:
+        memory.ingest({"id": f"t{i}", "text": t} for i, t in enumerate(texts))
+        memory.update("t1", "bring the red umbrella")  # a retired revision leaves the stats
+        store = memory.store
+        with store.read() as reader:
+            got = dict(reader.bm25("default", {"ferri": 1.0, "island": 2.0}, 10))
+            key_of = {reader.resolve(m.ref): m.ref.memory_id for m in memory.list()}
+    parsed = parse_url(pg_url)
+    with psycopg.connect(parsed.conninfo) as conn:
+        rows = conn.execute(
+            f"SELECT rid, tokens, (SELECT array_agg(lexeme || ':' || cardinality(positions)) "
+            f"FROM unnest(tsv)) FROM {parsed.schema}.revisions WHERE live"
+        ).fetchall()
+    docs = {rid: (tokens, dict(x.split(":") for x in lex)) for rid, tokens, lex in rows}
+    n_docs = len(docs)
+    avgdl = sum(t for t, _ in docs.values()) / n_docs
+    expected = {}
+    for lex, weight in (("ferri", 1.0), ("island", 2.0)):
+        df = sum(lex in tf for _t, tf in docs.values())
+        idf = max(math.log((n_docs - df + 0.5) / (df + 0.5)), 1e-6) * weight
+        for rid, (tokens, tf) in docs.items():
+            if lex in tf:
+                f = int(tf[lex])
+                score = idf * f * 2.2 / (f + 1.2 * (1 - 0.75 + 0.75 * tokens / avgdl))
+                expected[rid] = expected.get(rid, 0.0) + score
+    assert set(got) == set(expected)
+    for rid, score in expected.items():
+        assert got[rid] == pytest.approx(score, rel=1e-9), key_of.get(rid)

@@ -93,18 +93,28 @@ def check_policies(
     config: Mapping[str, Any] | None = None,
     embedders: Sequence[str] = (),
     variants: Sequence[SearchVariant] = (),
+    store_url: str | None = None,
 ) -> dict[str, dict[str, Any]]:
     """Build every embedder and reranker once, before any store is built, so that a missing
     plugin or a bad option fails in a second, not after ingest; so does every search
-    variant's assembly. Returns ``label -> {policy_id, descriptor}``."""
+    variant's assembly (with the sources of ``store_url``'s store, when given). Returns
+    ``label -> {policy_id, descriptor}``."""
     from rankseam.compose import TABLE_FOR_KIND, ComponentContext, Config
 
+    def with_store(mapping: Mapping[str, Any] | None) -> dict[str, Any]:
+        out = dict(mapping or {})
+        if store_url is not None:
+            out["db"] = store_url.replace("{name}", "check")  # only its scheme is read
+        return out
+
     for variant in variants:
-        vcfg = Config.from_mapping(variant.config(config), source=f"--search {variant.label}")
+        vcfg = Config.from_mapping(
+            with_store(variant.config(config)), source=f"--search {variant.label}"
+        )
         vcontext = ComponentContext(vcfg)
         for name in vcfg.search.sources:
             vcontext.build("candidate_source", name)
-    cfg = Config.from_mapping(config or {}, source="bench --option")
+    cfg = Config.from_mapping(with_store(config), source="bench --option")
     context = ComponentContext(cfg)
     for name in embedders:
         context.build("embedder", name)
@@ -216,7 +226,7 @@ def run_quality(
     embedders = list(embedders)
     variants = list(variants)
     columns = columns_for(policies, embedders, variants)
-    described = check_policies(policies, config, embedders, variants)
+    described = check_policies(policies, config, embedders, variants, store_url)
     rows: dict[str, list[tuple[Query, dict[str, float]]]] = {c.label: [] for c in columns}
     status_counts: dict[str, dict[str, int]] = {c.label: {} for c in columns}
     started = time.perf_counter()

@@ -6,12 +6,13 @@ Each takes ``--db``/``--config`` (see :mod:`rankseam.commands.common`), ``--name
 
 from __future__ import annotations
 
-import json
+import os
 from itertools import islice
 from typing import Any
 
 import click
 
+from rankseam.checks import parse_json
 from rankseam.commands.common import echo_report, json_option, open_store, store_options
 from rankseam.types import MemoryRef
 
@@ -31,9 +32,9 @@ def _metadata(value: str | None) -> dict[str, Any] | None:
     if value is None:
         return None
     try:
-        parsed = json.loads(value)
-    except json.JSONDecodeError as exc:
-        raise click.BadParameter(f"not valid JSON: {exc}", param_hint="--metadata") from None
+        parsed = parse_json(os.fsencode(value))
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--metadata") from None
     if not isinstance(parsed, dict):
         raise click.BadParameter("must be a JSON object", param_hint="--metadata")
     return parsed

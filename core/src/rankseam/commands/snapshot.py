@@ -2,18 +2,45 @@
 
 ``rankseam export --db PATH OUT [--gzip]`` writes the snapshot folder ``OUT``;
 ``rankseam verify OUT`` checks it completely; ``rankseam import OUT --db NEW [--merge]``
-hydrates a store in one transaction. A refused snapshot exits with status 2 and one line
-saying what is wrong and what to do.
+hydrates a store in one transaction. A refused snapshot exits with status 1 and one line
+saying what is wrong and what to do; an import that fails leaves no new store file behind.
 """
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
+
 import click
 
 from rankseam.commands.common import echo_report, json_option, open_store, store_options
+from rankseam.compose import find_config, resolve_config
+from rankseam.errors import ConfigurationError
+from rankseam.store.embedded import sqlite_path
 from rankseam.store.snapshot import verify_snapshot
+from rankseam.store.target import PLAIN_PATH_SCHEME, parse_target
 
 __all__ = ["export", "import_", "verify"]
+
+
+def _new_sqlite_file(db: str) -> Path | None:
+    """The file an import into ``db`` is about to create: an embedded store's path that does
+    not exist yet (``None`` for an existing file, ``:memory:`` or another kind of store)."""
+    target = parse_target(db)
+    if target.scheme != PLAIN_PATH_SCHEME or db == ":memory:":
+        return None
+    try:
+        path = Path(sqlite_path(target))
+    except ConfigurationError:
+        return None  # opening it reports the mistake
+    return None if path.exists() else path
+
+
+def _remove_store(path: Path) -> None:
+    """Remove a store this command created: its file, SQLite's side files and its ANN index."""
+    for side in ("", "-wal", "-shm", "-journal"):
+        path.with_name(path.name + side).unlink(missing_ok=True)
+    shutil.rmtree(path.with_name(path.name + ".ann"), ignore_errors=True)
 
 
 @click.command()
@@ -69,8 +96,14 @@ def import_(
 ) -> None:
     """Hydrate the store --db from SNAPSHOT in one transaction."""
     verify_snapshot(snapshot)  # refuse a bad snapshot before creating or opening a store
-    with open_store(db, config_file) as memory:
-        report = memory.import_snapshot(snapshot, merge=merge)
+    new_file = _new_sqlite_file(str(resolve_config(db, None, find_config(config_file), {}).db))
+    try:
+        with open_store(db, config_file) as memory:
+            report = memory.import_snapshot(snapshot, merge=merge)
+    except BaseException:
+        if new_file is not None:  # a failed import leaves no new store file behind
+            _remove_store(new_file)
+        raise
     lines = [
         f"imported {report.memories} memories from snapshot {report.snapshot_id} into {memory.path}"
     ]

@@ -9,6 +9,7 @@ literal: number, bool or string; a bare word is a string).
 from __future__ import annotations
 
 import json
+import os
 import sys
 import tempfile
 import tomllib
@@ -19,6 +20,7 @@ from typing import Any
 
 import click
 
+from rankseam.checks import parse_json
 from rankseam.commands.common import (
     CommandError,
     echo_json,
@@ -26,7 +28,8 @@ from rankseam.commands.common import (
     open_store,
     store_options,
 )
-from rankseam.errors import ValidationError
+from rankseam.errors import RankseamError, ValidationError
+from rankseam.ingest import MAX_LINE_BYTES
 from rankseam.memory import IngestError
 from rankseam.types import SearchResult
 
@@ -60,9 +63,9 @@ def add(
     meta = None
     if metadata is not None:
         try:
-            meta = json.loads(metadata)
-        except json.JSONDecodeError as exc:
-            raise click.BadParameter(f"not valid JSON: {exc}", param_hint="--metadata") from None
+            meta = parse_json(os.fsencode(metadata))
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="--metadata") from None
     with open_store(db, config_file) as memory:
         result = memory.add(
             text,
@@ -97,30 +100,67 @@ def add(
 # -- ingest --------------------------------------------------------------------------------
 
 
-def _jsonl_records(path: str, lines_of: list[int]) -> Iterator[dict[str, Any]]:
-    stream = sys.stdin if path == "-" else open(path, encoding="utf-8")
+class _BadLine(ValidationError):
+    """A line of the ingest file cannot be read as a record (``number`` is its line)."""
+
+    def __init__(self, number: int, reason: str) -> None:
+        super().__init__(f"line {number}: {reason}")
+        self.number = number
+        self.reason = reason
+
+
+def _jsonl_records(path: str, lines_of: list[int]) -> Iterator[Any]:
+    """The records of a JSONL file (``-``: stdin), read in bytes one line at a time: a line is
+    refused (:class:`_BadLine`) when it is longer than :data:`MAX_LINE_BYTES`, not UTF-8, not
+    JSON or nested too deeply, before any of it is parsed further."""
+    stream = sys.stdin.buffer if path == "-" else open(path, "rb")
     try:
-        for number, line in enumerate(stream, start=1):
+        number = 0
+        while line := stream.readline(MAX_LINE_BYTES + 1):
+            number += 1
+            if len(line) > MAX_LINE_BYTES:
+                raise _BadLine(
+                    number,
+                    f"longer than {MAX_LINE_BYTES} bytes; one line holds one record (a text of "
+                    "at most 1,000,000 characters): split it",
+                )
             if not line.strip():
                 continue
             try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ValidationError(f"line {number}: not valid JSON ({exc.msg})") from None
-            if not isinstance(record, dict):
-                raise ValidationError(f"line {number}: a record must be a JSON object")
+                record = parse_json(line)
+            except ValueError as exc:
+                raise _BadLine(number, str(exc)) from None
             lines_of.append(number)
             yield record
     finally:
-        if stream is not sys.stdin:
+        if stream is not sys.stdin.buffer:
             stream.close()
 
 
 def _count_lines(path: str) -> int | None:
+    """About how many records ``path`` holds (its line breaks), for the progress bar."""
     if path == "-":
         return None
-    with open(path, "rb") as fh:
-        return sum(1 for line in fh if line.strip())
+    count, content = 0, False
+    with open(path, "rb") as fh:  # in blocks: a huge line is never held whole
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            *ended, rest = block.split(b"\n")
+            for part in ended:
+                count += content or bool(part.strip())
+                content = False
+            content = content or bool(rest.strip())
+    return count + content
+
+
+def _ingest_failure(committed: int, lines_of: list[int], where: str, reason: str) -> str:
+    """``N records committed, line L: reason; ...``: what was kept and where to resume."""
+    if not committed:
+        return f"0 records committed, {where}: {reason}; nothing was stored: fix it and run again"
+    last = lines_of[committed - 1]
+    return (
+        f"{committed} records committed, {where}: {reason}; nothing of its batch was written: "
+        f"lines up to {last} are stored, fix it and resume after line {last}"
+    )
 
 
 @click.command()
@@ -174,13 +214,25 @@ def ingest(
             )
         except IngestError as exc:
             line = lines_of[exc.index - 1] if 0 < exc.index <= len(lines_of) else exc.index
-            reason = str(exc).split(": ", 1)[1] if ": " in str(exc) else str(exc)
-            raise CommandError(f"line {line}: {reason}", kind=type(exc).__name__) from None
-        except ValidationError as exc:
             raise CommandError(
-                f"{exc}; nothing of its batch was written ({committed[0]} earlier record(s) "
-                "were committed)",
+                _ingest_failure(exc.committed, lines_of, f"line {line}", exc.reason),
                 kind=type(exc).__name__,
+            ) from None
+        except _BadLine as exc:
+            raise CommandError(
+                _ingest_failure(committed[0], lines_of, f"line {exc.number}", exc.reason),
+                kind="IngestError",
+            ) from None
+        except OSError as exc:
+            raise CommandError(
+                _ingest_failure(
+                    committed[0], lines_of, f"reading {file!r}", exc.strerror or str(exc)
+                ),
+                kind="IngestError",
+            ) from None
+        except RankseamError as exc:  # the store failed (a full disk): say what was kept
+            raise CommandError(
+                f"{committed[0]} records committed, then: {exc}", kind=type(exc).__name__
             ) from None
         finally:
             if bar_cm is not None:

@@ -35,6 +35,7 @@ from typing import Any, NamedTuple
 
 import attrs
 
+from rankseam.checks import is_real
 from rankseam.embedding import FUSION_SCALES, EmbedderDescriptor
 from rankseam.types import MemoryRef
 
@@ -60,8 +61,8 @@ SCALES = FUSION_SCALES
 
 
 def _weight(_inst: object, attr: attrs.Attribute[float], value: float) -> None:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
-        raise ValueError(f"ScoreSpec.{attr.name} must be a number >= 0, got {value!r}")
+    if not is_real(value) or value < 0:  # no NaN, no infinity
+        raise ValueError(f"ScoreSpec.{attr.name} must be a finite number >= 0, got {value!r}")
 
 
 @attrs.frozen

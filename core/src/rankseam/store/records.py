@@ -20,6 +20,8 @@ from rankseam.types import MemoryRef, frozen_mapping
 
 __all__ = [
     "MAX_ID_CHARS",
+    "MAX_METADATA_BYTES",
+    "MAX_METADATA_DEPTH",
     "MAX_TEXT_CHARS",
     "BatchCounts",
     "MemoryNotFoundError",
@@ -32,6 +34,7 @@ __all__ = [
     "check_memory_id",
     "check_namespace",
     "check_text",
+    "check_unicode",
     "content_hash",
     "encode_metadata",
     "new_memory_id",
@@ -40,6 +43,10 @@ __all__ = [
 
 MAX_TEXT_CHARS = 1_000_000
 MAX_ID_CHARS = 512
+#: Largest metadata of one revision: its canonical JSON in UTF-8 bytes.
+MAX_METADATA_BYTES = 64 * 1024
+#: Deepest nesting of metadata (a flat object is 1 level).
+MAX_METADATA_DEPTH = 32
 
 
 @attrs.frozen
@@ -136,6 +143,20 @@ def content_hash(text: str) -> str:
     return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+def check_unicode(value: str, what: str) -> None:
+    """Refuse a string that cannot be stored as UTF-8 (a lone surrogate, e.g. from an escaped
+    ``\\ud800`` in JSON or an undecodable byte in a command-line argument)."""
+    if value.isascii():
+        return
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValidationError(
+            f"{what} is not valid Unicode (a lone surrogate at character {exc.start}); pass "
+            "proper text (UTF-8)"
+        ) from None
+
+
 def _check_name(value: object, what: str) -> str:
     if not isinstance(value, str) or not value.strip():
         raise ValidationError(f"{what} must be a non-empty string, got {value!r}")
@@ -143,6 +164,7 @@ def _check_name(value: object, what: str) -> str:
         raise ValidationError(f"{what} must not contain NUL characters")
     if len(value) > MAX_ID_CHARS:
         raise ValidationError(f"{what} is {len(value)} characters long; at most {MAX_ID_CHARS}")
+    check_unicode(value, what)
     if value.strip() != value:
         raise ValidationError(f"{what} {value!r} has surrounding whitespace; strip it")
     return value
@@ -168,6 +190,7 @@ def check_text(value: object) -> str:
             f"memory text is {len(value)} characters long; at most {MAX_TEXT_CHARS} are stored "
             "(split it into several memories)"
         )
+    check_unicode(value, "memory text")
     return value
 
 
@@ -180,17 +203,62 @@ def check_importance(value: object) -> float:
     return out
 
 
+def _check_metadata_shape(value: Mapping[Any, Any]) -> None:
+    """Refuse metadata nested deeper than :data:`MAX_METADATA_DEPTH` or certainly larger than
+    :data:`MAX_METADATA_BYTES`, walking it without recursion and stopping at the first excess
+    (so a huge or deep value costs no more than the caps)."""
+    budget = MAX_METADATA_BYTES
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > MAX_METADATA_DEPTH:
+            raise ValidationError(
+                f"metadata is nested more than {MAX_METADATA_DEPTH} levels deep; flatten it"
+            )
+        if isinstance(item, str):
+            budget -= len(item)
+        elif isinstance(item, Mapping | list | tuple):
+            budget -= 2 + len(item)  # brackets and separators, before looking inside
+            if budget < 0:
+                raise _metadata_too_large()
+            if isinstance(item, Mapping):
+                for key, child in item.items():
+                    budget -= len(key) if isinstance(key, str) else 1
+                    stack.append((child, depth + 1))
+            else:
+                stack.extend((child, depth + 1) for child in item)
+        if budget < 0:
+            raise _metadata_too_large()
+
+
+def _metadata_too_large() -> ValidationError:
+    return ValidationError(
+        f"metadata is larger than {MAX_METADATA_BYTES} bytes as JSON; keep metadata small "
+        "(put long content in the memory text)"
+    )
+
+
 def encode_metadata(value: object) -> str:
+    """Metadata as canonical JSON, refused unless it is a JSON object of at most
+    :data:`MAX_METADATA_BYTES` UTF-8 bytes, nested at most :data:`MAX_METADATA_DEPTH` levels,
+    with finite numbers and valid Unicode."""
     if value is None:
         return "{}"
     if not isinstance(value, Mapping):
         raise ValidationError(
             f"metadata must be a JSON object (a mapping), got {type(value).__name__}"
         )
+    _check_metadata_shape(value)
     try:
-        return json.dumps(dict(value), sort_keys=True, ensure_ascii=False, allow_nan=False)
+        encoded = json.dumps(dict(value), sort_keys=True, ensure_ascii=False, allow_nan=False)
     except (TypeError, ValueError) as exc:
         raise ValidationError(f"metadata must be JSON-serialisable: {exc}") from None
+    if len(encoded) > MAX_METADATA_BYTES:
+        raise _metadata_too_large()
+    check_unicode(encoded, "metadata")
+    if len(encoded.encode("utf-8")) > MAX_METADATA_BYTES:
+        raise _metadata_too_large()
+    return encoded
 
 
 def check_created_at(value: object) -> float | None:
@@ -202,8 +270,10 @@ def check_created_at(value: object) -> float | None:
             f"created_at must be epoch seconds or an ISO 8601 string, got {value!r}"
         )
     if isinstance(value, int | float):
-        if not math.isfinite(float(value)):
-            raise ValidationError(f"created_at must be finite, got {value!r}")
+        if not is_real(value):  # NaN, an infinity, or an int too large for a float
+            shown = repr(value)
+            shown = shown if len(shown) <= 40 else shown[:37] + "..."
+            raise ValidationError(f"created_at must be finite epoch seconds, got {shown}")
         return float(value)
     if isinstance(value, str):
         try:

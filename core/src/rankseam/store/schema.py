@@ -36,10 +36,11 @@ from __future__ import annotations
 import sqlite3
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 from rankseam.errors import ConfigurationError
 
-__all__ = ["SCHEMA_VERSION", "TOKENIZERS", "ensure_schema"]
+__all__ = ["SCHEMA_VERSION", "TOKENIZERS", "check_identity", "ensure_schema"]
 
 SCHEMA_VERSION = 2
 #: Page size of new stores (see the module docstring).
@@ -140,6 +141,58 @@ def _stored_version(conn: sqlite3.Connection) -> int | None:
     return int(row[0]) if row else None
 
 
+def _not_a_store(conn: sqlite3.Connection) -> str | None:
+    """Why the database of ``conn`` is not a rankseam store, or ``None`` when it is one (or
+    holds no table yet). Reads only."""
+    tables = {name for (name,) in conn.execute("SELECT name FROM sqlite_master")}
+    if not tables:
+        return None
+    if "meta" not in tables:
+        return "it has no rankseam meta table"
+    try:
+        rows = dict(
+            conn.execute(
+                "SELECT key, value FROM meta WHERE key IN ('schema_version', 'tokenizer')"
+            ).fetchall()
+        )
+    except sqlite3.OperationalError:
+        return "its meta table is not rankseam's"
+    version = rows.get("schema_version")
+    if not isinstance(version, str) or not (version.isascii() and version.isdigit()):
+        return "its meta table names no rankseam schema version"
+    if rows.get("tokenizer") not in TOKENIZERS:
+        return "its meta table names no rankseam tokenizer"
+    return None
+
+
+def check_identity(path: str) -> None:
+    """Refuse an existing database that is not a rankseam store, reading it only: opening
+    another application's file never changes it (not even its journal mode)."""
+    file = Path(path).expanduser()
+    try:
+        if not file.is_file() or file.stat().st_size == 0:
+            return  # nothing there yet: a new store
+        conn = sqlite3.connect(file.absolute().as_uri() + "?mode=ro", uri=True)
+    except (OSError, sqlite3.Error):
+        return  # opening it for real reports what is wrong
+    try:
+        why = _not_a_store(conn)
+    except sqlite3.DatabaseError:
+        return  # not an SQLite file, or unreadable: opening it for real reports it
+    finally:
+        conn.close()
+    if why is not None:
+        raise ConfigurationError(
+            f"{path!r} is an SQLite database but not a rankseam store ({why}); it was left "
+            "unchanged: choose another path (--db / RANKSEAM_DB)"
+        )
+
+
+def _rollback(conn: sqlite3.Connection) -> None:
+    if conn.in_transaction:  # SQLite ends it itself on some errors (a full disk)
+        conn.execute("ROLLBACK")
+
+
 def ensure_schema(conn: sqlite3.Connection, *, path: str, tokenizer: str) -> str:
     """Create or migrate the schema; return the store's FTS tokenizer name."""
     if tokenizer not in TOKENIZERS:
@@ -167,7 +220,7 @@ def ensure_schema(conn: sqlite3.Connection, *, path: str, tokenizer: str) -> str
             )
         conn.execute("COMMIT")
     except BaseException:
-        conn.execute("ROLLBACK")
+        _rollback(conn)
         raise
     while version < SCHEMA_VERSION:
         conn.execute("BEGIN IMMEDIATE")
@@ -177,7 +230,7 @@ def ensure_schema(conn: sqlite3.Connection, *, path: str, tokenizer: str) -> str
             conn.execute("UPDATE meta SET value=? WHERE key='schema_version'", (str(version),))
             conn.execute("COMMIT")
         except BaseException:
-            conn.execute("ROLLBACK")
+            _rollback(conn)
             raise
     row = conn.execute("SELECT value FROM meta WHERE key='tokenizer'").fetchone()
     return str(row[0])

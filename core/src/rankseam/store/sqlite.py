@@ -28,7 +28,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from rankseam.embedding import EmbedderDescriptor
-from rankseam.errors import ConfigurationError, ValidationError
+from rankseam.errors import ConfigurationError, StoreError, ValidationError
 from rankseam.store import ann as ann_module
 from rankseam.store.ann import AnnIndexes, AnnManifest
 from rankseam.store.bulk import SQLiteBulkReader, SQLiteBulkWriter
@@ -39,7 +39,12 @@ from rankseam.store.records import (
     StoredMemory,
 )
 from rankseam.store.rows import bump, retire
-from rankseam.store.schema import PAGE_SIZE, SCHEMA_VERSION, ensure_schema
+from rankseam.store.schema import (
+    PAGE_SIZE,
+    SCHEMA_VERSION,
+    check_identity,
+    ensure_schema,
+)
 from rankseam.store.vectors import VectorCache, decode_vectors, encode_vector, top_k
 from rankseam.types import MemoryRef
 
@@ -57,6 +62,8 @@ _ROW_COLUMNS = (
     "r.created_at, r.content_hash"
 )
 _PAGE = 500
+#: Page cache of each connection, in KiB.
+CACHE_KIB = 64 * 1024
 _SQL_VARS = 900  # stay under SQLITE_MAX_VARIABLE_NUMBER of old builds
 
 
@@ -316,6 +323,32 @@ class SQLiteReader:
         return int(row[0]) if row else None
 
 
+def storage_error(exc: sqlite3.DatabaseError, path: str) -> StoreError | None:
+    """The :class:`StoreError` an SQLite error stands for when its cause is the disk, not
+    the data (``None`` otherwise)."""
+    name = getattr(exc, "sqlite_errorname", None) or ""
+    text = str(exc)
+    if name == "SQLITE_FULL" or "database or disk is full" in text:
+        return StoreError(
+            f"the store {path!r} cannot be written: the disk is full (SQLITE_FULL: {text}); "
+            "nothing of the failed write was stored: free some disk space and try again",
+            reason="full",
+        )
+    if name.startswith("SQLITE_IOERR") or "disk I/O error" in text:
+        return StoreError(
+            f"the store {path!r} hit an I/O error ({name or 'SQLITE_IOERR'}: {text}); nothing "
+            "of the failed write was stored: check the disk and try again",
+            reason="io",
+        )
+    if name.startswith("SQLITE_READONLY"):
+        return StoreError(
+            f"the store {path!r} is read-only here ({name}: {text}); check the permissions of "
+            "the file and its folder",
+            reason="readonly",
+        )
+    return None
+
+
 def _varint(data: bytes) -> int:
     """The SQLite varint at the start of ``data`` (big-endian 7-bit groups; a ninth byte
     carries 8 bits)."""
@@ -406,9 +439,16 @@ class SQLiteStore:
                 "another path (--db / RANKSEAM_DB)"
             ) from None
         try:
+            # Refuse another application's file before this connection sets WAL on it.
+            check_identity(self.path)
             self.tokenizer = ensure_schema(self._conn(), path=self.path, tokenizer=tokenizer)
-        except sqlite3.DatabaseError as exc:
+        except BaseException as exc:
             self.close()
+            if not isinstance(exc, sqlite3.DatabaseError):
+                raise
+            error = storage_error(exc, self.path)
+            if error is not None:
+                raise error from None
             raise ConfigurationError(
                 f"cannot open the store {self.path!r}: {exc}; is it an SQLite file? choose "
                 "another path (--db / RANKSEAM_DB)"
@@ -496,6 +536,10 @@ class SQLiteStore:
         conn.execute(f"PRAGMA page_size={PAGE_SIZE}")  # a new file only; before WAL
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=NORMAL")
+        # a 64 MiB page cache per connection (SQLite's default is 2 MiB): a search of a large
+        # store re-reads the same FTS, revision and vector pages; 7-12 % less CPU per search
+        # at a million memories (docs/benchmarks.md section 7)
+        conn.execute(f"PRAGMA cache_size=-{CACHE_KIB}")
         conn.execute(f"PRAGMA busy_timeout={int(self._timeout_s * 1000)}")
         self._local.conn = conn
         with self._conns_lock:
@@ -522,13 +566,22 @@ class SQLiteStore:
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
         conn = self._conn()
-        conn.execute("BEGIN IMMEDIATE")
         try:
-            yield conn
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-        conn.execute("COMMIT")
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+                conn.execute("COMMIT")
+            except BaseException:
+                # SQLite itself ends the transaction on some errors (a full disk): roll back
+                # only what is still open, so the real cause is what the caller sees.
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+        except sqlite3.OperationalError as exc:
+            error = storage_error(exc, self.path)
+            if error is None:
+                raise
+            raise error from None
 
     @contextmanager
     def _read(self) -> Iterator[sqlite3.Connection]:

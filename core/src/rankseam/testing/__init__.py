@@ -8,11 +8,16 @@ Subclass a contract in your plugin's tests and implement its factory method::
         def make_reranker(self):
             return MyReranker()
 
-Every standard test then runs against your component. Contracts declare *capability flags*;
-a standard test that needs a capability your component lacks is skipped **with a message that
-names the flag**. A subclass cannot silently drop a standard test: overriding or deleting one
-raises ``TypeError`` at class creation unless the test is listed in ``waived_tests`` with a
-reason (which the kit then reports as a skip carrying that reason).
+Every standard test then runs against your component. Contracts declare *capability flags*
+(:class:`Capability` members; a name the contract does not know is a ``TypeError`` when your
+class is defined, so a typo cannot silently drop coverage); a standard test that needs a
+capability your component lacks is skipped **with a message that names the flag**. A subclass
+cannot silently drop a standard test: overriding or deleting one raises ``TypeError`` at class
+creation unless the test is listed in ``waived_tests`` with a reason (which the kit then reports
+as a skip carrying that reason).
+
+The kit's modules are registered for pytest's assertion rewriting before they are imported,
+so a failing standard test shows the compared values, not a bare ``AssertionError``.
 """
 
 from __future__ import annotations
@@ -20,10 +25,22 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from rankseam.testing.base import ContractBase
-from rankseam.testing.reranker import RerankerContract, synthetic_pool
+import pytest
+
+pytest.register_assert_rewrite(
+    "rankseam.testing.base",
+    "rankseam.testing.decision",
+    "rankseam.testing.embedder",
+    "rankseam.testing.generation",
+    "rankseam.testing.reranker",
+    "rankseam.testing.store",
+)
+
+from rankseam.testing.base import Capability, ContractBase  # noqa: E402
+from rankseam.testing.reranker import RerankerContract, synthetic_pool  # noqa: E402
 
 __all__ = [
+    "Capability",
     "ContractBase",
     "DecisionBackendContract",
     "EmbedderContract",

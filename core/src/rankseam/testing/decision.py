@@ -24,7 +24,7 @@ from rankseam.decision import (
     wrap_for_role,
     write_gate_request,
 )
-from rankseam.testing.base import ContractBase
+from rankseam.testing.base import Capability, ContractBase
 from rankseam.types import Usage
 
 __all__ = ["DecisionBackendContract"]
@@ -46,7 +46,8 @@ class DecisionBackendContract(ContractBase):
     """Subclass it and implement :meth:`make_backend`."""
 
     _is_contract = True
-    capabilities: ClassVar[frozenset[str]] = frozenset()
+    capabilities: ClassVar[frozenset[Capability]] = frozenset()
+    known_capabilities: ClassVar[frozenset[Capability]] = frozenset()
     query = "when is the conference in lisbon"
 
     def make_backend(self) -> Any:

@@ -20,7 +20,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from rankseam.embedding import EmbedderDescriptor
-from rankseam.testing.base import ContractBase
+from rankseam.testing.base import Capability, ContractBase
 
 __all__ = ["EmbedderContract"]
 
@@ -39,7 +39,8 @@ class EmbedderContract(ContractBase):
     """Subclass and implement :meth:`make_embedder`."""
 
     _is_contract = True
-    capabilities: ClassVar[frozenset[str]] = frozenset({"deterministic"})
+    capabilities: ClassVar[frozenset[Capability]] = frozenset({Capability.DETERMINISTIC})
+    known_capabilities: ClassVar[frozenset[Capability]] = frozenset({Capability.DETERMINISTIC})
 
     def make_embedder(self) -> Any:
         raise NotImplementedError("implement make_embedder() to return your embedder")
@@ -68,7 +69,7 @@ class EmbedderContract(ContractBase):
         assert np.isfinite(self._embed(_TEXTS + _ODD)).all()
 
     def test_deterministic_across_instances_and_batches(self) -> None:
-        self.require("deterministic")
+        self.require(Capability.DETERMINISTIC)
         one = self.make_embedder().embed(_TEXTS)
         two = self.make_embedder().embed(list(reversed(_TEXTS)))[::-1]
         single = np.vstack([self.make_embedder().embed([t]) for t in _TEXTS])

@@ -29,7 +29,7 @@ from rankseam.generation import (
     thaw,
     validate_output,
 )
-from rankseam.testing.base import ContractBase
+from rankseam.testing.base import Capability, ContractBase
 from rankseam.types import Usage
 
 __all__ = ["RANK_SELECTION_SCHEMA", "GenerationBackendContract", "rank_selection_request"]
@@ -87,7 +87,8 @@ class GenerationBackendContract(ContractBase):
     """Subclass it and implement :meth:`make_backend`."""
 
     _is_contract = True
-    capabilities: ClassVar[frozenset[str]] = frozenset()
+    capabilities: ClassVar[frozenset[Capability]] = frozenset()
+    known_capabilities: ClassVar[frozenset[Capability]] = frozenset({Capability.FAILURE_CASE})
 
     def make_backend(self) -> Any:
         raise NotImplementedError("implement make_backend() to return the backend under test")
@@ -170,7 +171,7 @@ class GenerationBackendContract(ContractBase):
         self._assert_valid(result, request)
 
     def test_failures_are_typed(self) -> None:
-        self.require("failure_case")
+        self.require(Capability.FAILURE_CASE)
         backend, request = self.make_failure_case()
         try:
             _run(backend.generate(request))

@@ -2,9 +2,14 @@
 
 Implement :meth:`RerankerContract.make_reranker`. Capability flags:
 
-- ``"embeddings"``: the reranker uses ``Candidate.embedding``; the kit attaches vectors.
-- ``"needs_backend"``: informational; the reranker calls a model backend (provide a
+- ``Capability.EMBEDDINGS``: the reranker uses ``Candidate.embedding``; the kit attaches vectors.
+- ``Capability.NEEDS_BACKEND``: informational; the reranker calls a model backend (provide a
   deterministic one in ``make_reranker``).
+
+An answer may be empty (nothing qualifies: the host then returns the coarse order, status
+``fell_back``), but a reranker that selects nothing on every ordinary pool of the kit fails it;
+``used_fallback=True`` goes only with the coarse ranks ``1..j``; never more than ``limit``
+ranks.
 
 Determinism is read from the reranker's own ``deterministic`` attribute: when true, the kit
 checks that identical inputs give identical selections.
@@ -13,6 +18,7 @@ checks that identical inputs give identical selections.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
 import math
 import numbers
@@ -29,7 +35,7 @@ from rankseam.seam import (
     rerank_pool,
     runs_inline,
 )
-from rankseam.testing.base import ContractBase
+from rankseam.testing.base import Capability, ContractBase
 from rankseam.types import Candidate, Hit, MemoryRef, RerankDecision, RerankStatus, Usage
 
 __all__ = ["RerankerContract", "synthetic_pool"]
@@ -80,11 +86,40 @@ def _run(coro: Any) -> Any:
     return asyncio.run(coro)
 
 
+class _Recorded:
+    """The plugin as the host sees it (every attribute passes through), with its ``rerank``
+    calls recorded (the pool size of each)."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+        self.calls: list[int] = []
+        if inspect.iscoroutinefunction(inner.rerank):
+
+            async def rerank(query: str, candidates: Any, limit: int, /) -> Any:
+                self.calls.append(len(candidates))
+                return await inner.rerank(query, candidates, limit)
+
+            self.rerank = rerank
+        else:
+
+            def rerank_sync(query: str, candidates: Any, limit: int, /) -> Any:
+                self.calls.append(len(candidates))
+                return inner.rerank(query, candidates, limit)
+
+            self.rerank = rerank_sync
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
 class RerankerContract(ContractBase):
     """Subclass it and implement :meth:`make_reranker`."""
 
     _is_contract = True
-    capabilities: ClassVar[frozenset[str]] = frozenset()
+    capabilities: ClassVar[frozenset[Capability]] = frozenset()
+    known_capabilities: ClassVar[frozenset[Capability]] = frozenset(
+        {Capability.EMBEDDINGS, Capability.NEEDS_BACKEND}
+    )
     query = "when is the conference in lisbon"
 
     def make_reranker(self) -> Any:
@@ -93,7 +128,7 @@ class RerankerContract(ContractBase):
     # helpers -------------------------------------------------------------------------------
     def _candidates(self, n: int, seed: int = 0) -> CandidateViews:
         hits, vectors = synthetic_pool(n, seed=seed)
-        use = "embeddings" in self.capabilities
+        use = Capability.EMBEDDINGS in self.capabilities
         return make_candidates(hits, vectors=vectors if use else None, embedding_space="contract")
 
     def _decide(self, reranker: Any, candidates: Sequence[Candidate], limit: int) -> RerankDecision:
@@ -106,7 +141,14 @@ class RerankerContract(ContractBase):
         assert all(is_int(r) for r in ranks), ranks
         assert all(1 <= r <= n for r in ranks), f"rank outside 1..{n}: {ranks}"
         assert len(set(ranks)) == len(ranks), f"repeated rank: {ranks}"
-        assert 1 <= len(ranks) <= min(limit, n), f"{len(ranks)} ranks for limit {limit}, n {n}"
+        assert len(ranks) <= min(limit, n), (
+            f"{len(ranks)} ranks for limit {limit}, n {n}: answer at most min(limit, n) ranks "
+            "(the host ignores the rest and reports them as over-answered)"
+        )
+        if decision.used_fallback:
+            assert tuple(ranks) == tuple(range(1, len(ranks) + 1)), (
+                f"used_fallback=True goes only with the coarse ranks 1..j, got {ranks}"
+            )
         assert isinstance(decision.usage, Usage)
         if decision.scores is not None:
             scores = decision.scores
@@ -126,9 +168,16 @@ class RerankerContract(ContractBase):
 
     def test_output_is_valid_subset_of_pool(self) -> None:
         reranker = self.make_reranker()
+        selected = []
         for n, limit, seed in ((10, 3, 0), (30, 10, 1), (7, 7, 2), (50, 5, 3)):
             decision = self._decide(reranker, self._candidates(n, seed), limit)
             self._assert_valid(decision, n, limit)
+            selected.append(bool(decision.selected_ranks) and not decision.used_fallback)
+        assert any(selected), (
+            "the reranker selected nothing of its own on any of the kit's ordinary pools (an "
+            "empty answer or used_fallback=True every time): it always falls back to the "
+            "coarse order"
+        )
 
     def test_through_seam_identity_exact(self) -> None:
         reranker = self.make_reranker()
@@ -161,18 +210,18 @@ class RerankerContract(ContractBase):
         assert [_freeze_candidate(c) for c in candidates] == snapshot
 
     def test_empty_pool_never_called(self) -> None:
-        inner = self.make_reranker()
-        calls: list[int] = []
-
-        class Recording:
-            policy_id = inner.policy_id
-
-            async def rerank(self, query: str, candidates: Any, limit: int, /) -> Any:
-                calls.append(len(candidates))
-                return await as_async_reranker(inner).rerank(query, candidates, limit)
-
-        out, trace = _run(rerank_pool(self.query, (), 5, Recording()))
-        assert out == () and trace is None and calls == []
+        """Through the host's seam, with the plugin itself (its declarations included) under a
+        recorder: a pool of three calls it once; an empty pool never does."""
+        recorded = _Recorded(self.make_reranker())
+        hits, vectors = synthetic_pool(3, seed=12)
+        out, trace = _run(
+            rerank_pool(self.query, hits, 2, recorded, fetch_vectors=lambda refs: vectors)
+        )
+        assert recorded.calls == [3], "the recorder must see the plugin called on a real pool"
+        assert trace is not None and trace.candidate_count == 3 and 1 <= len(out) <= 2
+        out, trace = _run(rerank_pool(self.query, (), 5, recorded, fetch_vectors=lambda r: []))
+        assert (out, trace) == ((), None)
+        assert recorded.calls == [3], f"called on an empty pool: {recorded.calls}"
 
     def test_limit_larger_than_pool(self) -> None:
         reranker = self.make_reranker()
@@ -191,7 +240,7 @@ class RerankerContract(ContractBase):
             Hit(h.ref, HOSTILE_TEXTS[i] if i < len(HOSTILE_TEXTS) else h.text, h.score)
             for i, h in enumerate(hits)
         )
-        use = "embeddings" in self.capabilities
+        use = Capability.EMBEDDINGS in self.capabilities
         candidates = make_candidates(hits, vectors=vectors if use else None)
         self._assert_valid(self._decide(reranker, candidates, 3), len(hits), 3)
 

@@ -39,7 +39,7 @@ import pytest
 
 from rankseam.errors import ValidationError
 from rankseam.store.target import parse_target
-from rankseam.testing.base import ContractBase
+from rankseam.testing.base import Capability, ContractBase
 from rankseam.types import Candidate, MemoryRef, RerankDecision
 
 __all__ = ["StoreContract"]
@@ -141,7 +141,8 @@ class StoreContract(ContractBase):
     or URL string) per test."""
 
     _is_contract = True
-    capabilities: ClassVar[frozenset[str]] = frozenset({"processes"})
+    capabilities: ClassVar[frozenset[Capability]] = frozenset({Capability.PROCESSES})
+    known_capabilities: ClassVar[frozenset[Capability]] = frozenset({Capability.PROCESSES})
     #: Writer threads and processes of the concurrency tests, and memories each writes.
     writers: ClassVar[int] = 4
     per_writer: ClassVar[int] = 25
@@ -348,7 +349,7 @@ class StoreContract(ContractBase):
             assert stats["revisions"] == self.writers * (self.per_writer + 10 + updated)
 
     def test_concurrent_writers_in_processes_lose_nothing(self, store_target: str) -> None:
-        self.require("processes")
+        self.require(Capability.PROCESSES)
         with self.memory(store_target) as m:
             m.add("opened before the writers start", memory_id="seed")
         ctx = multiprocessing.get_context("spawn")
@@ -367,7 +368,7 @@ class StoreContract(ContractBase):
             assert m.stats()["namespaces"]["kit"]["memories"] == live
 
     def test_a_killed_writer_leaves_only_whole_batches(self, store_target: str) -> None:
-        self.require("processes")
+        self.require(Capability.PROCESSES)
         with self.memory(store_target) as m:
             m.add("opened before the writer starts", memory_id="seed", namespace="seed")
             process = multiprocessing.get_context("spawn").Process(

@@ -19,7 +19,7 @@ import psycopg
 
 from rankseam.errors import ValidationError
 from rankseam_postgres.schema import ensure_space_index
-from rankseam_postgres.store import as_array, count_tokens
+from rankseam_postgres.store import as_array, copy_vectors, count_tokens
 
 if TYPE_CHECKING:
     from rankseam_postgres.store import PostgresStore
@@ -264,14 +264,7 @@ class PostgresBulkWriter:
             )
             self.revisions_written += len(self._revisions)
         if self._vectors:
-            with c.cursor() as cur:
-                cur.executemany(
-                    t(
-                        "INSERT INTO {vectors}(namespace, space, rid, live, vector) "
-                        "VALUES (%s, %s, %s, %s, %s)"
-                    ),
-                    self._vectors,
-                )
+            copy_vectors(c, t, self._vectors)
             self.vectors_written += len(self._vectors)
         if self._memories:
             cols = list(zip(*self._memories, strict=True))

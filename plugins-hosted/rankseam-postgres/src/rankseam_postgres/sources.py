@@ -38,8 +38,8 @@ from rankseam.plugin import (
     SourceRequest,
     check_options,
     is_real,
+    query_terms,
 )
-from rankseam.retrieval.lexical import query_terms
 from rankseam_postgres.store import PostgresReader
 
 __all__ = [

@@ -54,7 +54,14 @@ from rankseam_postgres.schema import (
 )
 from rankseam_postgres.url import StoreURL, parse_url
 
-__all__ = ["EXACT_BELOW", "PostgresReader", "PostgresStore", "as_array", "count_tokens"]
+__all__ = [
+    "EXACT_BELOW",
+    "PostgresReader",
+    "PostgresStore",
+    "as_array",
+    "copy_vectors",
+    "count_tokens",
+]
 
 T = TypeVar("T")
 
@@ -67,6 +74,8 @@ EXACT_BELOW = 20_000
 EF_SEARCH = 512
 
 _TOKEN = re.compile(r"[^\W_]+")
+#: Planner methods turned off for the statement that searches an HNSW index.
+_NO_SCAN = ("enable_seqscan", "enable_bitmapscan", "enable_sort")
 _PAGE = 500
 _COLUMNS = (
     "r.rid, r.namespace, r.memory_id, r.revision, r.text, r.importance, r.metadata, "
@@ -122,18 +131,30 @@ class PostgresReader:
         self._store = store
         self._conn = conn
         self._t = store.tables
+        self._namespaces: dict[str, tuple[int, int, int, int]] = {}
+        self._indexed: dict[str, bool] = {}
 
     # -- namespace statistics --------------------------------------------------------------
 
     def _ns_row(self, namespace: str) -> tuple[int, int, int, int]:
-        row = self._conn.execute(
-            self._t(
-                "SELECT version, vector_epoch, live_count, live_tokens FROM {namespaces} "
-                "WHERE name = %s"
-            ),
-            (namespace,),
-        ).fetchone()
-        return (int(row[0]), int(row[1]), int(row[2]), int(row[3])) if row else (0, 0, 0, 0)
+        """``(version, vector epoch, live count, token total)`` of ``namespace``, read once
+        per snapshot (it cannot change within one)."""
+        row = self._namespaces.get(namespace)
+        if row is None:
+            found = self._conn.execute(
+                self._t(
+                    "SELECT version, vector_epoch, live_count, live_tokens FROM {namespaces} "
+                    "WHERE name = %s"
+                ),
+                (namespace,),
+            ).fetchone()
+            row = (
+                (int(found[0]), int(found[1]), int(found[2]), int(found[3]))
+                if found
+                else (0, 0, 0, 0)
+            )
+            self._namespaces[namespace] = row
+        return row
 
     def namespace_version(self, namespace: str) -> int:
         return self._ns_row(namespace)[0]
@@ -194,18 +215,42 @@ class PostgresReader:
         for lex in lexemes:
             n = self.document_frequency(namespace, lex, live + 1)
             idf.append(max(float(np.log((live - n + 0.5) / (n + 0.5))), 1e-6) * weights[lex])
-        rows = self._conn.execute(
-            self._t(
-                "WITH q(lexeme, idf) AS (SELECT * FROM unnest(%s::text[], %s::float8[])), "
-                "m AS (SELECT rid, tsv, tokens FROM {revisions} WHERE namespace = %s AND live "
-                "AND tsv @@ %s::tsquery) "
-                "SELECT m.rid, sum(q.idf * (cardinality(u.positions) * (%s + 1)) / "
-                "(cardinality(u.positions) + %s * (1 - %s + %s * m.tokens / %s))) AS s "
-                "FROM m CROSS JOIN LATERAL unnest(m.tsv) AS u JOIN q ON q.lexeme = u.lexeme "
-                "GROUP BY m.rid ORDER BY s DESC, m.rid LIMIT %s"
-            ),
-            (lexemes, idf, namespace, _tsquery(lexemes), k1, k1, b, b, avgdl, k),
-        ).fetchall()
+        # tf of each lexeme: ts_rank_cd with every weight 1 counts a single lexeme's positions
+        params: dict[str, Any] = {
+            "ns": namespace,
+            "q": _tsquery(lexemes),
+            "k": k,
+            "ones": [1.0, 1.0, 1.0, 1.0],
+            "k1": k1,
+            "b": b,
+            "avgdl": avgdl,
+        }
+        tfs, terms = [], []
+        for n, (lex, weight) in enumerate(zip(lexemes, idf, strict=True)):
+            params[f"q{n}"] = _tsquery([lex])
+            params[f"idf{n}"] = weight
+            tfs.append(
+                sql.SQL("ts_rank_cd(%(ones)s::float4[], r.tsv, {}::tsquery, 0) AS {}").format(
+                    sql.Placeholder(f"q{n}"), sql.Identifier(f"t{n}")
+                )
+            )
+            terms.append(
+                sql.SQL("{idf} * f.{t} * (%(k1)s + 1) / (f.{t} + f.kd)").format(
+                    idf=sql.Placeholder(f"idf{n}"), t=sql.Identifier(f"t{n}")
+                )
+            )
+        # OFFSET 0 keeps the planner from inlining the tf subquery (each tf once per row)
+        query = sql.SQL(
+            "SELECT rid, {score} AS s FROM (SELECT r.rid, {tfs}, "
+            "%(k1)s * (1 - %(b)s + %(b)s * r.tokens / %(avgdl)s) AS kd FROM {s}.revisions r "
+            "WHERE r.namespace = %(ns)s AND r.live AND r.tsv @@ %(q)s::tsquery OFFSET 0) AS f "
+            "ORDER BY s DESC, rid LIMIT %(k)s"
+        ).format(
+            score=sql.SQL(" + ").join(terms),
+            s=sql.Identifier(self._store.schema),
+            tfs=sql.SQL(", ").join(tfs),
+        )
+        rows = self._conn.execute(query, params).fetchall()
         return [(int(r), float(s)) for r, s in rows]
 
     def ts_rank(
@@ -260,26 +305,31 @@ class PostgresReader:
         if not l2:
             norm = float(np.linalg.norm(q))
             q = q / norm if norm > 0 else q
-        dims = sql.Literal(descriptor.dimensions)
-        if l2:
-            distance = sql.SQL("(v.vector::vector({d}) <#> %(q)s::vector({d}))").format(d=dims)
-            score = sql.SQL("-d")
-        else:
-            distance = sql.SQL("(v.vector::vector({d}) <=> %(q)s::vector({d}))").format(d=dims)
-            score = sql.SQL("CASE WHEN d = 'NaN' THEN 0 ELSE 1 - d END")
+        op = sql.SQL("<#>" if l2 else "<=>")
+        score = sql.SQL("-d" if l2 else "CASE WHEN d = 'NaN' THEN 0 ELSE 1 - d END")
         indexed = (
             not exact
             and self.live_count(namespace) >= self._store.exact_below
-            and space_index_state(self._conn, self._store.schema, descriptor.key) is True
+            and self._index_ready(descriptor.key)
         )
         if indexed:
             self._conn.execute(
                 sql.SQL("SET LOCAL hnsw.ef_search = {}").format(sql.Literal(max(EF_SEARCH, k)))
             )
             self._conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-            order = distance
+            # with ef_search 512 pgvector's cost estimate favours a scan and sort below a few
+            # hundred thousand rows: make the planner walk the graph (reset right after)
+            for setting in _NO_SCAN:
+                self._conn.execute(f"SET LOCAL {setting} = off")
+            # the index's own expression, so the planner walks the HNSW graph
+            dims = sql.Literal(descriptor.dimensions)
+            distance = sql.SQL("(v.vector::vector({d}) {op} %(q)s::vector({d}))").format(
+                d=dims, op=op
+            )
         else:
-            order = sql.SQL("{} + 0").format(distance)  # not the index's expression: a scan
+            # an exact scan: no cast per row (the space's vectors all have its dimensions)
+            distance = sql.SQL("(v.vector {op} %(q)s::vector)").format(op=op)
+        order = distance
         query_sql = sql.SQL(
             "SELECT rid, {score} FROM (SELECT v.rid, {distance} AS d FROM {s}.vectors v "
             "WHERE v.space = {key} AND v.live AND v.namespace = %(ns)s ORDER BY {order} "
@@ -292,9 +342,19 @@ class PostgresReader:
             order=order,
         )
         rows = self._conn.execute(query_sql, {"q": q, "ns": namespace, "k": k}).fetchall()
+        if indexed:
+            for setting in _NO_SCAN:
+                self._conn.execute(f"SET LOCAL {setting} = on")
         hits = [(int(r), float(s)) for r, s in rows]
         hits.sort(key=lambda h: (-h[1], h[0]))
         return hits[:k]
+
+    def _index_ready(self, space: str) -> bool:
+        ready = self._indexed.get(space)
+        if ready is None:
+            state = space_index_state(self._conn, self._store.schema, space)
+            ready = self._indexed[space] = state is True
+        return ready
 
     # -- rows --------------------------------------------------------------------------------
 
@@ -342,6 +402,24 @@ class PostgresReader:
             (ref.namespace, ref.memory_id, ref.revision),
         ).fetchone()
         return int(row[0]) if row else None
+
+
+def copy_vectors(
+    conn: psycopg.Connection[Any],
+    tables: Callable[[str], sql.Composed],
+    rows: Sequence[tuple[str, str, int, bool, np.ndarray]],
+) -> None:
+    """Insert vector rows ``(namespace, space, rid, live, vector)`` with one binary ``COPY``
+    (several times faster than one ``INSERT`` per row)."""
+    with conn.cursor() as cur:
+        with cur.copy(
+            tables(
+                "COPY {vectors} (namespace, space, rid, live, vector) FROM STDIN (FORMAT BINARY)"
+            )
+        ) as copy:
+            copy.set_types(["text", "text", "int8", "bool", "vector"])
+            for row in rows:
+                copy.write_row(row)
 
 
 def _tsquery(lexemes: Sequence[str]) -> str:
@@ -832,7 +910,10 @@ class PostgresStore:
     def namespaces(self) -> list[str]:
         with self._connection() as conn:
             rows = conn.execute(
-                self.tables("SELECT DISTINCT namespace FROM {memories} ORDER BY namespace")
+                self.tables(
+                    "SELECT namespace FROM {memories} GROUP BY namespace "
+                    'ORDER BY namespace COLLATE "C"'
+                )
             ).fetchall()
         return [r[0] for r in rows]
 
@@ -1007,7 +1088,7 @@ class _RowWriter:
             )
         )
         if vector is not None and space is not None:
-            self._vectors.append((rec.namespace, space, rid, np.asarray(vector, np.float32)))
+            self._vectors.append((rec.namespace, space, rid, True, np.asarray(vector, np.float32)))
         self._heads[(rec.namespace, rec.memory_id)] = (rid, revision)
         self._pending[rid] = (rec.namespace, tokens)
         self._count(rec.namespace, 1, tokens)
@@ -1049,14 +1130,7 @@ class _RowWriter:
                 [self._store.text_search, *[list(c) for c in cols]],
             )
         if self._vectors:
-            with self._conn.cursor() as cur:
-                cur.executemany(
-                    t(
-                        "INSERT INTO {vectors}(namespace, space, rid, live, vector) "
-                        "VALUES (%s, %s, %s, true, %s)"
-                    ),
-                    self._vectors,
-                )
+            copy_vectors(self._conn, t, self._vectors)
         if self._heads:
             keys = list(self._heads)
             self._conn.execute(

@@ -20,12 +20,16 @@ from typing import Any
 
 import numpy as np
 
+from rankseam.checks import json_shape
 from rankseam.store.contract import BulkReader, Store
 from rankseam.store.snapshot.format import (
     DATA_NAME,
     FORMAT_NAME,
     FORMAT_VERSION,
     MANIFEST,
+    MAX_LINE_BYTES,
+    MAX_RECORD_DEPTH,
+    MAX_RECORD_VALUES,
     SnapshotError,
     canonical,
     file_sha256,
@@ -49,6 +53,14 @@ def _prepare_out(out: Path) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
 
 
+def _unwritable(out: Path, exc: OSError) -> SnapshotError:
+    return SnapshotError(
+        f"cannot write the snapshot to {str(out)!r}: {exc.strerror or exc}; choose a folder "
+        "you can write to, on a disk with free space (nothing was left behind)",
+        reason="io",
+    )
+
+
 def _check_store(bulk: BulkReader, spaces: Sequence[str]) -> None:
     stray = bulk.vectors_outside(spaces)
     if stray:
@@ -66,10 +78,13 @@ def export_snapshot(
     transaction (writers are not blocked); the folder appears complete or not at all."""
     started = time.perf_counter()
     out_path = Path(out).expanduser()
-    _prepare_out(out_path)
-    tmp = Path(
-        tempfile.mkdtemp(prefix=f".{out_path.name}.", suffix=".partial", dir=out_path.parent)
-    )
+    try:
+        _prepare_out(out_path)
+        tmp = Path(
+            tempfile.mkdtemp(prefix=f".{out_path.name}.", suffix=".partial", dir=out_path.parent)
+        )
+    except OSError as exc:
+        raise _unwritable(out_path, exc) from None
     data_path = tmp / (DATA_NAME + (".gz" if gzip else ""))
     try:
         with store.bulk_read() as bulk:
@@ -124,8 +139,10 @@ def export_snapshot(
         if out_path.exists():
             out_path.rmdir()  # empty (checked above)
         tmp.rename(out_path)
-    except BaseException:
+    except BaseException as exc:
         shutil.rmtree(tmp, ignore_errors=True)
+        if isinstance(exc, OSError):
+            raise _unwritable(out_path, exc) from None
         raise
     report = ExportReport(
         path=str(out_path),
@@ -142,6 +159,15 @@ def export_snapshot(
         extra={"event": "snapshot.export", "memories": report.memories, "gzip": gzip},
     )
     return report
+
+
+def _too_many_values(line: bytes) -> bool:
+    """Whether ``line`` holds more JSON values than an import reads (counted exactly only
+    when its commas and brackets alone could reach the cap)."""
+    if line.count(b",") + line.count(b"[") + line.count(b"{") < MAX_RECORD_VALUES:
+        return False
+    _depth, values = json_shape(line.decode("utf-8"), MAX_RECORD_DEPTH, MAX_RECORD_VALUES)
+    return values > MAX_RECORD_VALUES
 
 
 def _created_by() -> str:
@@ -175,6 +201,15 @@ def _write_records(
                 reason="store",
             )
         line = canonical(record) + b"\n"
+        if len(line) > MAX_LINE_BYTES or _too_many_values(line):
+            raise SnapshotError(
+                f"memory {record['id']!r} in namespace {record['namespace']!r} takes "
+                f"{len(line)} bytes with its {head} revisions, more than one memory may take "
+                f"in a snapshot ({MAX_LINE_BYTES} bytes, {MAX_RECORD_VALUES} JSON values: "
+                "docs/snapshots.md, Limits); this store cannot be exported as a snapshot: copy "
+                "its database file instead",
+                reason="limit",
+            )
         digest.update(line)
         stream.write(line)
         lines += 1

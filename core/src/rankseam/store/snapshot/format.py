@@ -18,7 +18,14 @@ __all__ = [
     "FORMAT_NAME",
     "FORMAT_VERSION",
     "MANIFEST",
+    "MAX_GZIP_RATIO",
+    "MAX_LINE_BYTES",
+    "MAX_MANIFEST_BYTES",
+    "MAX_MANIFEST_VALUES",
+    "MAX_RECORD_DEPTH",
+    "MAX_RECORD_VALUES",
     "MEMORY_KEYS",
+    "MIN_REVISION_BYTES",
     "REVISION_KEYS",
     "SnapshotError",
     "canonical",
@@ -40,11 +47,35 @@ REVISION_KEYS = frozenset(
 #: Bytes per read when hashing or streaming a data file.
 CHUNK = 1 << 20
 
+# Caps on what a snapshot may make a reader spend (docs/snapshots.md, "Limits"). Each is
+# checked before the memory or time it guards is spent; a snapshot over one is refused with
+# a SnapshotError, never a MemoryError or a traceback.
+
+#: Largest ``manifest.json`` read.
+MAX_MANIFEST_BYTES = 32 * 1024 * 1024
+#: Longest line of the data file, uncompressed: one memory with all its revisions. Export
+#: refuses a memory whose line would be longer, so every export can be imported.
+MAX_LINE_BYTES = 32 * 1024 * 1024
+#: Deepest JSON nesting of a record line (a revision's metadata nests at most 32 levels).
+MAX_RECORD_DEPTH = 40
+#: Most JSON values in one record line (parsing costs a Python object per value: this bounds
+#: a line's parse to about 150 MB, where 32 MiB of ``[{},{},...`` would take 800 MB).
+MAX_RECORD_VALUES = 2_000_000
+#: Most JSON values in ``manifest.json`` (about four per namespace).
+MAX_MANIFEST_VALUES = 2_000_000
+#: Fewest bytes one revision takes in its line (its keys and content hash alone take more):
+#: a manifest may claim at most (uncompressed data bytes / this) revisions.
+MIN_REVISION_BYTES = 100
+#: Most bytes deflate can expand one byte into (its format's own limit, about 1032:1): the
+#: uncompressed size a gzipped data file can have is at most this times its size.
+MAX_GZIP_RATIO = 1032
+
 
 class SnapshotError(ValidationError):
     """A snapshot cannot be written, verified or imported. ``reason`` is a short machine-readable
     cause: ``missing``, ``exists``, ``not_a_snapshot``, ``version``, ``manifest``, ``truncated``,
-    ``checksum``, ``content``, ``target_not_empty``, ``tokenizer``, ``store``."""
+    ``checksum``, ``content``, ``limit`` (over one of the caps), ``target_not_empty``,
+    ``tokenizer``, ``store``, ``io`` (a file cannot be read or written)."""
 
     def __init__(self, message: str, *, reason: str) -> None:
         super().__init__(message)

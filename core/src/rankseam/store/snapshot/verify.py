@@ -8,7 +8,6 @@ import binascii
 import gzip as gzip_module
 import hashlib
 import io
-import json
 import os
 import time
 import zlib
@@ -17,8 +16,9 @@ from pathlib import Path
 from typing import IO, Any
 
 import attrs
+import numpy as np
 
-from rankseam.checks import is_int, is_real
+from rankseam.checks import is_int, is_real, parse_json
 from rankseam.embedding import EmbedderDescriptor
 from rankseam.errors import ValidationError
 from rankseam.store.bulk import MemoryRows, RevisionRow
@@ -37,7 +37,14 @@ from rankseam.store.snapshot.format import (
     FORMAT_NAME,
     FORMAT_VERSION,
     MANIFEST,
+    MAX_GZIP_RATIO,
+    MAX_LINE_BYTES,
+    MAX_MANIFEST_BYTES,
+    MAX_MANIFEST_VALUES,
+    MAX_RECORD_DEPTH,
+    MAX_RECORD_VALUES,
     MEMORY_KEYS,
+    MIN_REVISION_BYTES,
     REVISION_KEYS,
     SnapshotError,
     descriptor_of,
@@ -86,12 +93,19 @@ def _load_manifest(folder: Path) -> dict[str, Any]:
             "`rankseam export` wrote",
             "not_a_snapshot",
         )
-    try:
-        manifest = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+    size = path.stat().st_size
+    if size > MAX_MANIFEST_BYTES:
         raise _fail(
-            f"{MANIFEST} of {str(folder)!r} is not valid JSON ({exc}); it was truncated or "
-            "edited: export the store again",
+            f"{MANIFEST} of {str(folder)!r} is {size} bytes, more than the {MAX_MANIFEST_BYTES} "
+            "a snapshot's manifest may have; it is not one `rankseam export` wrote",
+            "limit",
+        )
+    try:
+        manifest = parse_json(path.read_bytes(), max_values=MAX_MANIFEST_VALUES)
+    except ValueError as exc:
+        raise _fail(
+            f"{MANIFEST} of {str(folder)!r} is {exc}; it was truncated or edited: export the "
+            "store again",
             "manifest",
         ) from None
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT_NAME:
@@ -129,8 +143,8 @@ def _check_manifest(manifest: dict[str, Any], folder: Path) -> CheckedSnapshot:
             spaces[entry["key"]] = descriptor_of(entry)
         counts = manifest["counts"]
         for key in ("memories", "deleted", "revisions", "live"):
-            if not is_int(counts[key]):
-                raise ValueError(f"counts.{key} is not an integer")
+            if not is_int(counts[key]) or counts[key] < 0:
+                raise ValueError(f"counts.{key} is not an integer >= 0")
         files = manifest["files"]
         if not isinstance(files, list) or len(files) != 1 or files[0].get("name") != DATA_NAME:
             raise ValueError(f"files must list exactly {DATA_NAME!r}")
@@ -140,14 +154,37 @@ def _check_manifest(manifest: dict[str, Any], folder: Path) -> CheckedSnapshot:
         if file.get("compression") != DATA_PATHS[file["path"]]:
             raise ValueError("compression does not match the data file name")
         for key in ("bytes", "lines"):
-            if not is_int(file.get(key)):
-                raise ValueError(f"files[0].{key} is not an integer")
+            if not is_int(file.get(key)) or file[key] < 0:
+                raise ValueError(f"files[0].{key} is not an integer >= 0")
         expected = snapshot_id(manifest)
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise _fail(edited.format(exc), "manifest") from None
     if manifest.get("snapshot_id") != expected:
         raise _fail(edited.format("its snapshot id does not match its content"), "manifest")
+    try:
+        _check_counts(counts, file)
+    except ValueError as exc:
+        raise _fail(edited.format(exc), "manifest") from None
     return CheckedSnapshot(folder, manifest, spaces, folder / file["path"], file["compression"])
+
+
+def _check_counts(counts: Mapping[str, int], file: Mapping[str, Any]) -> None:
+    """The counts must agree with each other and fit the data file's size, checked before
+    anything is allocated for them (a forged ``revisions = 10**13`` costs nothing)."""
+    memories, revisions = counts["memories"], counts["revisions"]
+    if file["lines"] != memories:
+        raise ValueError(f"files[0].lines ({file['lines']}) is not counts.memories ({memories})")
+    if counts["deleted"] + counts["live"] != memories:
+        raise ValueError("counts.deleted + counts.live is not counts.memories")
+    if revisions < memories:
+        raise ValueError("counts.revisions is smaller than counts.memories")
+    ratio = MAX_GZIP_RATIO if file["compression"] == "gzip" else 1
+    most = file["bytes"] * ratio // MIN_REVISION_BYTES
+    if revisions > most:
+        raise ValueError(
+            f"counts.revisions ({revisions}) cannot fit in a data file of {file['bytes']} bytes "
+            f"(at most {most})"
+        )
 
 
 def _check_files(snap: CheckedSnapshot) -> None:
@@ -173,9 +210,20 @@ def _check_files(snap: CheckedSnapshot) -> None:
 
 def open_snapshot(path: str | os.PathLike[str]) -> CheckedSnapshot:
     folder = Path(path).expanduser()
-    snap = _check_manifest(_load_manifest(folder), folder)
-    _check_files(snap)
+    try:
+        snap = _check_manifest(_load_manifest(folder), folder)
+        _check_files(snap)
+    except OSError as exc:
+        raise _unreadable(folder, exc) from None
     return snap
+
+
+def _unreadable(folder: Path, exc: OSError) -> SnapshotError:
+    return _fail(
+        f"cannot read the snapshot {str(folder)!r}: {exc.strerror or exc}; check the path and "
+        "its permissions",
+        "io",
+    )
 
 
 class _HashingReader(io.RawIOBase):
@@ -201,8 +249,9 @@ class RecordReader:
 
     def __init__(self, snap: CheckedSnapshot) -> None:
         self.snap = snap
-        total = snap.counts["revisions"]
-        self._seen = bytearray(total + 1)
+        # one bit per revision (the count was checked against the data file's size)
+        self._total = int(snap.counts["revisions"])
+        self._seen = bytearray(self._total // 8 + 1)
         self.memories = self.deleted = self.revisions = self.live = 0
         self.vectors: dict[str, int] = {}
         self.per_ns: dict[str, dict[str, int]] = {}
@@ -211,7 +260,11 @@ class RecordReader:
         self._raw: _HashingReader | None = None
 
     def __iter__(self) -> Iterator[MemoryRows]:
-        with self.snap.data_path.open("rb") as fh:
+        try:
+            fh = self.snap.data_path.open("rb")
+        except OSError as exc:
+            raise _unreadable(self.snap.folder, exc) from None
+        with fh:
             self._raw = _HashingReader(fh)
             buffered = io.BufferedReader(self._raw, CHUNK)
             stream: io.BufferedIOBase = (
@@ -220,9 +273,23 @@ class RecordReader:
                 else buffered
             )
             previous: tuple[str, str] | None = None
+            declared = int(self.snap.file["lines"])
             try:
-                for line in stream:
+                # a line at a time, each read up to the cap: a long line (a gzip bomb) is
+                # refused after MAX_LINE_BYTES, never held whole
+                while line := stream.readline(MAX_LINE_BYTES + 1):
                     self._lines += 1
+                    if len(line) > MAX_LINE_BYTES:
+                        raise _fail(
+                            f"line {self._lines} of {DATA_NAME} is longer than "
+                            f"{MAX_LINE_BYTES} bytes, the most one memory's record may take; "
+                            "the snapshot was edited or damaged: export the store again",
+                            "limit",
+                        )
+                    if self._lines > declared:
+                        raise self._content_error(
+                            f"more lines than the {declared} {MANIFEST} declares"
+                        )
                     self._content.update(line)
                     if not line.endswith(b"\n"):
                         raise _fail(
@@ -252,15 +319,17 @@ class RecordReader:
 
     def _parse(self, line: bytes) -> MemoryRows:
         try:
-            obj = json.loads(line)
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise self._content_error(f"not valid JSON ({exc})") from None
+            obj = parse_json(line, max_depth=MAX_RECORD_DEPTH, max_values=MAX_RECORD_VALUES)
+        except ValueError as exc:
+            raise self._content_error(str(exc)) from None
         try:
             return self._memory(obj)
         except ValidationError as exc:
             raise self._content_error(str(exc)) from None
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            raise self._content_error(f"malformed record ({exc!r})") from None
+        except ValueError as exc:
+            raise self._content_error(str(exc)) from None
+        except (KeyError, TypeError, AttributeError) as exc:
+            raise self._content_error(f"malformed record ({type(exc).__name__}: {exc})") from None
 
     def _memory(self, obj: Any) -> MemoryRows:
         if not isinstance(obj, dict) or set(obj) != MEMORY_KEYS:
@@ -295,11 +364,12 @@ class RecordReader:
         if obj["revision"] != expected or isinstance(obj["revision"], bool):
             raise ValueError(f"revision {obj['revision']!r} found where {expected} belongs")
         seq = obj["seq"]
-        if not is_int(seq) or not 1 <= seq < len(self._seen):
-            raise ValueError(f"seq {seq!r} is outside 1..{len(self._seen) - 1}")
-        if self._seen[seq]:
+        if not is_int(seq) or not 1 <= seq <= self._total:
+            raise ValueError(f"seq {seq!r} is outside 1..{self._total}")
+        byte, bit = divmod(seq, 8)
+        if self._seen[byte] >> bit & 1:
             raise ValueError(f"seq {seq} is used twice")
-        self._seen[seq] = 1
+        self._seen[byte] |= 1 << bit
         text = check_text(obj["text"])
         if content_hash(text) != obj["content_hash"]:
             raise ValueError("the text does not match its content_hash")
@@ -320,6 +390,8 @@ class RecordReader:
                     f"vector of space {key!r} has {len(blob)} bytes, expected "
                     f"{descriptor.dimensions * 4} (float32 x {descriptor.dimensions})"
                 )
+            if not np.isfinite(np.frombuffer(blob, dtype="<f4")).all():
+                raise ValueError(f"vector of space {key!r} holds NaN or infinite values")
             vectors.append((key, blob))
             self.vectors[key] = self.vectors.get(key, 0) + 1
         return RevisionRow(
@@ -371,7 +443,9 @@ def spaces_by_key(snap: CheckedSnapshot) -> dict[str, Mapping[str, Any]]:
 
 def _finite(value: Any, what: str) -> float:
     if not is_real(value):
-        raise ValueError(f"{what!r} must be a finite number, got {value!r}")
+        shown = repr(value)
+        shown = shown if len(shown) <= 40 else shown[:37] + "..."
+        raise ValueError(f"{what!r} must be a finite number, got {shown}")
     return float(value)
 
 

@@ -267,8 +267,11 @@ def test_maintenances_at_the_same_time_all_publish_a_whole_index(big):
     finally:
         other.close()
     assert [type(results[n]).__name__ for n in range(3)] == ["AnnManifest"] * 3
-    # one store object builds once: its second caller waited and found nothing new to merge
-    assert results[0].file == results[1].file  # type: ignore[attr-defined]
+    # one store object builds once: its second caller waited and found nothing new to merge,
+    # so it returns the base its first caller published, or the other store's if that one
+    # published in between; never one of its own
+    files = [results[n].file for n in range(3)]  # type: ignore[attr-defined]
+    assert files[1] in (files[0], files[2])
     assert not list(big.store.ann.folder.glob("*.tmp"))
     base = big.store.ann.base("default", big.embedder.descriptor.key)
     assert base is not None and base.manifest.count == 3000

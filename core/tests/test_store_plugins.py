@@ -363,3 +363,24 @@ def test_the_console_script_takes_a_sqlite_url(tmp_path: Path) -> None:
     missing = run("search", "avocet", "--db", "nosuch://u:" + SECRET + "@h/db")
     assert missing.returncode == 1 and SECRET not in missing.stderr + missing.stdout
     assert "no installed store opens nosuch://" in missing.stderr
+
+
+def test_plan_write_is_the_one_rule_of_what_a_record_does():
+    from rankseam.plugin import PreparedRecord, WritePlan, plan_write
+
+    def record(text="t", importance=None, metadata=None):
+        return PreparedRecord("ns", "m", text, importance, metadata, 0.0, f"h:{text}")
+
+    # a new memory: revision 1, the defaults where the record says nothing
+    assert plan_write(record(), None) == WritePlan("added", 1, 0.5, "{}")
+    head = (7, 3, False, "h:t", 0.9, '{"a":1}')
+    # the same content over a live head: nothing to write, the head's revision
+    assert plan_write(record(), head) == WritePlan("unchanged", 3, 0.9, '{"a":1}')
+    assert plan_write(record(importance=0.9), head).change == "unchanged"
+    # new text keeps the head's importance and metadata, and retires the live head
+    assert plan_write(record("u"), head) == WritePlan("updated", 4, 0.9, '{"a":1}', 7)
+    # new importance alone is a change too
+    assert plan_write(record(importance=0.2), head) == WritePlan("updated", 4, 0.2, '{"a":1}', 7)
+    # over a deleted memory: a new revision, no live head to retire, even with the same text
+    deleted = (7, 3, True, "h:t", 0.9, '{"a":1}')
+    assert plan_write(record(), deleted) == WritePlan("updated", 4, 0.9, '{"a":1}', None)

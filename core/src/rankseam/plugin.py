@@ -78,6 +78,8 @@ from rankseam.store.records import (
     PreparedRecord,
     RevisionRow,
     StoredMemory,
+    WritePlan,
+    plan_write,
 )
 from rankseam.store.target import StoreTarget
 from rankseam.store.vectors import decode_vectors, encode_vector
@@ -133,6 +135,7 @@ __all__ = [
     "StoreTarget",
     "StoredMemory",
     "Vectors",
+    "WritePlan",
     "check_options",
     "checked_result",
     "decode_vectors",
@@ -143,6 +146,7 @@ __all__ = [
     "make_candidates",
     "normalize_ranks",
     "parse_output",
+    "plan_write",
     "query_terms",
     "rerank_request",
     "resolve_env_refs",

@@ -9,7 +9,7 @@ import time
 import uuid
 from collections.abc import Mapping
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 import attrs
 import numpy as np
@@ -29,6 +29,7 @@ __all__ = [
     "PreparedRecord",
     "RevisionRow",
     "StoredMemory",
+    "WritePlan",
     "check_created_at",
     "check_importance",
     "check_memory_id",
@@ -38,6 +39,7 @@ __all__ = [
     "content_hash",
     "encode_metadata",
     "new_memory_id",
+    "plan_write",
     "prepare",
 ]
 
@@ -104,6 +106,51 @@ class BatchCounts:
     updated: int = 0
     unchanged: int = 0
     refs: tuple[MemoryRef, ...] = ()
+
+
+@attrs.frozen
+class WritePlan:
+    """What writing one record over its memory's current head does; every store writes by
+    the same rules (:func:`plan_write`).
+
+    ``change``: ``"added"`` (a new memory), ``"updated"`` (a new revision; ``retire`` is the
+    row key of the live head it retires, ``None`` when the memory was deleted) or
+    ``"unchanged"`` (same text, importance and metadata as the live head: nothing is written
+    and ``revision`` is the head's). ``importance`` and ``metadata`` are what the new revision
+    stores: the record's, else its predecessor's, else 0.5 and ``"{}"``.
+    """
+
+    change: Literal["added", "updated", "unchanged"]
+    revision: int
+    importance: float
+    metadata: str
+    retire: int | None = None
+
+
+def plan_write(record: PreparedRecord, head: tuple[Any, ...] | None) -> WritePlan:
+    """The :class:`WritePlan` of ``record`` over ``head``, the memory's current head as
+    ``(head_rid, head_revision, deleted, content_hash, importance, metadata)`` or ``None``
+    when the memory does not exist."""
+    importance, metadata = record.importance, record.metadata
+    if head is None:
+        return WritePlan("added", 1, 0.5 if importance is None else importance, metadata or "{}")
+    rid, revision, deleted, chash, old_importance, old_metadata = head
+    importance = old_importance if importance is None else importance
+    metadata = old_metadata if metadata is None else metadata
+    if (
+        not deleted
+        and chash == record.content_hash
+        and old_importance == importance
+        and old_metadata == metadata
+    ):
+        return WritePlan("unchanged", int(revision), importance, metadata)
+    return WritePlan(
+        "updated",
+        int(revision) + 1,
+        0.5 if importance is None else importance,
+        metadata or "{}",
+        None if deleted else int(rid),
+    )
 
 
 @attrs.frozen

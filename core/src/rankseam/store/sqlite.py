@@ -37,6 +37,7 @@ from rankseam.store.records import (
     MemoryNotFoundError,
     PreparedRecord,
     StoredMemory,
+    plan_write,
 )
 from rankseam.store.rows import bump, retire
 from rankseam.store.schema import (
@@ -822,33 +823,20 @@ class SQLiteStore:
             )
             for i, rec in enumerate(records):
                 key = (rec.namespace, rec.memory_id)
-                head = heads.get(key)
-                importance = rec.importance
-                metadata = rec.metadata
-                if head is None:
-                    revision = 1
+                plan = plan_write(rec, heads.get(key))
+                if plan.change == "unchanged":
+                    unchanged += 1
+                    refs.append(MemoryRef(rec.namespace, rec.memory_id, plan.revision))
+                    continue
+                if plan.change == "added":
                     added += 1
                 else:
-                    rid, rev, deleted, chash, old_imp, old_meta = head
-                    importance = old_imp if importance is None else importance
-                    metadata = old_meta if metadata is None else metadata
-                    if (
-                        not deleted
-                        and chash == rec.content_hash
-                        and old_imp == importance
-                        and old_meta == metadata
-                    ):
-                        unchanged += 1
-                        refs.append(MemoryRef(rec.namespace, rec.memory_id, rev))
-                        continue
-                    if not deleted:
-                        if rid in pending:  # written earlier in this batch
-                            flush(conn)
-                        retire(conn, rid)
-                    revision = rev + 1
                     updated += 1
-                importance = 0.5 if importance is None else importance
-                metadata = metadata or "{}"
+                if plan.retire is not None:
+                    if plan.retire in pending:  # written earlier in this batch
+                        flush(conn)
+                    retire(conn, plan.retire)
+                revision, importance, metadata = plan.revision, plan.importance, plan.metadata
                 next_rid += 1
                 revision_rows.append(
                     (

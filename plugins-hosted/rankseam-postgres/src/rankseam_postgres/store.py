@@ -42,6 +42,7 @@ from rankseam.plugin import (
     MemoryNotFoundError,
     PreparedRecord,
     StoredMemory,
+    plan_write,
 )
 from rankseam.types import MemoryRef
 from rankseam_postgres.schema import (
@@ -739,31 +740,18 @@ class PostgresStore:
             writer.reserve(len(records))
             for i, rec in enumerate(records):
                 key = (rec.namespace, rec.memory_id)
-                head = heads.get(key)
-                importance = rec.importance
-                metadata = rec.metadata
-                if head is None:
-                    revision = 1
+                plan = plan_write(rec, heads.get(key))
+                if plan.change == "unchanged":
+                    unchanged += 1
+                    refs.append(MemoryRef(rec.namespace, rec.memory_id, plan.revision))
+                    continue
+                if plan.change == "added":
                     added += 1
                 else:
-                    rid, rev, deleted, chash, old_imp, old_meta = head
-                    importance = old_imp if importance is None else importance
-                    metadata = old_meta if metadata is None else metadata
-                    if (
-                        not deleted
-                        and chash == rec.content_hash
-                        and old_imp == importance
-                        and old_meta == metadata
-                    ):
-                        unchanged += 1
-                        refs.append(MemoryRef(rec.namespace, rec.memory_id, int(rev)))
-                        continue
-                    if not deleted:
-                        writer.retire(rec.namespace, int(rid))
-                    revision = int(rev) + 1
                     updated += 1
-                importance = 0.5 if importance is None else importance
-                metadata = metadata or "{}"
+                if plan.retire is not None:
+                    writer.retire(rec.namespace, plan.retire)
+                revision, importance, metadata = plan.revision, plan.importance, plan.metadata
                 vector = rec.vector if vectors is None else vectors[i]
                 rid = writer.revision(rec, revision, importance, metadata, space, vector)
                 heads[key] = (rid, revision, False, rec.content_hash, importance, metadata)

@@ -63,6 +63,22 @@ def test_middle_lambda_skips_near_duplicates() -> None:
     assert _ranks(0.95, PAIRS, 3) == (1, 2, 3)  # relevance dominates at high λ
 
 
+def test_default_lambda_is_051_by_its_selection() -> None:
+    # Scores 1, 1, 0.5, 0 give relevance 1, 1, 0.5, 0. Pick 1: rank 1 (tie with rank 2 goes
+    # to the coarse position). Pick 2: rank 2 has redundancy cos(v, X) = 0.51, rank 3 none:
+    #   λ = 0.5:  rank 2 0.5 - 0.5 * 0.51 = 0.245  <  rank 3 0.5 * 0.5 = 0.25
+    #   λ = 0.51: rank 2 0.51 - 0.49 * 0.51 = 0.2601  >  rank 3 0.51 * 0.5 = 0.255
+    v = [0.51, (1 - 0.51**2) ** 0.5, 0.0]
+    candidates = _cands([X, v, Z, Y], scores=[1.0, 1.0, 0.5, 0.0])
+    assert _ranks(0.5, candidates, 2) == (1, 3)
+    assert _ranks(0.51, candidates, 2) == (1, 2)
+    decision = asyncio.run(MMRReranker().rerank("q", candidates, 2))
+    assert decision.selected_ranks == (1, 2)
+    assert decision.records[1].detail == (
+        "rel=1.000000 redundancy=0.510000 mmr=0.260100 rel_source=coarse"
+    )
+
+
 def test_redundancy_is_the_max_over_all_selected_not_the_last() -> None:
     candidates = _cands([X, Y, X, [1.0, 1.0, 0.0], X], scores=[1.0, 0.9, 0.8, 0.7, 0.0])
     assert _ranks(0.5, candidates, 3) == (1, 2, 4)

@@ -41,18 +41,18 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from fusion_study import DATASETS, K, _bm25_index, _scaled, evaluate  # noqa: E402
+from fusion_study import DATASETS, K, _bm25_index, _scaled, evaluate
 
-import rankseam  # noqa: E402
-from rankseam.bench.datasets import load_dataset  # noqa: E402
-from rankseam.bench.quality import _kept_store, score_query  # noqa: E402
-from rankseam.default_plugins.hashed_embedder import (  # noqa: E402
+import rankseam
+from rankseam.bench.datasets import load_dataset
+from rankseam.bench.quality import _kept_store, score_query
+from rankseam.default_plugins.hashed_embedder import (
     HashedEmbedder,
     _char_wb_features,
     _word_features,
 )
-from rankseam.retrieval.base import SourceRequest  # noqa: E402
-from rankseam.retrieval.lexical import LexicalSource  # noqa: E402
+from rankseam.retrieval.base import SourceRequest
+from rankseam.retrieval.lexical import LexicalSource
 
 DIMS = 256
 
@@ -65,6 +65,7 @@ class Space:
     tf: str = "raw"  # raw | binary | log (1 + ln tf)
     char_weight: float = 0.5
     char_ngrams: tuple[int, int] = (3, 5)
+    word_ngrams: tuple[int, int] = (1, 1)
     stop_docs: bool = False  # drop stop words from memories before hashing
     stop_query: bool = False  # ... from queries
 
@@ -99,7 +100,7 @@ def embed(space: Space, texts: Sequence[str], *, query: bool) -> np.ndarray:
         norms = np.linalg.norm(rows, axis=1, keepdims=True)
         return np.divide(rows, norms, out=np.zeros_like(rows), where=norms > 0)
 
-    words = part(lambda t: _word_features(t, (1, 1)))
+    words = part(lambda t: _word_features(t, space.word_ngrams))
     chars = part(lambda t: _char_wb_features(t, space.char_ngrams))
     w = space.char_weight
     mixed = words * (1 - w) + chars * w
@@ -332,20 +333,29 @@ def main() -> None:
         Space("char 3-4", char_ngrams=(3, 4)),
         Space("char 4-5", char_ngrams=(4, 5)),
         Space("char 4-6", char_ngrams=(4, 6)),
+        Space("word 1-2-grams", word_ngrams=(1, 2)),
         Space("stop words", stop_docs=True, stop_query=True),
         Space("stop words (query only)", stop_query=True),
         Space("stop words + sublinear tf", tf="log", stop_docs=True, stop_query=True),
         Space("stop words + binary tf", tf="binary", stop_docs=True, stop_query=True),
-        Space("stop words + binary, cw 0.3", tf="binary", stop_docs=True, stop_query=True,
-              char_weight=0.3),
+        Space(
+            "stop words + binary, cw 0.3",
+            tf="binary",
+            stop_docs=True,
+            stop_query=True,
+            char_weight=0.3,
+        ),
     ]
     if args.only:
         keep = set(args.only.split(","))
         spaces = [s for s in spaces if s.label in keep]
     weights = [float(w) for w in args.weights.split(",")]
 
-    def line(label: str, fused: dict[str, Callable[[dict[str, Any], list], dict]],
-             vecs: dict[str, list[list]]) -> dict[str, float]:
+    def line(
+        label: str,
+        fused: dict[str, Callable[[dict[str, Any], list], dict]],
+        vecs: dict[str, list[list]],
+    ) -> dict[str, float]:
         got = {}
         for ds in DATASETS:
             rows, groups, _ = data[ds]
@@ -353,8 +363,10 @@ def main() -> None:
                 row["vec"] = vec
             got[ds] = evaluate(rows, groups, lambda r, f=fused[ds]: f(r, r["vec"]), ds)
         a, b = got["locomo"], got["scifact"]
-        print(f"| {label} | {a['recall@5']:.3f} | {a['pool_recall']:.3f} | {b['ndcg@10']:.3f} |",
-              flush=True)
+        print(
+            f"| {label} | {a['recall@5']:.3f} | {a['pool_recall']:.3f} | {b['ndcg@10']:.3f} |",
+            flush=True,
+        )
         return {"locomo": a["recall@5"], "scifact": b["ndcg@10"]}
 
     print("| space / fusion | LoCoMo R@5 | LoCoMo pool recall | SciFact nDCG@10 |")
@@ -367,47 +379,87 @@ def main() -> None:
         vecs = {ds: vector_lists(space, data[ds][0], data[ds][2]) for ds in DATASETS}
         kept[space.label] = vecs
         secs = time.perf_counter() - t0
-        line(f"{space.label}: vector-only ({secs:.0f} s)",
-             {ds: lambda r, v: fuse(r, v, 1.0, lex_scale="none") for ds in DATASETS}, vecs)
+        line(
+            f"{space.label}: vector-only ({secs:.0f} s)",
+            {ds: lambda r, v: fuse(r, v, 1.0, lex_scale="none") for ds in DATASETS},
+            vecs,
+        )
         for w in weights:
-            line(f"{space.label}: w {w}", {ds: lambda r, v, w=w: fuse(r, v, w) for ds in DATASETS},
-                 vecs)
+            line(
+                f"{space.label}: w {w}",
+                {ds: lambda r, v, w=w: fuse(r, v, w) for ds in DATASETS},
+                vecs,
+            )
         if args.shapes and space.label == "baseline":
             index = {ds: _bm25_index(args.stores, ds) for ds in DATASETS}
             for w in (0.1, 0.2, 0.3, 0.5):
-                line(f"BM25 / (k1+1)Σidf, w {w}",
-                     {ds: lambda r, v, w=w, ix=index[ds]: fuse(
-                         r, v, w, lex_scale="ceiling", ceiling=idf_ceiling(ix, r))
-                      for ds in DATASETS}, vecs)
+                line(
+                    f"BM25 / (k1+1)Σidf, w {w}",
+                    {
+                        ds: lambda r, v, w=w, ix=index[ds]: fuse(
+                            r, v, w, lex_scale="ceiling", ceiling=idf_ceiling(ix, r)
+                        )
+                        for ds in DATASETS
+                    },
+                    vecs,
+                )
             for wc in (0.1, 0.3, 0.5):
-                line(f"+ idf coverage × {wc}, w 0.3",
-                     {ds: lambda r, v, wc=wc, ix=index[ds]: _plus(
-                         fuse(r, v, 0.3), coverage(ix, r), wc) for ds in DATASETS}, vecs)
-            mp = {ds: vector_lists(space, data[ds][0], data[ds][2], passages=True)
-                  for ds in DATASETS}
-            line("sentence MaxP: vector-only",
-                 {ds: lambda r, v: fuse(r, v, 1.0, lex_scale="none") for ds in DATASETS}, mp)
+                line(
+                    f"+ idf coverage × {wc}, w 0.3",
+                    {
+                        ds: lambda r, v, wc=wc, ix=index[ds]: _plus(
+                            fuse(r, v, 0.3), coverage(ix, r), wc
+                        )
+                        for ds in DATASETS
+                    },
+                    vecs,
+                )
+            mp = {
+                ds: vector_lists(space, data[ds][0], data[ds][2], passages=True) for ds in DATASETS
+            }
+            line(
+                "sentence MaxP: vector-only",
+                {ds: lambda r, v: fuse(r, v, 1.0, lex_scale="none") for ds in DATASETS},
+                mp,
+            )
             for w in (0.2, 0.3, 0.5):
-                line(f"sentence MaxP, w {w}",
-                     {ds: lambda r, v, w=w: fuse(r, v, w) for ds in DATASETS}, mp)
+                line(
+                    f"sentence MaxP, w {w}",
+                    {ds: lambda r, v, w=w: fuse(r, v, w) for ds in DATASETS},
+                    mp,
+                )
             for w in (0.3, 0.5, 1.0):
-                line(f"z-scores, w {w}",
-                     {ds: lambda r, v, w=w: fuse(r, v, w, lex_scale="zscore") for ds in DATASETS},
-                     vecs)
+                line(
+                    f"z-scores, w {w}",
+                    {ds: lambda r, v, w=w: fuse(r, v, w, lex_scale="zscore") for ds in DATASETS},
+                    vecs,
+                )
             for w in (0.3, 0.5):
-                line(f"CombMNZ, w {w}",
-                     {ds: lambda r, v, w=w: combmnz(r, v, w) for ds in DATASETS}, vecs)
+                line(
+                    f"CombMNZ, w {w}",
+                    {ds: lambda r, v, w=w: combmnz(r, v, w) for ds in DATASETS},
+                    vecs,
+                )
             for m, beta in ((3, 0.5), (3, 1.0), (5, 1.0), (10, 1.0)):
-                pv = {ds: vector_lists(space, data[ds][0], data[ds][2], (m, beta))
-                      for ds in DATASETS}
+                pv = {
+                    ds: vector_lists(space, data[ds][0], data[ds][2], (m, beta)) for ds in DATASETS
+                }
                 for w in (0.3, 0.5):
-                    line(f"vector PRF top {m} × {beta}, w {w}",
-                         {ds: lambda r, v, w=w: fuse(r, v, w) for ds in DATASETS}, pv)
+                    line(
+                        f"vector PRF top {m} × {beta}, w {w}",
+                        {ds: lambda r, v, w=w: fuse(r, v, w) for ds in DATASETS},
+                        pv,
+                    )
             for shape in ("median", "above-median"):
                 for w in (0.3, 0.5, 1.0):
-                    line(f"cosine {shape}, w {w}",
-                         {ds: lambda r, v, w=w, s=shape: fuse(r, v, w, vec_shape=s)
-                          for ds in DATASETS}, vecs)
+                    line(
+                        f"cosine {shape}, w {w}",
+                        {
+                            ds: lambda r, v, w=w, s=shape: fuse(r, v, w, vec_shape=s)
+                            for ds in DATASETS
+                        },
+                        vecs,
+                    )
 
     if "baseline" not in kept:
         return
@@ -427,8 +479,12 @@ def main() -> None:
     paired("default − lexical-only", data, default, lambda r: fuse(r, [], 0.0))
     for label in ("char_weight 0.7", "char 2-4", "binary tf", "sublinear tf"):
         if label in kept:
-            paired(f"{label}, w 0.3 − default", data,
-                   with_vec(label, lambda r, v: fuse(r, v, 0.3)), default)
+            paired(
+                f"{label}, w 0.3 − default",
+                data,
+                with_vec(label, lambda r, v: fuse(r, v, 0.3)),
+                default,
+            )
 
 
 if __name__ == "__main__":

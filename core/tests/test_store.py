@@ -145,6 +145,27 @@ def test_ingest_is_idempotent_and_updates_changed_records(mem):
     assert mem.get("r4").importance == 0.3  # kept from the previous revision
 
 
+def test_a_batch_that_writes_one_id_twice_indexes_only_its_last_text(mem):
+    # the second record retires the first one's revision inside the same transaction
+    recs = [
+        {"id": "a", "text": "marmalade orchard"},
+        {"id": "b", "text": "lighthouse keeper"},
+        {"id": "a", "text": "copper kettle"},
+        {"id": "c", "text": "orchard lighthouse"},
+    ]
+    report = mem.ingest(recs, batch_size=10)
+    assert (report.added, report.updated, report.batches) == (3, 1, 1)
+    assert mem.get("a").text == "copper kettle" and mem.get("a").ref.revision == 2
+    assert mem.get(MemoryRef("default", "a", 1)).text == "marmalade orchard"
+
+    def lexical(query: str) -> dict[str, str]:
+        hits = mem.search(query, limit=5).hits
+        return {h.ref.memory_id: h.text for h in hits if "lexical" in h.matched_by}
+
+    assert lexical("marmalade kettle") == {"a": "copper kettle"}
+    assert lexical("orchard") == {"c": "orchard lighthouse"}
+
+
 def test_ingest_record_keys_and_created_at(mem):
     mem.ingest(
         [

@@ -787,7 +787,6 @@ class SQLiteStore:
         added = updated = unchanged = 0
         refs: list[MemoryRef] = []
         revision_rows: list[tuple[Any, ...]] = []
-        fts_rows: list[tuple[int, str]] = []
         vector_rows: list[tuple[str, int, bytes]] = []
         head_rows: list[tuple[str, str, int, int]] = []
         pending: set[int] = set()
@@ -798,7 +797,12 @@ class SQLiteStore:
                 "metadata, created_at, content_hash, live) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 1)",
                 revision_rows,
             )
-            conn.executemany("INSERT INTO fts(rowid, text) VALUES (?, ?)", fts_rows)
+            if revision_rows:  # indexed from the rows just written (their keys are consecutive)
+                conn.execute(
+                    "INSERT INTO fts(rowid, text) SELECT rid, text FROM revisions "
+                    "WHERE rid BETWEEN ? AND ? ORDER BY rid",
+                    (revision_rows[0][0], revision_rows[-1][0]),
+                )
             conn.executemany(
                 "INSERT INTO vectors(space, rid, vector) VALUES (?, ?, ?)", vector_rows
             )
@@ -809,7 +813,7 @@ class SQLiteStore:
                 "excluded.head_revision, deleted = 0, deleted_at = NULL",
                 head_rows,
             )
-            for rows in (revision_rows, fts_rows, vector_rows, head_rows):
+            for rows in (revision_rows, vector_rows, head_rows):
                 rows.clear()
             pending.clear()
 
@@ -851,7 +855,6 @@ class SQLiteStore:
                         rec.content_hash,
                     )
                 )
-                fts_rows.append((next_rid, rec.text))
                 if space is not None:
                     if stored is not None:
                         vector_rows.append((space, next_rid, stored[i].tobytes()))

@@ -68,6 +68,21 @@ def test_quality_on_tiny_beir_reports_recall_at_100(tmp_path):
     assert report["details"]["none"]["recall@100"] == 1.0  # 3 documents: all are returned
     assert tuple(report["policies"]["none"]) == POLICY_KEYS
     assert "Recall@100" in (out / "report.md").read_text()
+    # with a limit under 100 a search returns at most `limit` hits: the column says Recall@limit
+    _run(
+        "--dataset",
+        f"beir:{folder}",
+        "--rerank",
+        "none",
+        "--limit",
+        "10",
+        "--pool",
+        "30",
+        "--out",
+        str(tmp_path / "out10"),
+    )
+    text = (tmp_path / "out10" / "report.md").read_text()
+    assert "Recall@10 |" in text and "Recall@100" not in text
 
 
 def test_unknown_reranker_fails_before_ingest_with_a_fix(tmp_path):

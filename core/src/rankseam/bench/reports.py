@@ -153,7 +153,10 @@ def quality_markdown(report: Mapping[str, Any]) -> str:
             f"{data.get('queries')} queries; "
             f"limit {config['limit']}, coarse pool {config['pool']})."
         )
-        header = ["policy", "nDCG@10", "Recall@5", "Recall@100", "MRR", "pool recall"]
+        # recall over the hits a search returns: at most `limit` of them, so with a limit under
+        # 100 the "recall@100" detail is recall@limit, and the column says so
+        deep = f"Recall@{min(100, int(config['limit']))}"
+        header = ["policy", "nDCG@10", "Recall@5", deep, "MRR", "pool recall"]
         header.append("calls/query")
         rows = [
             [

@@ -181,9 +181,35 @@ class MemoryRows:
 
 
 class MemoryNotFoundError(ValidationError, KeyError):
-    """No memory (or revision) with that identity exists in that namespace."""
+    """No memory (or revision) with that identity exists in that namespace. A store raises it
+    through the constructors below, so every store words the same miss the same way."""
 
     __str__ = Exception.__str__  # not KeyError's quoted form
+
+    @classmethod
+    def no_memory(cls, namespace: str, memory_id: str) -> MemoryNotFoundError:
+        """``get`` found no memory with that id."""
+        return cls(
+            f"no memory {memory_id!r} in namespace {namespace!r}; check the id and the "
+            "namespace (Memory.list() shows what is stored)"
+        )
+
+    @classmethod
+    def no_head(cls, namespace: str, memory_id: str, *, deleted: bool) -> MemoryNotFoundError:
+        """An update or delete found no live memory with that id (``deleted``: it had one)."""
+        state = "was deleted" if deleted else "does not exist"
+        return cls(
+            f"memory {memory_id!r} {state} in namespace {namespace!r}; add() it first "
+            "(check the id and the namespace)"
+        )
+
+    @classmethod
+    def no_revision(cls, ref: MemoryRef) -> MemoryNotFoundError:
+        """``get`` found no revision for that reference."""
+        return cls(
+            f"no revision {ref.revision} of memory {ref.memory_id!r} in namespace "
+            f"{ref.namespace!r}; check the reference"
+        )
 
 
 def content_hash(text: str) -> str:

@@ -713,11 +713,7 @@ class SQLiteStore:
             (namespace, memory_id),
         ).fetchone()
         if head is None or head[2]:
-            state = "was deleted" if head else "does not exist"
-            raise MemoryNotFoundError(
-                f"memory {memory_id!r} {state} in namespace {namespace!r}; add() it first "
-                "(check the id and the namespace)"
-            )
+            raise MemoryNotFoundError.no_head(namespace, memory_id, deleted=head is not None)
         return int(head[0]), int(head[1])
 
     def update(self, rec: PreparedRecord, *, space: str | None) -> MemoryRef:
@@ -890,10 +886,7 @@ class SQLiteStore:
             (namespace, memory_id),
         ).fetchone()
         if row is None:
-            raise MemoryNotFoundError(
-                f"no memory {memory_id!r} in namespace {namespace!r}; check the id and the "
-                "namespace (Memory.list() shows what is stored)"
-            )
+            raise MemoryNotFoundError.no_memory(namespace, memory_id)
         return _row_to_memory(row, bool(row[9]))
 
     def get_ref(self, ref: MemoryRef) -> StoredMemory:
@@ -905,10 +898,7 @@ class SQLiteStore:
             (ref.namespace, ref.memory_id, ref.revision),
         ).fetchone()
         if row is None:
-            raise MemoryNotFoundError(
-                f"no revision {ref.revision} of memory {ref.memory_id!r} in namespace "
-                f"{ref.namespace!r}; check the reference"
-            )
+            raise MemoryNotFoundError.no_revision(ref)
         return _row_to_memory(row, bool(row[9]))
 
     def iter_memories(

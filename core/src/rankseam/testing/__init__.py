@@ -32,11 +32,13 @@ pytest.register_assert_rewrite(
     "rankseam.testing.decision",
     "rankseam.testing.embedder",
     "rankseam.testing.generation",
+    "rankseam.testing.network",
     "rankseam.testing.reranker",
     "rankseam.testing.store",
 )
 
 from rankseam.testing.base import Capability, ContractBase  # noqa: E402
+from rankseam.testing.network import NetworkBlocked, block_off_host_connections  # noqa: E402
 from rankseam.testing.reranker import RerankerContract, synthetic_pool  # noqa: E402
 
 __all__ = [
@@ -45,8 +47,10 @@ __all__ = [
     "DecisionBackendContract",
     "EmbedderContract",
     "GenerationBackendContract",
+    "NetworkBlocked",
     "RerankerContract",
     "StoreContract",
+    "block_off_host_connections",
     "synthetic_pool",
 ]
 

@@ -33,7 +33,7 @@ from __future__ import annotations
 import html
 import json
 import re
-import select
+import selectors
 import socket
 import struct
 import threading
@@ -224,6 +224,15 @@ def generation_responder(make: Callable[[Any, Any], Any]) -> Responder:
     return respond
 
 
+def _readable(socks: list[socket.socket], timeout: float) -> int:
+    """How many of ``socks`` have bytes (or a hang-up) to read, waiting up to ``timeout`` s
+    (a selector: ``select.select`` refuses file descriptors above 1023)."""
+    with selectors.DefaultSelector() as selector:
+        for sock in socks:
+            selector.register(sock, selectors.EVENT_READ)
+        return len(selector.select(timeout))
+
+
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
@@ -265,7 +274,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def handle(self) -> None:
         try:
-            super().handle()
+            if self.server.owner.first_byte(self.connection):
+                super().handle()
         finally:
             self._mark_read()  # a connection closed before sending a whole request
 
@@ -337,6 +347,7 @@ class FakeOpenAIServer:
         self._fault_left: int | None = None
         self._lock = threading.Lock()
         self._unread = 0  # connections accepted (or being accepted) and not yet read
+        self._idle: set[socket.socket] = set()  # of those, the ones no byte has come on yet
         self.stopping = threading.Event()
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
@@ -425,6 +436,25 @@ class FakeOpenAIServer:
         with self._lock:
             self._unread += 1
 
+    def first_byte(self, conn: socket.socket) -> bool:
+        """Wait (in the connection's handler) until the client sends its first byte or hangs
+        up; False when the server stops first. Meanwhile the connection is *idle*: it holds no
+        request yet, so :meth:`settle` does not wait for it unless bytes are pending. A client
+        cancelled between connecting and sending can leave such a connection open for as long
+        as its socket lives."""
+        with self._lock:
+            self._idle.add(conn)
+        try:
+            while not _readable([conn], 0.05):
+                if self.stopping.is_set():
+                    return False
+            return True
+        except (OSError, ValueError):  # closed under us
+            return False
+        finally:
+            with self._lock:
+                self._idle.discard(conn)
+
     def connection_read(self) -> None:
         with self._lock:
             self._unread -= 1
@@ -433,16 +463,23 @@ class FakeOpenAIServer:
         """Wait until no connection is waiting to be accepted and every accepted one has been
         read (its request recorded, or the client hung up first). Call it after the client
         returned and before counting ``requests``: a client may give up on a request it has
-        just sent, and the server thread records it a moment later."""
+        just sent, and the server thread records it a moment later. A connection on which the
+        client has sent nothing yet (and not hung up) is not waited for: it holds no request."""
         if self._server is None:
             raise RuntimeError("FakeOpenAIServer is not started; use it as a context manager")
         sock = self._server.socket
         deadline = time.monotonic() + timeout
         while True:
             # The order matters: first the listen queue, then the count (see get_request).
-            waiting = bool(select.select([sock], [], [], 0)[0])
+            waiting = bool(_readable([sock], 0))
             with self._lock:
-                unread = self._unread
+                unread, idle = self._unread, list(self._idle)
+            if idle:  # idle connections with bytes pending are about to be read: count them
+                try:
+                    pending = _readable(idle, 0)
+                except (OSError, ValueError):  # one was closed meanwhile: look again
+                    pending = len(idle)
+                unread -= len(idle) - pending
             if not waiting and unread == 0:
                 return self
             if time.monotonic() > deadline:

@@ -55,14 +55,13 @@ from rankseam.default_plugins.hashed_embedder import (
 from rankseam.retrieval.base import SourceRequest
 from rankseam.retrieval.lexical import LexicalSource
 
-DIMS = 256
-
 
 @attrs.frozen
 class Space:
-    """One hashed vector space (``DIMS`` dimensions)."""
+    """One hashed vector space."""
 
     label: str
+    dims: int = 256  # the library's default ``dimensions``
     tf: str = "raw"  # raw | binary | log (1 + ln tf)
     char_weight: float = 0.5
     char_ngrams: tuple[int, int] = (3, 5)
@@ -89,7 +88,7 @@ def _drop_stop(text: str) -> str:
 def embed(space: Space, texts: Sequence[str], *, query: bool) -> np.ndarray:
     from sklearn.feature_extraction import FeatureHasher
 
-    hasher = FeatureHasher(n_features=DIMS, input_type="pair", alternate_sign=True)
+    hasher = FeatureHasher(n_features=space.dims, input_type="pair", alternate_sign=True)
     if space.stop_query if query else space.stop_docs:
         texts = [_drop_stop(t) for t in texts]
     f = _TF[space.tf]
@@ -308,25 +307,22 @@ def paired(label: str, data: Any, a: Callable, b: Callable) -> None:
 
 
 def main() -> None:
-    global DIMS
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--stores", type=Path, required=True)
     parser.add_argument("--only", default="", help="comma-separated space labels")
     parser.add_argument("--weights", default="0.2,0.3,0.5")
     parser.add_argument("--shapes", action="store_true", help="also the fusion shapes")
     parser.add_argument(
-        "--dims", type=int, default=DIMS, help="dimensions of every space (the library's: 256)"
+        "--dims", type=int, default=256, help="dimensions of every space (the library's: 256)"
     )
     args = parser.parse_args()
-    DIMS = args.dims
     data = {ds: read(args.stores, ds) for ds in DATASETS}
 
-    # the baseline space is the library's: check it on a sample of texts
+    # the baseline space is the library's (at --dims): check it on a sample of texts
     sample = [r.text for r in data["locomo"][2].collections[0].records[:300]]
-    ours = embed(Space("baseline"), sample, query=False)
-    theirs = HashedEmbedder().embed(sample)
-    if DIMS == 256:  # other sizes are other spaces
-        assert np.allclose(ours, theirs, atol=1e-5), "baseline space differs from the library's"
+    ours = embed(Space("baseline", dims=args.dims), sample, query=False)
+    theirs = HashedEmbedder(dimensions=args.dims).embed(sample)
+    assert np.allclose(ours, theirs, atol=1e-5), "baseline space differs from the library's"
 
     spaces = [
         Space("baseline"),
@@ -353,6 +349,7 @@ def main() -> None:
             char_weight=0.3,
         ),
     ]
+    spaces = [attrs.evolve(s, dims=args.dims) for s in spaces]
     if args.only:
         keep = set(args.only.split(","))
         spaces = [s for s in spaces if s.label in keep]

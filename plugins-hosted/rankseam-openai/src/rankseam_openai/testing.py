@@ -445,9 +445,11 @@ class FakeOpenAIServer:
         with self._lock:
             self._idle.add(conn)
         try:
-            while not _readable([conn], 0.05):
-                if self.stopping.is_set():
-                    return False
+            with selectors.DefaultSelector() as selector:
+                selector.register(conn, selectors.EVENT_READ)
+                while not selector.select(0.05):
+                    if self.stopping.is_set():
+                        return False
             return True
         except (OSError, ValueError):  # closed under us
             return False

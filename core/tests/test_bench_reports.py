@@ -123,6 +123,49 @@ def test_latency_whole_search_policies_and_their_calls(tmp_path):
     assert "call p50 ms" in (tmp_path / "lat" / "report.md").read_text()
 
 
+def test_latency_reports_cpu_time_per_search_next_to_wall_time(tmp_path):
+    args = ["bench", "latency", "--sizes", "120", "--repeats", "2", "--queries", "5"]
+    args += ["--corpus", "synthetic", "--no-progress", "--no-plot", "--out", str(tmp_path / "lat")]
+    result = CliRunner().invoke(cli, [*args, "--search-rerank", "none,identity"])
+    assert result.exit_code == 0, result.output
+    data = json.loads((tmp_path / "lat" / "report.json").read_text())
+    row = data["whole_search"]["120"]
+    # the default search, identity and the floor: wall and CPU time of the same searches
+    for name in ("none", "identity", "floor"):
+        m = row[name]
+        assert m["runs"] == 5
+        assert {"p50_ms", "p95_ms", "cpu_p50_ms", "cpu_p95_ms", "cpu_mean_ms"} <= set(m)
+        assert 0 < m["cpu_p50_ms"] <= m["cpu_p95_ms"]
+        assert m["cpu_ratio_to_none"] == round(m["cpu_p50_ms"] / row["none"]["cpu_p50_ms"], 3)
+    assert row["none"]["cpu_ratio_to_none"] == 1.0
+    cpu_to_floor = round(row["none"]["cpu_p50_ms"] / row["floor"]["cpu_p50_ms"], 3)
+    assert row["cpu_none_to_floor"] == cpu_to_floor
+    assert row["none_to_floor"] == round(row["none"]["p50_ms"] / row["floor"]["p50_ms"], 3)
+    assert data["floor_ratios"] == {
+        "search@120 none/floor": row["none_to_floor"],
+        "search@120 none/floor cpu": cpu_to_floor,
+    }
+    cpu_identity = row["identity"]["cpu_ratio_to_none"]
+    assert data["disabled_path"]["search@120 identity/none cpu"] == cpu_identity
+    assert data["disabled_path"]["search@120 identity/none"] == row["identity"]["ratio_to_none"]
+    md = (tmp_path / "lat" / "report.md").read_text()
+    assert "CPU p50 ms" in md and "none / floor CPU" in md
+    assert "search@120 none/floor cpu: " in md
+
+
+def test_latency_module_keeps_its_import_names():
+    # the whole-search and rerank-stage parts live in their own modules; scripts that import
+    # them from rankseam.bench.latency (the PostgreSQL bench) keep working
+    from rankseam.bench import latency, rerank_stage, whole_search
+
+    assert latency.FloorSearch is whole_search.FloorSearch
+    assert latency.corpus_queries is whole_search.corpus_queries
+    assert latency.corpus_texts is whole_search.corpus_texts
+    assert latency.prepared_store is whole_search.prepared_store
+    assert latency.time_rerank_stage is rerank_stage.time_rerank_stage
+    assert latency.reference_mmr is rerank_stage.reference_mmr
+
+
 def test_latency_times_search_variants_side_by_side(tmp_path):
     args = ["bench", "latency", "--sizes", "120", "--repeats", "2", "--queries", "4"]
     args += ["--no-progress", "--no-plot", "--out", str(tmp_path / "lat")]

@@ -35,9 +35,13 @@ from typing import Any
 import attrs
 
 from rankseam.bench.datasets import HEADLINE_CATEGORIES, Collection, Dataset, Query
+from rankseam.bench.kept_stores import check_kept_store, kept_store_path, mark_kept_store
 from rankseam.bench.metrics import dup_slot_at_k, mean, mrr, ndcg_at_k, percentile, recall_at_k
 from rankseam.bench.policies import PolicySpec, SearchVariant
 from rankseam.errors import ConfigurationError
+
+#: The name under which the studies in docs/studies/ import the kept store's path.
+_kept_store = kept_store_path
 
 __all__ = ["POLICY_KEYS", "Column", "check_policies", "columns_for", "run_quality", "score_query"]
 
@@ -250,7 +254,7 @@ def run_quality(
                 elif stores is None:
                     target = str(Path(tmp) / f"store-{e_index}-{index}.sqlite3")
                 else:
-                    kept = _kept_store(Path(stores), dataset, collection, key)
+                    kept = kept_store_path(Path(stores), dataset, collection, key)
                     target = str(kept)
                 reuse = kept is not None and kept.exists()
                 memory = open_memory(target, **kwargs)
@@ -259,11 +263,11 @@ def run_quality(
                         assembly[key] = _assembly(memory)
                     t0 = time.perf_counter()
                     if reuse and kept is not None:
-                        _check_kept(memory, kept, collection)
+                        check_kept_store(memory, kept, collection)
                     else:
                         _resolve(memory.ingest(r.to_ingest() for r in collection.records))
                         if kept is not None:
-                            _mark_kept(memory, kept, collection)
+                            mark_kept_store(memory, kept, collection)
                     ingest_by[key] += time.perf_counter() - t0
                     for variant in variants or [SearchVariant()]:
                         mine = [c for c in these if c.variant == variant]
@@ -311,48 +315,6 @@ def run_quality(
         body["configuration"]["search_by_embedder"] = assembly
         body["timing"]["ingest_s_by_embedder"] = {k: round(v, 3) for k, v in ingest_by.items()}
     return body
-
-
-def _digest(collection: Collection) -> str:
-    import hashlib
-
-    digest = hashlib.sha256()
-    for r in collection.records:
-        digest.update(f"{r.id}\x1f{r.text}\x1e".encode())
-    return digest.hexdigest()
-
-
-def _kept_store(folder: Path, dataset: Dataset, collection: Collection, embedder: str) -> Path:
-    import re
-
-    safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{dataset.kind}-{collection.name}-{embedder}")
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder / f"{safe}.sqlite3"
-
-
-def _mark_kept(memory: Any, path: Path, collection: Collection) -> None:
-    import json
-
-    marker = {"records": _digest(collection), "space": memory.stats()["embedder"]["key"]}
-    path.with_suffix(".json").write_text(json.dumps(marker))
-
-
-def _check_kept(memory: Any, path: Path, collection: Collection) -> None:
-    import json
-
-    marker_path = path.with_suffix(".json")
-    try:
-        marker = json.loads(marker_path.read_text())
-    except (OSError, ValueError):
-        marker = {}
-    stats = memory.stats()
-    want = {"records": _digest(collection), "space": stats["embedder"]["key"]}
-    if marker != want or stats["memories"] != len(collection.records):
-        raise ConfigurationError(
-            f"--stores: {path} does not hold this collection's memories for embedder space "
-            f"{want['space']} (or its marker {marker_path.name} is missing); delete it, or "
-            "pass another --stores folder"
-        )
 
 
 def _assembly(memory: Any) -> dict[str, Any]:

@@ -224,15 +224,24 @@ def latency_markdown(report: Mapping[str, Any]) -> str:
     if search:
         parts.append(
             "Whole search (`Memory.search`), by store size; `call` = the reranker's own call "
-            "inside the search (the trace's `latency_ms`); ratio = p50 / p50 of `none`:"
+            "inside the search (the trace's `latency_ms`); ratio = p50 / p50 of `none`; "
+            "`CPU` = the process's CPU time per search (`time.process_time`), CPU ratio = CPU "
+            "p50 / CPU p50 of `none`:"
         )
         rows = [
-            _timing_row(size, name, m, "ratio_to_none")
+            [
+                *_timing_row(size, name, m, "ratio_to_none"),
+                m.get("cpu_p50_ms", "—"),
+                m.get("cpu_mean_ms", "—"),
+                m.get("cpu_ratio_to_none", "—"),
+            ]
             for size, per_policy in search.items()
             for name, m in per_policy.items()
             if isinstance(m, Mapping) and "p50_ms" in m
         ]
-        parts.append(_table(["memories", "policy", "p50 ms", "p95 ms", *_CALL_HEADERS], rows))
+        headers = ["memories", "policy", "p50 ms", "p95 ms", *_CALL_HEADERS]
+        headers += ["CPU p50 ms", "CPU mean ms", "CPU ratio"]
+        parts.append(_table(headers, rows))
         rows = [
             [
                 size,
@@ -243,12 +252,14 @@ def latency_markdown(report: Mapping[str, Any]) -> str:
                 m.get("first_search_ms", "—"),
                 m.get("warm_read_s", "—"),
                 m.get("none_to_floor", "—"),
+                m.get("cpu_none_to_floor", "—"),
             ]
             for size, m in search.items()
         ]
         parts.append(
             "`floor` = a numpy cosine over all vectors plus the same FTS5 query, fused by RRF "
-            "(the least a search can cost); none / floor = p50 ratio. Open and first search: "
+            "(the least a search can cost); none / floor = p50 ratio, of wall time and of CPU "
+            "time (the same searches, interleaved). Open and first search: "
             "`open_memory` and the first `search` of a fresh process; then the store's files "
             "are read once (warm read) so the timed searches meet the file cache of a store in "
             "use."
@@ -264,6 +275,7 @@ def latency_markdown(report: Mapping[str, Any]) -> str:
                     "first search ms",
                     "warm read s",
                     "none / floor",
+                    "none / floor CPU",
                 ],
                 rows,
             )
@@ -295,6 +307,12 @@ def latency_markdown(report: Mapping[str, Any]) -> str:
             + ", ".join(
                 f"{k}: {_fmt(v)}" for k, v in disabled.items() if isinstance(v, int | float)
             )
+        )
+    to_floor = report.get("floor_ratios")
+    if to_floor:
+        parts.append(
+            "Default search (`none`) to the floor, p50s of the same interleaved searches: "
+            + ", ".join(f"{k}: {_fmt(v)}" for k, v in to_floor.items())
         )
     ref = report.get("reference_mmr")
     if ref:

@@ -139,3 +139,42 @@ def test_a_failing_reranker_raises_or_degrades_visibly() -> None:
     result = rankseam.open_reranker(Boom(), on_error="coarse").rerank("q", TEXTS, 2)
     assert result.trace.rerank.status is RerankStatus.DEGRADED
     assert [h.text for h in result.hits] == TEXTS[:2]
+
+
+def test_positions_are_the_callers_input_indices_best_first() -> None:
+    result = rankseam.open_reranker(Scripted((4, 2))).rerank(
+        "q", TEXTS, 3, ids=["a", "b", "c", "d"]
+    )
+    assert isinstance(result, rankseam.DocumentResult)
+    assert result.positions == (3, 1)
+    assert [TEXTS[p] for p in result.positions] == [h.text for h in result.hits]
+    repaired = rankseam.open_reranker(Scripted((3, 3, 99, 1))).rerank("q", TEXTS, 3)
+    assert repaired.positions == (2, 0)
+    fell_back = rankseam.open_reranker(Scripted((0, 9))).rerank("q", TEXTS, 2)
+    assert fell_back.positions == (0, 1)
+
+
+def test_positions_of_a_degraded_result_are_the_input_order() -> None:
+    class Boom:
+        policy_id = "test.boom.v1"
+
+        def rerank(self, query: str, candidates: Any, limit: int) -> RerankDecision:
+            raise RuntimeError("down")
+
+    result = rankseam.open_reranker(Boom(), on_error="coarse").rerank("q", TEXTS, 3)
+    assert result.trace.rerank.status is RerankStatus.DEGRADED
+    assert result.positions == (0, 1, 2)
+
+
+@pytest.mark.parametrize("choice", ["none", None])
+def test_none_keeps_the_input_order_and_runs_no_reranker(choice: str | None) -> None:
+    reranker = rankseam.open_reranker(choice)
+    assert reranker.name == "none" and reranker.policy_id == "none"
+    result = reranker.rerank("q", TEXTS, 3, scores=[4, 3, 2, 1])
+    assert result.trace.rerank is None
+    assert result.positions == (0, 1, 2)
+    assert [h.text for h in result.hits] == TEXTS[:3]
+    assert [h.score for h in result.hits] == [4.0, 3.0, 2.0]
+    assert asyncio.run(reranker.arerank("q", TEXTS)).positions == (0, 1, 2, 3)
+    with pytest.raises(rankseam.ConfigurationError, match="no reranker is chosen"):
+        rankseam.open_reranker("none", options={"lambda": 0.5})

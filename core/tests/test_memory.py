@@ -473,3 +473,32 @@ def test_cached_vectors_follow_interleaved_writes(tmp_path):
             assert not live.get(hit.ref).deleted
             assert live.get(hit.ref.memory_id).ref == hit.ref  # only current revisions
     live.close()
+
+
+def test_none_means_no_reranker_in_every_entry_point(tmp_path, monkeypatch):
+    """'none' is the coarse order wherever a reranker is named: search, asearch, open_memory,
+    the configuration and RANKSEAM_RERANK (one translation, rankseam.seam.reranker_choice)."""
+    path = tmp_path / "none.sqlite3"
+    with rankseam.open_memory(path, reranker="identity") as m:
+        m.add("Ada rides her bicycle to work")
+        m.add("Ada drinks green tea")
+        plain = m.search("Ada", 5, reranker=None)
+        assert plain.trace.rerank is None
+        for choice in ("none", ""):
+            named = m.search("Ada", 5, reranker=choice)
+            assert named.trace.rerank is None
+            assert [(h.ref, h.score) for h in named] == [(h.ref, h.score) for h in plain]
+            named = asyncio.run(m.asearch("Ada", 5, reranker=choice))
+            assert named.trace.rerank is None and [h.ref for h in named] == [h.ref for h in plain]
+        assert m.search("Ada", 5).trace.rerank is not None  # the configured default: identity
+        with pytest.raises(ValidationError, match="no reranker is chosen"):
+            m.search("Ada", 5, reranker="none", reranker_options={"x": 1})
+    for kwargs in ({"reranker": "none"}, {"config": {"search": {"reranker": "none"}}}):
+        with rankseam.open_memory(path, **kwargs) as m:
+            assert m.config.search.reranker is None
+            assert m.search("Ada", 5).trace.rerank is None
+    monkeypatch.setenv("RANKSEAM_RERANK", "none")
+    with rankseam.open_memory(path, config={"search": {"reranker": "identity"}}) as m:
+        result = m.search("Ada", 5)
+        assert result.trace.rerank is None
+        assert any("RANKSEAM_RERANK" in note for note in result.trace.notes)

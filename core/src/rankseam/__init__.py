@@ -37,7 +37,7 @@ from rankseam.version import __version__
 
 if TYPE_CHECKING:
     from rankseam.compose import find_config
-    from rankseam.documents import DocumentReranker, open_reranker
+    from rankseam.documents import DocumentReranker, DocumentResult, open_reranker
     from rankseam.memory import Memory, open_memory
 
 
@@ -49,6 +49,7 @@ __all__ = [
     "CandidateRecord",
     "ConfigurationError",
     "DocumentReranker",
+    "DocumentResult",
     "Hit",
     "InvalidOutputError",
     "Memory",
@@ -82,7 +83,7 @@ def __getattr__(name: str) -> Any:
         from rankseam import compose
 
         return compose.find_config
-    if name in ("open_reranker", "DocumentReranker"):
+    if name in ("open_reranker", "DocumentReranker", "DocumentResult"):
         from rankseam import documents
 
         return getattr(documents, name)

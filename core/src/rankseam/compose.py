@@ -72,6 +72,7 @@ from rankseam.seam import (
     DEFAULT_RERANK_DEADLINE_S,
     Reranker,
     as_async_reranker,
+    reranker_choice,
     validate_deadline,
     validate_on_error,
     validate_pool_size,
@@ -408,10 +409,9 @@ class Config:
             raise ConfigurationError(
                 f"{source}: unknown [search] key(s) {bad}; known keys are {sorted(known_search)}"
             )
-        reranker = search.get("reranker")
         search = dict(search)
-        if reranker in ("none", ""):
-            search["reranker"] = None
+        if "reranker" in search:
+            search["reranker"] = reranker_choice(search["reranker"])
         components: dict[str, Mapping[str, Mapping[str, Any]]] = {}
         for table in TABLE_FOR_KIND.values():
             value = data.get(table, {})
@@ -478,7 +478,7 @@ class Config:
         notes = out.notes
         if "RANKSEAM_RERANK" in env:
             value = env["RANKSEAM_RERANK"].strip()
-            chosen = None if value in ("", "none") else value
+            chosen = reranker_choice(value)
             if search.reranker is not None and chosen != search.reranker:
                 note = (
                     f"RANKSEAM_RERANK={value!r} in the environment replaced the configured "
@@ -651,7 +651,9 @@ class ComponentContext:
         self, choice: object, options: Mapping[str, Any] | None = None
     ) -> Reranker | None:
         """The reranker of one search: ``None`` (the coarse order), a registered name (with
-        ``options`` over the configured ones), or a reranker object."""
+        ``options`` over the configured ones), or a reranker object. ``"none"`` is ``None``
+        (:func:`~rankseam.seam.reranker_choice`)."""
+        choice = reranker_choice(choice)
         if choice is None:
             if options:
                 raise ValidationError("reranker_options were given but no reranker is chosen")
@@ -767,8 +769,8 @@ def _apply_overrides(config: Config, overrides: Mapping[str, Any]) -> Config:
         )
     top: dict[str, Any] = {k: v for k, v in overrides.items() if k in _TOP_OVERRIDES}
     search = {k: v for k, v in overrides.items() if k in _SEARCH_OVERRIDES}
-    if search.get("reranker") in ("", "none"):
-        search["reranker"] = None
+    if "reranker" in search:
+        search["reranker"] = reranker_choice(search["reranker"])
     if "reranker" in search:  # the caller chose: whatever the environment said is moot
         top["notes"] = ()
     try:

@@ -5,9 +5,10 @@ installed rankseam reranker over them through the same seam as :meth:`Memory.sea
 reranker sees read-only candidate views and answers with positions; the host validates them,
 resolves them back to the caller's documents and returns a trace. Nothing is stored.
 
-The input order is the coarse order. Each document becomes a :class:`~rankseam.types.Hit`
-whose ref is ``(namespace, id, 1)`` — ``id`` is the caller's id, or the document's 1-based
-position when none is given — so a caller maps hits back to its documents by ``memory_id``.
+The input order is the coarse order. The result (:class:`DocumentResult`) gives the selected
+documents' ``positions`` (0-based indices into the caller's input, best first, one per hit);
+each hit's ref is ``(namespace, id, 1)``, ``id`` being the caller's id, or the document's 1-based
+position when none is given. ``open_reranker("none")`` keeps the input order (no reranker runs).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import attrs
 import numpy as np
 
 from rankseam.compose import ComponentContext, Config
@@ -26,17 +28,29 @@ from rankseam.errors import ConfigurationError, ValidationError
 from rankseam.seam import (
     DEFAULT_MAX_CHARS,
     MAX_POOL,
+    NO_RERANKER,
     Reranker,
     Vectors,
     as_async_reranker,
     rerank_pool,
+    reranker_choice,
     trace_candidates,
     validate_limit,
     validate_on_error,
 )
-from rankseam.types import Hit, MemoryRef, SearchResult, SearchTrace
+from rankseam.types import Hit, MemoryRef, RerankTrace, SearchResult, SearchTrace
 
-__all__ = ["DocumentReranker", "open_reranker"]
+__all__ = ["DocumentReranker", "DocumentResult", "open_reranker"]
+
+
+@attrs.frozen
+class DocumentResult(SearchResult):
+    """A :class:`~rankseam.types.SearchResult` over caller-supplied documents, plus
+    ``positions``: the 0-based index into the caller's input of each hit, best first
+    (``texts[result.positions[i]]`` is ``result.hits[i].text``)."""
+
+    positions: tuple[int, ...]
+
 
 #: Namespace of the refs given to documents that come from outside a store.
 DOCUMENTS_NAMESPACE = "documents"
@@ -61,7 +75,7 @@ def _config(
 
 
 def open_reranker(
-    reranker: str | Reranker,
+    reranker: str | Reranker | None,
     *,
     options: Mapping[str, Any] | None = None,
     config: Config | Mapping[str, Any] | None = None,
@@ -69,7 +83,9 @@ def open_reranker(
     on_error: str | None = None,
 ) -> DocumentReranker:
     """Build the installed reranker ``reranker`` (e.g. ``"mmr"``) for texts you already have;
-    a reranker object (anything with ``policy_id`` and ``rerank``) is accepted too.
+    a reranker object (anything with ``policy_id`` and ``rerank``) is accepted too, and
+    ``"none"`` (or ``None``) runs no reranker: the input order, cut to the limit, with no rerank
+    trace, as :meth:`Memory.search` with no reranker.
 
     ``options`` override the configuration's ``[rerankers.NAME]`` table. ``on_error``:
     ``"raise"`` (fail closed, the default) or ``"coarse"`` (return the input order marked
@@ -79,6 +95,13 @@ def open_reranker(
     cfg = _config(config, config_file)
     context = ComponentContext(cfg)
     chosen = validate_on_error(cfg.search.on_error if on_error is None else on_error)
+    if reranker_choice(reranker) is None:
+        if options:
+            raise ConfigurationError(
+                "options were given but no reranker is chosen ('none'); name an installed "
+                "reranker, e.g. 'mmr', or drop the options"
+            )
+        return DocumentReranker(NO_RERANKER, None, context, chosen, cfg.search.max_chars)
     if isinstance(reranker, str) and reranker:
         merged = {**cfg.options("reranker", reranker), **(options or {})}
         built = context.reranker(reranker, merged)
@@ -107,7 +130,7 @@ class DocumentReranker:
     def __init__(
         self,
         name: str,
-        reranker: Reranker,
+        reranker: Reranker | None,
         context: ComponentContext,
         on_error: str,
         max_chars: int = DEFAULT_MAX_CHARS,
@@ -125,6 +148,9 @@ class DocumentReranker:
 
     @property
     def policy_id(self) -> str:
+        """The reranker's policy id (``"none"`` when no reranker runs)."""
+        if self._reranker is None:
+            return NO_RERANKER
         return str(getattr(self._reranker, "policy_id", self._name))
 
     def __repr__(self) -> str:
@@ -204,9 +230,10 @@ class DocumentReranker:
         scores: Sequence[float] | None = None,
         vectors: Sequence[Sequence[float]] | np.ndarray | None = None,
         namespace: str = DOCUMENTS_NAMESPACE,
-    ) -> SearchResult:
+    ) -> DocumentResult:
         """Rerank ``texts`` for ``query``; the result's hits are the selected documents, best
-        first (at most ``limit``, default all), and its trace says what the reranker did.
+        first (at most ``limit``, default all), ``positions`` their 0-based indices into
+        ``texts``, and its trace says what the reranker did.
 
         ``scores``: the caller's relevance per document (default: falling with position).
         ``vectors``: one embedding per document for rerankers that use vectors (default: the
@@ -239,7 +266,7 @@ class DocumentReranker:
             latency_ms=(time.perf_counter() - started) * 1000.0,
             channels=("caller",),
         )
-        return SearchResult(hits, trace)
+        return DocumentResult(hits, trace, _positions(hits, rerank_trace))
 
     def rerank(
         self,
@@ -251,7 +278,7 @@ class DocumentReranker:
         scores: Sequence[float] | None = None,
         vectors: Sequence[Sequence[float]] | np.ndarray | None = None,
         namespace: str = DOCUMENTS_NAMESPACE,
-    ) -> SearchResult:
+    ) -> DocumentResult:
         """:meth:`arerank` for synchronous callers (safe inside a running event loop: it runs
         on a fresh loop in a worker thread there)."""
         coro = self.arerank(
@@ -265,3 +292,12 @@ class DocumentReranker:
 
         with ThreadPoolExecutor(max_workers=1) as pool:
             return pool.submit(asyncio.run, coro).result()
+
+
+def _positions(hits: tuple[Hit, ...], trace: RerankTrace | None) -> tuple[int, ...]:
+    """The 0-based input positions of ``hits``: the ranks the seam resolved them from (every
+    rerank trace names exactly the ranks of its hits, in order), or the input order when no
+    reranker ran."""
+    if trace is None:
+        return tuple(range(len(hits)))
+    return tuple(rank - 1 for rank in trace.selected_ranks)

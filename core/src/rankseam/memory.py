@@ -402,11 +402,11 @@ class Memory:
         on_error: str | None = None,
         rerank_deadline_s: float | None = None,
     ) -> SearchResult:
-        """Search a namespace. ``reranker``: the configured default when omitted, ``None`` for
-        the coarse order, a registered name, or a reranker object. ``pool``: coarse pool size
-        (1..200). ``on_error``: ``"raise"`` (fail closed) or ``"coarse"`` (visible
-        ``degraded`` status). ``rerank_deadline_s``: the reranker's deadline for this search
-        (default ``[search] rerank_deadline_s``, 90 s; docs/seam.md)."""
+        """Search a namespace. ``reranker``: the configured default when omitted, ``None`` or
+        ``"none"`` for the coarse order, a registered name, or a reranker object. ``pool``:
+        coarse pool size (1..200). ``on_error``: ``"raise"`` (fail closed) or ``"coarse"``
+        (visible ``degraded`` status). ``rerank_deadline_s``: the reranker's deadline for this
+        search (default ``[search] rerank_deadline_s``, 90 s; docs/seam.md)."""
         plan = self._plan(
             query, limit, namespace, reranker, reranker_options, pool, on_error, rerank_deadline_s
         )

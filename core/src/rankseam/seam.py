@@ -72,6 +72,7 @@ __all__ = [
     "DEFAULT_RERANK_DEADLINE_S",
     "MAX_POOL",
     "MIN_POOL",
+    "NO_RERANKER",
     "CandidateViews",
     "OnError",
     "Reranker",
@@ -81,6 +82,7 @@ __all__ = [
     "normalize_ranks",
     "normalize_scored_ranks",
     "rerank_pool",
+    "reranker_choice",
     "runs_inline",
     "trace_candidates",
     "validate_deadline",
@@ -104,6 +106,10 @@ CANCEL_GRACE_S = 0.5
 #: the caller. A synchronous search whose event-loop thread is blocked by a plugin is released
 #: at the deadline plus this margin (and that thread is replaced).
 DEADLINE_MARGIN_S = 1.0
+
+#: The name that means "no reranker: the coarse order" wherever a reranker is named
+#: (configuration, ``RANKSEAM_RERANK``, ``search(reranker=...)``, ``open_reranker``, the CLI).
+NO_RERANKER = "none"
 
 OnError = Literal["raise", "coarse"]
 _ON_ERROR_CHOICES = ("raise", "coarse")
@@ -204,6 +210,15 @@ def as_async_reranker(reranker: Any) -> Reranker:
     if inspect.iscoroutinefunction(rerank):
         return reranker  # type: ignore[no-any-return]
     return _SyncRerankerAdapter(reranker)  # type: ignore[return-value]
+
+
+def reranker_choice(choice: Any) -> Any:
+    """The one translation of a reranker choice: ``None`` for no reranker (``None``,
+    :data:`NO_RERANKER` or an empty or blank string), else ``choice`` unchanged (a registered
+    name or a reranker object)."""
+    if choice is None or (isinstance(choice, str) and choice.strip() in ("", NO_RERANKER)):
+        return None
+    return choice
 
 
 def validate_limit(limit: object) -> int:

@@ -31,6 +31,7 @@ from rankseam.commands.common import (
 from rankseam.errors import RankseamError, ValidationError
 from rankseam.ingest import MAX_LINE_BYTES
 from rankseam.memory import IngestError
+from rankseam.seam import reranker_choice
 from rankseam.types import SearchResult
 
 __all__ = ["add", "demo", "ingest", "parse_component_options", "reembed", "search", "stats"]
@@ -333,9 +334,7 @@ def search(
     A reranker's options are listed by `rankseam plugins --options` (e.g. --rerank mmr
     --mmr-lambda 0.7); VALUE is a TOML literal (number, bool or string)."""
     with open_store(db, config_file, create=False) as memory:
-        chosen = memory.config.search.reranker if rerank is None else rerank
-        if chosen in ("none", ""):
-            chosen = None
+        chosen = reranker_choice(memory.config.search.reranker if rerank is None else rerank)
         options = parse_component_options(list(ctx.args), chosen)
         result = memory.search(
             query,

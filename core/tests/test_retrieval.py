@@ -15,10 +15,16 @@ from rankseam.errors import ConfigurationError
 from rankseam.retrieval.base import over_fetch
 from rankseam.retrieval.fusion import ChannelList, ScoreSpec, competition_ranks, fuse, score_spec_of
 from rankseam.retrieval.importance import ImportanceSource
-from rankseam.retrieval.lexical import LexicalSource, match_expression, query_terms
+from rankseam.retrieval.lexical import LexicalSource, query_terms
+from rankseam.store.sqlite.reader import or_joined
 from rankseam.retrieval.vector import VectorSource
 from rankseam.testing.embedder import EmbedderContract
 from rankseam.types import MemoryRef
+
+
+def match_expression(query: str) -> str | None:
+    """The SQLite store's FTS5 query text for the lexical channel's terms of ``query``."""
+    return or_joined(query_terms(query)) or None
 
 
 def test_question_becomes_or_joined_quoted_terms():

@@ -365,7 +365,7 @@ def test_the_live_count_follows_adds_updates_and_deletes(tmp_path):
 
         def counted() -> tuple[int, int]:
             with memory.store.read() as reader:
-                live = reader.live_count()
+                live = reader.live_count("default")
             con = sqlite3.connect(tmp_path / "count.sqlite3")
             rows = con.execute("SELECT count(*) FROM revisions WHERE live = 1").fetchone()[0]
             con.close()

@@ -33,6 +33,7 @@ MIRROR = """
 from urllib.parse import parse_qs, urlsplit
 
 import rankseam
+from rankseam.plugin import LexicalQuery
 from rankseam.store.sqlite import SQLiteStore
 
 CALLS = []
@@ -69,8 +70,8 @@ class Lexical:
     def candidates(self, request, /):
         CALLS.append("lexical")
         terms = [t for t in request.query.lower().split() if t.isalnum()]
-        match = " OR ".join(f'"{t}"' for t in terms)
-        return request.reader.lexical(match, request.namespace, request.k) if terms else []
+        query = LexicalQuery(request.namespace, request.k, terms)
+        return request.reader.lexical(query) if terms else []
 
 
 class Vector:
@@ -281,6 +282,7 @@ class TestMirrorStoreKit(StoreContract):
     waived_tests = {
         "test_concurrent_writers_in_processes_lose_nothing": "runs for the SQLite store",
         "test_a_killed_writer_leaves_only_whole_batches": "runs for the SQLite store",
+        "test_ranks_like_the_embedded_store": "its own toy sources rank differently on purpose",
     }
 
     @pytest.fixture
@@ -309,6 +311,14 @@ def test_the_kit_fails_a_broken_store(mirror: Any, tmp_path: Path, broken: str, 
     getattr(_Kit(), test)(mirror_url(tmp_path / "fine.sqlite3"))
 
 
+def test_the_kit_fails_a_store_whose_sources_rank_otherwise(mirror: Any, tmp_path: Path) -> None:
+    # the mirror's own sources declare no scale or weight (fusion min-max scales them at
+    # weight 1): the same memories rank otherwise than with the host's sources on SQLite
+    target = mirror_url(tmp_path / "own-sources.sqlite3")
+    with pytest.raises(AssertionError, match="ranks differently from the embedded store"):
+        _Kit().test_ranks_like_the_embedded_store(target, tmp_path)
+
+
 # -- the contract's documentation ----------------------------------------------------------
 
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "writing-plugins.md"
@@ -323,23 +333,31 @@ def _members(protocol: type) -> list[str]:
 
 
 def test_the_store_section_documents_every_member_of_the_contract() -> None:
-    from rankseam.plugin import Store, StoreReader
+    from rankseam.plugin import ImportanceReader, LexicalReader, Store, StoreReader, VectorReader
 
+    readers = (StoreReader, LexicalReader, VectorReader, ImportanceReader)
     if not PAGE.exists():
         pytest.fail(f"{PAGE} is missing")
     section = PAGE.read_text(encoding="utf-8").split("## Writing a store", 1)[1]
     section = section.split("\n## ", 1)[0]
     missing = [
         f"{protocol.__name__}.{name}"
-        for protocol in (Store, StoreReader)
+        for protocol in (Store, *readers)
         for name in _members(protocol)
         if f"`{name}" not in section and f", `{name}`" not in section
     ]
     assert not missing, f"docs/writing-plugins.md 'Writing a store' does not describe {missing}"
-    assert len(_members(Store)) >= 20 and _members(StoreReader) == [
+    # the reader is the whole read contract: every method the host's channels use
+    assert len(_members(Store)) >= 20 and sorted(m for r in readers for m in _members(r)) == [
+        "document_frequency",
         "identities",
+        "importance",
+        "lexical",
+        "live_count",
         "memories",
         "resolve",
+        "top_importance",
+        "vector",
     ]
 
 

@@ -71,6 +71,7 @@ from rankseam.seam import (
     normalize_ranks,
 )
 from rankseam.store.contract import BulkReader, BulkWriter, Store, StoreReader, Vectors
+from rankseam.store.readers import ImportanceReader, LexicalQuery, LexicalReader, VectorReader
 from rankseam.store.records import (
     BatchCounts,
     MemoryNotFoundError,
@@ -119,6 +120,9 @@ __all__ = [
     "GenerationBackendRegister",
     "GenerationRequest",
     "GenerationResult",
+    "ImportanceReader",
+    "LexicalQuery",
+    "LexicalReader",
     "MemoryNotFoundError",
     "MemoryRows",
     "PreparedRecord",
@@ -134,6 +138,7 @@ __all__ = [
     "StoreRegister",
     "StoreTarget",
     "StoredMemory",
+    "VectorReader",
     "Vectors",
     "WritePlan",
     "check_options",

@@ -117,7 +117,8 @@ class FloorSearch:
         self._matrix = np.frombuffer(b"".join(v for _r, v in rows), dtype="<f4").reshape(-1, dims)
 
     def search(self, query: str, k: int, limit: int) -> list[tuple[int, str]]:
-        from rankseam.retrieval.lexical import match_expression
+        from rankseam.retrieval.terms import query_terms
+        from rankseam.store.sqlite.reader import or_joined
 
         scores = self._matrix @ self._embedder.embed([query])[0]
         top = np.argpartition(-scores, min(k, len(scores) - 1))[:k]
@@ -125,7 +126,7 @@ class FloorSearch:
         fused: dict[int, float] = {}
         for rank, rid in enumerate(self._rids[top].tolist(), 1):
             fused[rid] = 1.0 / (60 + rank)
-        match = match_expression(query)
+        match = or_joined(query_terms(query)) or None
         if match:
             sql = "SELECT rowid FROM fts WHERE fts MATCH ? ORDER BY bm25(fts) LIMIT ?"
             for rank, (rid,) in enumerate(self._conn.execute(sql, (match, k)), 1):

@@ -1,5 +1,5 @@
-"""Built-in candidate sources of the embedded store: lexical, vector, importance. They run on
-the SQLite store only (``store="sqlite"``): they use its reader's FTS5 and vector queries."""
+"""Built-in candidate sources: lexical, vector, importance. They run on every store, through the
+reader protocols every store implements (``rankseam.plugin.StoreReader``)."""
 
 from __future__ import annotations
 
@@ -29,21 +29,18 @@ def register_candidate_sources(register: CandidateSourceRegister) -> None:
     register(
         "lexical",
         _lexical,
-        summary="FTS5 BM25 over OR-joined quoted query terms",
+        summary="BM25 over OR-joined query terms (the store's full-text index)",
         options=("stopwords", "max_df", "max_postings", "max_scoring_postings", "budget_from"),
-        store="sqlite",
     )
     register(
         "vector",
         _vector,
         summary="cosine over stored vectors of the active embedder",
         options=("min_score",),
-        store="sqlite",
     )
     register(
         "importance",
         _importance,
         summary="importance prior over admitted candidates",
         options=(),
-        store="sqlite",
     )

@@ -15,10 +15,10 @@ come from ``request.reader`` (the store's snapshot, a :class:`~rankseam.plugin.S
 source that knows a memory by its :class:`~rankseam.types.MemoryRef` converts it with
 ``request.reader.resolve(ref)``. Higher scores are better; equal scores share a rank in fusion.
 
-A store backend brings its own sources (its query language): they are registered with
-``store="NAME"`` and receive that store's reader, whose further methods they may use. A source
-registered without ``store`` runs on any store and uses only the
-:class:`~rankseam.plugin.StoreReader` methods.
+The built-in sources (lexical, vector, importance) run on every store: ``request.reader`` is a
+:class:`~rankseam.plugin.StoreReader`, the whole read contract, whose channel methods a store
+implements in its own query language. A plugin may also register a source for one store only
+(``store="NAME"``), which may use further methods of that store's reader.
 """
 
 from __future__ import annotations
@@ -30,14 +30,13 @@ import attrs
 import numpy as np
 
 from rankseam.embedding import EmbedderDescriptor
+from rankseam.store.readers import ScoredKey
 
 if TYPE_CHECKING:
     from rankseam.store.contract import StoreReader
 
 __all__ = ["CandidateSource", "ScoredKey", "SourceRequest", "over_fetch"]
 
-#: ``(row_key, score)``: a revision of the store's snapshot and the source's score for it.
-ScoredKey = tuple[int, float]
 
 
 def over_fetch(pool: int) -> int:

@@ -3,13 +3,13 @@
 It never admits a memory on its own (``admits = False``). Equal importances share a rank (and
 add the same amount in the convex fusion, where importance counts at weight
 :data:`IMPORTANCE_WEIGHT`), so a store where every memory has the default importance 0.5 is
-ranked exactly as without it.
+ranked exactly as without it. It runs on every store (``rankseam.plugin.ImportanceReader``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol, cast
+from typing import Any
 
 from rankseam.errors import ConfigurationError
 from rankseam.plugin import EmbedderDescriptor, ScoredKey, ScoreSpec, SourceRequest
@@ -19,12 +19,6 @@ __all__ = ["IMPORTANCE_WEIGHT", "ImportanceSource"]
 #: The prior's weight in the convex fusion (lexical counts 1): a tie-breaker between
 #: memories that match about equally well, never a reason to rank a poor match first.
 IMPORTANCE_WEIGHT = 0.1
-
-
-class _ImportanceReader(Protocol):
-    """What this source uses of the SQLite store's reader (it runs on that store only)."""
-
-    def importance(self, keys: Sequence[int], /) -> dict[int, float]: ...
 
 
 class ImportanceSource:
@@ -37,7 +31,7 @@ class ImportanceSource:
     def candidates(self, request: SourceRequest, /) -> Sequence[ScoredKey]:
         if not request.admitted:
             return []
-        scores = cast(_ImportanceReader, request.reader).importance(request.admitted)
+        scores = request.reader.importance(request.admitted)
         return sorted(scores.items(), key=lambda item: (-item[1], item[0]))
 
     @classmethod

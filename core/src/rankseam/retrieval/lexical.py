@@ -1,19 +1,24 @@
-"""The lexical channel: FTS5 BM25 over a natural-language query treated as a bag of terms.
+"""The lexical channel: BM25 over a natural-language query treated as a bag of terms. It runs on
+every store through the reader's lexical methods (``rankseam.plugin.LexicalReader``): this
+module decides which terms are searched and how the scores are fused; the store computes BM25
+in its own query language (the SQLite store: FTS5; rankseam-postgres: ``tsvector``).
 
-The user's text never reaches FTS5 query syntax: it is split into word tokens (``\\w+``,
-Unicode-aware), lower-cased, stop words dropped, and each remaining term is wrapped in double
-quotes (an FTS5 string, in which nothing is an operator) and the terms are OR-joined. So
-``NEAR``, ``*``, ``-``, ``:``, ``^``, quotes and unbalanced parentheses are all plain text.
-OR-joining (not FTS5's implicit AND) lets a question match memories that share only some of
-its words; BM25 ranks those that share more, and rarer, words first.
+The user's text never reaches a query language: it is split into word tokens (``\\w+``,
+Unicode-aware), lower-cased and stop words dropped (:func:`query_terms`); the store is handed
+these plain words (:class:`~rankseam.plugin.LexicalQuery`) and treats every one as text, never
+as an operator, so ``NEAR``, ``*``, ``-``, ``:``, ``^``, quotes and unbalanced parentheses are
+all plain text. The terms are OR-joined (not AND): a question matches memories that share
+only some of its words; BM25 ranks those that share more, and rarer, words first.
 
 In a store of at least :data:`PRUNE_MIN_ROWS` live memories, terms found in more than
 ``max_df`` (default 0.2) of them are dropped from the query. BM25 weighs such terms little (an
 inverse document frequency of at most ln 4 = 1.4, against 5–10 for the content words of a
 question; above one half FTS5 clamps it to almost zero), but scoring their long posting lists
-is what makes an OR query slow at 100k memories. Measured: LoCoMo recall@10 of the lexical
-channel 0.669 with ``max_df = 1`` (off), 0.668 with 0.2; at 100k synthetic memories, p95 of
-searches whose words are often frequent went from 82 ms (0.5) to 38 ms (0.2).
+is what makes an OR query slow at 100k memories. Live memories and document frequencies are
+counted over what the store's text index covers (``LexicalReader.live_count``). Measured:
+LoCoMo recall@10 of the lexical channel 0.669 with ``max_df = 1`` (off), 0.668 with 0.2; at
+100k synthetic memories, p95 of searches whose words are often frequent went from 82 ms (0.5)
+to 38 ms (0.2).
 
 Relative pruning does not bound the work in a large store: at a million memories a term in
 5 % of them still has 50 000 postings, and FTS5 computes BM25 for every row any term of an OR
@@ -42,13 +47,15 @@ figures do not depend on the budgets; docs/store.md measures them at 100k and 1M
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol, cast
+from typing import Any
 
 from rankseam.errors import ConfigurationError
 from rankseam.plugin import (
     MAX_TERMS,
     STOPWORDS,
     EmbedderDescriptor,
+    LexicalQuery,
+    LexicalReader,
     ScoredKey,
     ScoreSpec,
     SourceRequest,
@@ -64,7 +71,6 @@ __all__ = [
     "MAX_TERMS",
     "STOPWORDS",
     "LexicalSource",
-    "match_expression",
     "query_terms",
 ]
 
@@ -76,35 +82,6 @@ MAX_POSTINGS = 5_000
 MAX_SCORING_POSTINGS = 100_000
 #: Default size above which the budgets apply (live memories in the store).
 BUDGET_FROM = 20_000
-
-
-class _FtsReader(Protocol):
-    """What this source uses of the SQLite store's reader (it runs on that store only)."""
-
-    def live_count(self) -> int: ...
-
-    def document_frequency(self, term: str, cap: int, /) -> int: ...
-
-    def lexical(
-        self, match: str, namespace: str, k: int, /, *, scoring: str | None = None
-    ) -> list[tuple[int, float]]: ...
-
-
-def match_expression(query: str, *, stopwords: bool = True) -> str | None:
-    """The FTS5 MATCH string for ``query``: quoted terms joined with OR; ``None`` if the query
-    has no word at all (the lexical channel then returns nothing)."""
-    terms = query_terms(query, stopwords=stopwords)
-    return _or_joined(terms) if terms else None
-
-
-def _fts5_string(term: str) -> str:
-    """``term`` as an FTS5 string: in double quotes, inner quotes doubled; nothing in it is an
-    operator."""
-    return '"' + term.replace('"', '""') + '"'
-
-
-def _or_joined(terms: Sequence[str]) -> str:
-    return " OR ".join(_fts5_string(t) for t in terms)
 
 
 class LexicalSource:
@@ -134,40 +111,32 @@ class LexicalSource:
         return ScoreSpec(scale="max", weight=1.0)
 
     def candidates(self, request: SourceRequest, /) -> Sequence[ScoredKey]:
-        reader = cast(_FtsReader, request.reader)
+        reader = request.reader
+        namespace = request.namespace
         terms = query_terms(request.query, stopwords=self.stopwords)
         scoring: list[str] = []
         over = False
         if terms:
-            rows = reader.live_count()
+            rows = reader.live_count(namespace)
             if rows > self.budget_from:
-                terms, scoring, over = self._budgeted(reader, terms, rows)
+                terms, scoring, over = self._budgeted(reader, namespace, terms, rows)
             elif rows >= PRUNE_MIN_ROWS and self.max_df < 1.0:
                 cap = int(self.max_df * rows)
-                terms = [t for t in terms if self._df(reader, t, cap + 1) <= cap]
+                terms = [
+                    t for t in terms if reader.document_frequency(namespace, t, cap + 1) <= cap
+                ]
         if not terms:
             return []
-        match = _or_joined(terms)
-        if scoring and over:
-            # even the rarest term is over the budget: a memory must also hold a scoring term
-            # (this AND query scores only the memories that hold both)
-            return reader.lexical(
-                f"{match} AND ({_or_joined(scoring)})", request.namespace, request.k
-            )
+        # when even the rarest term is over the budget, a memory must also hold a scoring
+        # term (that query scores only the memories that hold both)
         return reader.lexical(
-            match,
-            request.namespace,
-            request.k,
-            scoring=_or_joined(scoring) if scoring else None,
+            LexicalQuery(
+                namespace, request.k, terms, scoring, require_scoring=bool(scoring and over)
+            )
         )
 
-    @staticmethod
-    def _df(reader: _FtsReader, term: str, cap: int) -> int:
-        """The document frequency of ``term``, counted up to ``cap``."""
-        return reader.document_frequency(_fts5_string(term), cap)
-
     def _budgeted(
-        self, reader: _FtsReader, terms: list[str], rows: int
+        self, reader: LexicalReader, namespace: str, terms: list[str], rows: int
     ) -> tuple[list[str], list[str], bool]:
         """The terms that find memories and those that only score (each in the question's
         order), without those above ``max_df``, rarest first within the two budgets; and
@@ -175,10 +144,10 @@ class LexicalSource:
         cap = int(self.max_df * rows) if self.max_df < 1.0 else rows
         budget, scoring_budget = self.max_postings, self.max_scoring_postings
         probe = min(cap, budget + scoring_budget) + 1  # counting stops there: bounded
-        df = {t: self._df(reader, t, probe) for t in terms}
+        df = {t: reader.document_frequency(namespace, t, probe) for t in terms}
         if all(n >= probe for n in df.values()) and probe <= cap:
             # every term is over the budgets: count them up to max_df to find the rarest
-            df = {t: self._df(reader, t, cap + 1) for t in terms}
+            df = {t: reader.document_frequency(namespace, t, cap + 1) for t in terms}
         finding: set[str] = set()
         scoring: set[str] = set()
         for term in sorted((t for t in terms if df[t] <= cap), key=lambda t: (df[t], t)):

@@ -1,11 +1,11 @@
-"""The vector channel: cosine over the stored vectors of the active embedder's space."""
+"""The vector channel: cosine over the stored vectors of the active embedder's space, on every
+store (``rankseam.plugin.VectorReader``); the store computes the cosines, this module declares
+how fusion scales and weighs them (as the embedder declares)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol, cast
-
-import numpy as np
+from typing import Any
 
 from rankseam.errors import ConfigurationError
 from rankseam.plugin import (
@@ -22,16 +22,9 @@ from rankseam.plugin import (
 __all__ = ["VectorSource"]
 
 
-class _VectorReader(Protocol):
-    """What this source uses of the SQLite store's reader (it runs on that store only)."""
-
-    def vector(
-        self, namespace: str, descriptor: EmbedderDescriptor, query: np.ndarray, k: int, /
-    ) -> list[tuple[int, float]]: ...
-
-
 class VectorSource:
-    """Cosine similarity (numpy, one matrix-vector product over a cached float32 matrix).
+    """Cosine similarity, computed by the store (``VectorReader.vector``; the SQLite store: one
+    numpy matrix-vector product over a cached float32 matrix).
 
     Only vectors of ``request.embedder``'s space are compared: memories without a vector in
     that space are invisible to this channel (``rankseam reembed`` fills them in).
@@ -58,7 +51,7 @@ class VectorSource:
     def candidates(self, request: SourceRequest, /) -> Sequence[ScoredKey]:
         if request.query_vector is None or request.embedder is None:
             return []
-        hits = cast(_VectorReader, request.reader).vector(
+        hits = request.reader.vector(
             request.namespace, request.embedder, request.query_vector, request.k
         )
         if self.min_score is not None:

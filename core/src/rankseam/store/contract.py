@@ -21,13 +21,20 @@ same store at once (a server store) or one at a time (the SQLite file's write lo
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
 from rankseam.embedding import EmbedderDescriptor
+from rankseam.store.readers import (
+    ImportanceReader,
+    LexicalQuery,
+    LexicalReader,
+    StoreReader,
+    VectorReader,
+)
 from rankseam.store.records import (
     BatchCounts,
     MemoryRows,
@@ -37,36 +44,22 @@ from rankseam.store.records import (
 )
 from rankseam.types import MemoryRef
 
-__all__ = ["BulkReader", "BulkWriter", "Store", "StoreReader", "Vectors"]
+__all__ = [
+    "BulkReader",
+    "BulkWriter",
+    "ImportanceReader",
+    "LexicalQuery",
+    "LexicalReader",
+    "Store",
+    "StoreReader",
+    "VectorReader",
+    "Vectors",
+]
 
 #: Stored vectors of several revisions: the read-only ``n × d`` float32 matrix when every one
 #: has a vector, else one read-only vector or ``None`` per revision (see ``decode_vectors``).
 #: The same type as the rerank seam's ``rankseam.seam.Vectors``.
 Vectors = np.ndarray | list[np.ndarray | None]
-
-
-@runtime_checkable
-class StoreReader(Protocol):
-    """One consistent read snapshot of a store, held for a short time (one search's coarse
-    pool). The store's own candidate sources receive it as ``SourceRequest.reader`` and may
-    use whatever else the store's reader offers (its query language); the host uses only
-    these three methods."""
-
-    def identities(self, keys: Sequence[int], /) -> Mapping[int, MemoryRef]:
-        """The ref of each key among ``keys`` that is a *live* revision in this snapshot; a
-        key that is retired, tombstoned or unknown is left out (so no source can bring back
-        a revision that is not live)."""
-        ...
-
-    def memories(self, keys: Sequence[int], /) -> Mapping[int, StoredMemory]:
-        """The revisions ``keys`` exactly as stored (text, importance, metadata, created_at,
-        content hash of that revision), read in this snapshot."""
-        ...
-
-    def resolve(self, ref: MemoryRef, /) -> int | None:
-        """The row key of the revision ``ref`` cites, or None when the store has no such
-        revision (for sources that know memories by ref)."""
-        ...
 
 
 @runtime_checkable

@@ -35,6 +35,8 @@ pytest.register_assert_rewrite(
     "rankseam.testing.network",
     "rankseam.testing.reranker",
     "rankseam.testing.store",
+    "rankseam.testing.store_ranking",
+    "rankseam.testing.store_workers",
 )
 
 from rankseam.testing.base import Capability, ContractBase  # noqa: E402

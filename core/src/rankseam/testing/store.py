@@ -30,7 +30,7 @@ import json
 import multiprocessing
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, ClassVar
@@ -40,13 +40,18 @@ import pytest
 from rankseam.errors import ValidationError
 from rankseam.store.target import parse_target
 from rankseam.testing.base import Capability, ContractBase
-from rankseam.types import Candidate, MemoryRef, RerankDecision
+from rankseam.testing.store_ranking import check_same_ranking
+from rankseam.testing.store_workers import (
+    KILL_BATCH,
+    EmbeddingProbe,
+    endless_ingest,
+    open_kit,
+    process_writer,
+)
+from rankseam.types import MemoryRef
 
 __all__ = ["StoreContract"]
 
-#: The configuration every standard test opens its store with (no reranker, the built-in
-#: hashed embedder, so the tests need nothing but rankseam and the store's plugin).
-BASE_CONFIG: Mapping[str, Any] = {"embedder": "hashed", "namespace": "kit"}
 #: Another embedder space (the hashed embedder at other dimensions).
 OTHER_SPACE: Mapping[str, Any] = {"hashed": {"dimensions": 128}}
 
@@ -60,80 +65,6 @@ ODD_TEXTS = (
     "percent %s %% and backslash \\ and $1 placeholders ?",
     "x" * 5000,
 )
-
-
-def _open(target: str, **overrides: Any) -> Any:
-    import rankseam
-
-    config = dict(BASE_CONFIG)
-    for key in ("embedders",):
-        if key in overrides:
-            config[key] = overrides.pop(key)
-    return rankseam.open_memory(target, config=config, reranker=None, **overrides)
-
-
-class _EmbeddingProbe:
-    """A reranker that asks for stored vectors and records what the seam handed it."""
-
-    policy_id = "rankseam.testing.embedding-probe.v1"
-    deterministic = True
-    needs_embeddings = True
-    needs_event_loop = False
-
-    def __init__(self) -> None:
-        self.seen: list[tuple[MemoryRef, Any, str | None]] = []
-
-    async def rerank(
-        self, query: str, candidates: Sequence[Candidate], limit: int, /
-    ) -> RerankDecision:
-        for c in candidates:
-            self.seen.append((c.ref, c.embedding, c.embedding_space))
-        return RerankDecision(selected_ranks=tuple(range(1, min(limit, len(candidates)) + 1)))
-
-
-def _process_writer(target: str, worker: int, count: int) -> dict[str, int]:
-    """One writer process: ingest ``count`` memories in batches, update every third, delete
-    every fifth, search once; return the revision each of its ids should end at."""
-    memory = _open(target)
-    try:
-        ids = [f"p{worker}-{i}" for i in range(count)]
-        memory.ingest(
-            (
-                {"id": mid, "text": f"process {worker} writes memory {i} zebra"}
-                for i, mid in enumerate(ids)
-            ),
-            batch_size=7,
-        )
-        expected = dict.fromkeys(ids, 1)
-        for i, mid in enumerate(ids):
-            if i % 3 == 0:
-                expected[mid] = memory.update(mid, f"process {worker} rewrote memory {i}").revision
-        for i, mid in enumerate(ids):
-            if i % 5 == 0:
-                memory.delete(mid)
-                expected[mid] = -expected[mid]  # negative: deleted at that revision
-        for hit in memory.search("zebra memory", 10):
-            assert memory.get(hit.ref).text == hit.text
-        return expected
-    finally:
-        memory.close()
-
-
-#: Records per batch of the killed writer.
-KILL_BATCH = 40
-
-
-def _endless_ingest(target: str) -> None:
-    """A writer process that ingests numbered memories in batches until it is killed."""
-    memory = _open(target)
-
-    def records() -> Iterator[dict[str, Any]]:
-        i = 0
-        while True:
-            yield {"id": f"k{i:07d}", "text": f"killed writer memory {i} about a bittern"}
-            i += 1
-
-    memory.ingest(records(), batch_size=KILL_BATCH)
 
 
 class StoreContract(ContractBase):
@@ -157,7 +88,7 @@ class StoreContract(ContractBase):
     @contextmanager
     def memory(self, target: str, **overrides: Any) -> Iterator[Any]:
         """The store of ``target`` opened for the kit (hashed embedder, no reranker)."""
-        memory = _open(target, **overrides)
+        memory = open_kit(target, **overrides)
         try:
             yield memory
         finally:
@@ -355,7 +286,7 @@ class StoreContract(ContractBase):
         ctx = multiprocessing.get_context("spawn")
         with ctx.Pool(self.writers) as pool:
             results = pool.starmap(
-                _process_writer,
+                process_writer,
                 [(store_target, w, self.per_writer) for w in range(self.writers)],
             )
         with self.memory(store_target) as m:
@@ -372,7 +303,7 @@ class StoreContract(ContractBase):
         with self.memory(store_target) as m:
             m.add("opened before the writer starts", memory_id="seed", namespace="seed")
             process = multiprocessing.get_context("spawn").Process(
-                target=_endless_ingest, args=(store_target,), daemon=True
+                target=endless_ingest, args=(store_target,), daemon=True
             )
             process.start()
             try:
@@ -408,7 +339,7 @@ class StoreContract(ContractBase):
             assert stats["vectors_by_space"].get(old_space) == 5
             assert stats["vectors_by_space"].get(new_space) == 5
             assert stats["vector_coverage"] == 0.5
-            probe = _EmbeddingProbe()
+            probe = EmbeddingProbe()
             result = m.search("otter sighting river", 10, reranker=probe)
             assert len(result.hits) == 10
             for hit in result:
@@ -422,7 +353,7 @@ class StoreContract(ContractBase):
             report = m.reembed()
             assert report.embedded == 5
             assert m.stats()["vector_coverage"] == 1.0
-            probe = _EmbeddingProbe()
+            probe = EmbeddingProbe()
             m.search("otter sighting river", 10, reranker=probe)
             assert all(e is not None and e.shape == (128,) for _r, e, _s in probe.seen)
 
@@ -433,6 +364,15 @@ class StoreContract(ContractBase):
             m.maintain_index()  # whatever the store does (or None: nothing to do) ...
             after = [(h.ref, round(h.score, 6)) for h in m.search("moth light trap", 20)]
             assert after == before  # ... the answers stay the same
+
+    # -- same data, same ranking ---------------------------------------------------------------
+
+    def test_ranks_like_the_embedded_store(self, store_target: str, tmp_path: Path) -> None:
+        """The same records and queries rank the same here and in the embedded SQLite store:
+        identical memories and scores (6 decimals) over vector + importance, with the hashed
+        embedder and with one that declares the ``minmax`` fusion scale; top-10 overlap of at
+        least 95 % for the full default search (see ``rankseam.testing.store_ranking``)."""
+        check_same_ranking(self.memory, store_target, str(tmp_path / "reference.sqlite3"))
 
     # -- bad input ---------------------------------------------------------------------------
 

@@ -1,9 +1,9 @@
 """rankseam-postgres: a PostgreSQL + pgvector store for rankseam.
 
 Registers the store ``postgres`` for ``postgresql://`` and ``postgres://`` targets
-(``open_memory("postgresql://user@host/db")``, ``rankseam search --db postgresql://...``) and
-its candidate sources ``lexical`` (full text, BM25), ``vector`` (pgvector) and ``importance``,
-which run on that store only. See docs/plugins/postgres.md.
+(``open_memory("postgresql://user@host/db")``, ``rankseam search --db postgresql://...``). The
+host's candidate sources (lexical, vector, importance) run on it through its reader: BM25 over
+``tsvector`` and pgvector cosine in PostgreSQL's dialect. See docs/plugins/postgres.md.
 
 Options (``[stores.postgres]``): ``password`` (a string or ``{"$env" = "NAME"}``; else the
 URL's, ``PGPASSWORD`` or ``~/.pgpass``), ``schema``, ``pool_min``, ``pool_max``,
@@ -15,13 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from rankseam.plugin import (
-    CandidateSourceRegister,
-    FactoryContext,
-    StoreRegister,
-    StoreTarget,
-    hookimpl,
-)
+from rankseam.plugin import FactoryContext, StoreRegister, StoreTarget, hookimpl
 from rankseam_postgres.url import SCHEMES
 
 if TYPE_CHECKING:
@@ -58,47 +52,4 @@ def register_stores(register: StoreRegister) -> None:
         schemes=SCHEMES,
         summary="PostgreSQL + pgvector: one store for many processes and machines",
         options=STORE_OPTIONS,
-    )
-
-
-def _lexical(options: Mapping[str, Any], context: object) -> Any:
-    from rankseam_postgres.sources import PgLexicalSource
-
-    return PgLexicalSource.from_options(options)
-
-
-def _vector(options: Mapping[str, Any], context: object) -> Any:
-    from rankseam_postgres.sources import PgVectorSource
-
-    return PgVectorSource.from_options(options)
-
-
-def _importance(options: Mapping[str, Any], context: object) -> Any:
-    from rankseam_postgres.sources import PgImportanceSource
-
-    return PgImportanceSource.from_options(options)
-
-
-@hookimpl
-def register_candidate_sources(register: CandidateSourceRegister) -> None:
-    register(
-        "lexical",
-        _lexical,
-        summary="PostgreSQL full text, BM25 over OR-joined query terms",
-        options=("ranking", "normalization", "stopwords", "max_df", "max_postings"),
-        store="postgres",
-    )
-    register(
-        "vector",
-        _vector,
-        summary="pgvector cosine over stored vectors of the active embedder (HNSW when large)",
-        options=("min_score",),
-        store="postgres",
-    )
-    register(
-        "importance",
-        _importance,
-        summary="importance prior over admitted candidates",
-        options=(),
-        store="postgres",
     )

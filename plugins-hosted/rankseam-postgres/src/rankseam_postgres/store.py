@@ -39,8 +39,10 @@ from rankseam.errors import ConfigurationError, ValidationError
 from rankseam.plugin import (
     BatchCounts,
     EmbedderDescriptor,
+    LexicalQuery,
     MemoryNotFoundError,
     PreparedRecord,
+    ScoredKey,
     StoredMemory,
     plan_write,
 )
@@ -69,7 +71,7 @@ T = TypeVar("T")
 log = logging.getLogger("rankseam.postgres")
 
 #: A namespace with fewer live memories than this is searched exactly (a sequential scan of
-#: its vectors); from this size on through the space's HNSW index (as the embedded store).
+#: its vectors); from this size on through the space's HNSW index.
 EXACT_BELOW = 20_000
 #: ``hnsw.ef_search`` of an index search (the candidate list; the over-fetch is at most 800).
 EF_SEARCH = 512
@@ -126,7 +128,9 @@ def _vector_array(values: Sequence[Any], dims: int) -> np.ndarray | list[np.ndar
 
 
 class PostgresReader:
-    """Read access bound to one read transaction (one snapshot). Given to candidate sources."""
+    """Read access bound to one read transaction (one snapshot): the reader protocols
+    (``rankseam.plugin.StoreReader``) in PostgreSQL's dialect. The host's candidate sources
+    run on it."""
 
     def __init__(self, store: PostgresStore, conn: psycopg.Connection[Any]) -> None:
         self._store = store
@@ -134,6 +138,7 @@ class PostgresReader:
         self._t = store.tables
         self._namespaces: dict[str, tuple[int, int, int, int]] = {}
         self._indexed: dict[str, bool] = {}
+        self._lexeme_memo: dict[str, tuple[str, ...]] = {}
 
     # -- namespace statistics --------------------------------------------------------------
 
@@ -160,36 +165,67 @@ class PostgresReader:
     def namespace_version(self, namespace: str) -> int:
         return self._ns_row(namespace)[0]
 
-    def live_count(self, namespace: str) -> int:
-        """Live revisions of ``namespace`` (kept by every write; no count at search time)."""
+    def live_count(self, namespace: str, /) -> int:
+        """Live revisions of ``namespace`` (kept by every write; no count at search time):
+        BM25's ``N`` and what document frequencies count over."""
         return self._ns_row(namespace)[2]
 
     # -- lexical -----------------------------------------------------------------------------
 
-    def lexemes(self, terms: Sequence[str]) -> list[list[str]]:
-        """Each term's lexemes under the store's text search configuration (empty for a
-        term the configuration drops as a stop word)."""
-        rows = self._conn.execute(
-            "SELECT tsvector_to_array(to_tsvector(%s::regconfig, t)) FROM unnest(%s::text[]) "
-            "WITH ORDINALITY AS u(t, i) ORDER BY i",
-            (self._store.text_search, list(terms)),
-        ).fetchall()
-        return [list(r[0]) for r in rows]
+    def _lexemes(self, terms: Sequence[str]) -> dict[str, tuple[str, ...]]:
+        """Each term's lexemes under the store's text search configuration (none for a term
+        the configuration drops as a stop word), memoised per term for this snapshot."""
+        missing = [t for t in dict.fromkeys(terms) if t not in self._lexeme_memo]
+        if missing:
+            rows = self._conn.execute(
+                "SELECT u.t, tsvector_to_array(to_tsvector(%s::regconfig, u.t)) "
+                "FROM unnest(%s::text[]) AS u(t)",
+                (self._store.text_search, missing),
+            ).fetchall()
+            for term, lexemes in rows:
+                self._lexeme_memo[term] = tuple(lexemes)
+        return {t: self._lexeme_memo[t] for t in terms}
 
-    def document_frequency(self, namespace: str, lexeme: str, cap: int) -> int:
-        """How many live revisions of ``namespace`` hold ``lexeme``, counted up to ``cap``."""
+    def document_frequency(self, namespace: str, term: str, cap: int, /) -> int:
+        """How many live revisions of ``namespace`` hold any lexeme of the word ``term``,
+        counted up to ``cap`` (0 for a word the text search configuration drops)."""
+        lexemes = self._lexemes([term])[term]
+        if not lexemes:
+            return 0
         version = self.namespace_version(namespace)
         return self._store.cached_count(
-            ("df", namespace, version, lexeme, cap),
+            ("df", namespace, version, lexemes, cap),
             lambda: int(
                 self._conn.execute(
                     self._t(
                         "SELECT count(*) FROM (SELECT 1 FROM {revisions} WHERE namespace = %s "
                         "AND live AND tsv @@ %s::tsquery LIMIT %s) AS hits"
                     ),
-                    (namespace, _tsquery([lexeme]), cap),
+                    (namespace, _tsquery(lexemes), cap),
                 ).fetchone()[0]  # type: ignore[index]
             ),
+        )
+
+    def lexical(self, query: LexicalQuery, /) -> list[ScoredKey]:
+        """Okapi BM25 (:meth:`bm25`) of the query's words: each word counts through its
+        lexemes (a lexeme that stands for two words of the query counts twice, as FTS5
+        counts a stem twice); the revisions that hold a lexeme of ``query.terms`` are found
+        (and, with ``require_scoring``, one of ``query.scoring`` too)."""
+        lexemes = self._lexemes([*query.terms, *query.scoring])
+        weights: dict[str, float] = {}
+        for term in (*query.terms, *query.scoring):
+            for lex in dict.fromkeys(lexemes[term]):
+                weights[lex] = weights.get(lex, 0.0) + 1.0
+        finding = sorted({lex for t in query.terms for lex in lexemes[t]})
+        required = sorted({lex for t in query.scoring for lex in lexemes[t]})
+        if not finding or (query.require_scoring and not required):
+            return []
+        return self.bm25(
+            query.namespace,
+            weights,
+            query.k,
+            finding=finding,
+            required=required if query.require_scoring else None,
         )
 
     def bm25(
@@ -198,13 +234,17 @@ class PostgresReader:
         weights: Mapping[str, float],
         k: int,
         *,
+        finding: Sequence[str] | None = None,
+        required: Sequence[str] | None = None,
         k1: float = 1.2,
         b: float = 0.75,
-    ) -> list[tuple[int, float]]:
+    ) -> list[ScoredKey]:
         """Okapi BM25 over the live revisions of ``namespace`` that hold any of the lexemes
-        ``weights`` names (lexeme -> how many query terms it stands for), FTS5's formula:
-        ``idf = ln((N - n + 0.5) / (n + 0.5))`` (at least 1e-6), ``k1 = 1.2``, ``b = 0.75``,
-        document length in word tokens. Best ``k`` ``(rid, score)``, ties by rid."""
+        ``finding`` (default: every lexeme of ``weights``) and, when given, one of
+        ``required``; scored over every lexeme ``weights`` names (lexeme -> how many query
+        words it stands for), FTS5's formula: ``idf = ln((N - n + 0.5) / (n + 0.5))`` (at
+        least 1e-6), ``k1 = 1.2``, ``b = 0.75``, document length in word tokens. Best ``k``
+        ``(rid, score)``, ties by rid."""
         if not weights:
             return []
         _version, _epoch, live, tokens = self._ns_row(namespace)
@@ -214,12 +254,12 @@ class PostgresReader:
         lexemes = sorted(weights)
         idf = []
         for lex in lexemes:
-            n = self.document_frequency(namespace, lex, live + 1)
+            n = self._lexeme_frequency(namespace, lex, live + 1)
             idf.append(max(float(np.log((live - n + 0.5) / (n + 0.5))), 1e-6) * weights[lex])
         # tf of each lexeme: ts_rank_cd with every weight 1 counts a single lexeme's positions
         params: dict[str, Any] = {
             "ns": namespace,
-            "q": _tsquery(lexemes),
+            "q": _tsquery(lexemes if finding is None else finding),
             "k": k,
             "ones": [1.0, 1.0, 1.0, 1.0],
             "k1": k1,
@@ -240,43 +280,40 @@ class PostgresReader:
                     idf=sql.Placeholder(f"idf{n}"), t=sql.Identifier(f"t{n}")
                 )
             )
+        also = sql.SQL("")
+        if required is not None:
+            params["r"] = _tsquery(required)
+            also = sql.SQL(" AND r.tsv @@ %(r)s::tsquery")
         # OFFSET 0 keeps the planner from inlining the tf subquery (each tf once per row)
         query = sql.SQL(
             "SELECT rid, {score} AS s FROM (SELECT r.rid, {tfs}, "
             "%(k1)s * (1 - %(b)s + %(b)s * r.tokens / %(avgdl)s) AS kd FROM {s}.revisions r "
-            "WHERE r.namespace = %(ns)s AND r.live AND r.tsv @@ %(q)s::tsquery OFFSET 0) AS f "
-            "ORDER BY s DESC, rid LIMIT %(k)s"
+            "WHERE r.namespace = %(ns)s AND r.live AND r.tsv @@ %(q)s::tsquery{also} "
+            "OFFSET 0) AS f ORDER BY s DESC, rid LIMIT %(k)s"
         ).format(
             score=sql.SQL(" + ").join(terms),
             s=sql.Identifier(self._store.schema),
             tfs=sql.SQL(", ").join(tfs),
+            also=also,
         )
         rows = self._conn.execute(query, params).fetchall()
         return [(int(r), float(s)) for r, s in rows]
 
-    def ts_rank(
-        self,
-        namespace: str,
-        lexemes: Sequence[str],
-        k: int,
-        *,
-        cover_density: bool,
-        normalization: int = 0,
-    ) -> list[tuple[int, float]]:
-        """PostgreSQL's own ranking (``ts_rank_cd`` or ``ts_rank``) of the live revisions of
-        ``namespace`` that hold any of ``lexemes``."""
-        if not lexemes:
-            return []
-        fn = "ts_rank_cd" if cover_density else "ts_rank"
-        rows = self._conn.execute(
-            self._t(
-                f"SELECT rid, {fn}(tsv, q, %s) AS s FROM {{revisions}}, "
-                "CAST(%s AS tsquery) AS q WHERE namespace = %s AND live AND tsv @@ q "
-                "ORDER BY s DESC, rid LIMIT %s"
+    def _lexeme_frequency(self, namespace: str, lexeme: str, cap: int) -> int:
+        """How many live revisions of ``namespace`` hold ``lexeme``, counted up to ``cap``."""
+        version = self.namespace_version(namespace)
+        return self._store.cached_count(
+            ("df", namespace, version, (lexeme,), cap),
+            lambda: int(
+                self._conn.execute(
+                    self._t(
+                        "SELECT count(*) FROM (SELECT 1 FROM {revisions} WHERE namespace = %s "
+                        "AND live AND tsv @@ %s::tsquery LIMIT %s) AS hits"
+                    ),
+                    (namespace, _tsquery([lexeme]), cap),
+                ).fetchone()[0]  # type: ignore[index]
             ),
-            (normalization, _tsquery(lexemes), namespace, k),
-        ).fetchall()
-        return [(int(r), float(s)) for r, s in rows]
+        )
 
     # -- vector ------------------------------------------------------------------------------
 
@@ -286,9 +323,10 @@ class PostgresReader:
         descriptor: EmbedderDescriptor,
         query: np.ndarray,
         k: int,
+        /,
         *,
         exact: bool = False,
-    ) -> list[tuple[int, float]]:
+    ) -> list[ScoredKey]:
         """Cosine over the live vectors of ``namespace`` in ``descriptor``'s space only: the
         best ``k`` ``(rid, score)``, ties by rid. L2-normalised spaces score the inner product
         (their cosine, as the embedded store computes it); a zero vector scores 0. Below
@@ -359,14 +397,14 @@ class PostgresReader:
 
     # -- rows --------------------------------------------------------------------------------
 
-    def importance(self, rids: Sequence[int]) -> dict[int, float]:
+    def importance(self, rids: Sequence[int], /) -> dict[int, float]:
         rows = self._conn.execute(
             self._t("SELECT rid, importance FROM {revisions} WHERE rid = ANY(%s)"),
             (list(rids),),
         ).fetchall()
         return {int(r): float(i) for r, i in rows}
 
-    def top_importance(self, namespace: str, k: int) -> list[tuple[int, float]]:
+    def top_importance(self, namespace: str, k: int, /) -> list[ScoredKey]:
         rows = self._conn.execute(
             self._t(
                 "SELECT rid, importance FROM {revisions} WHERE namespace = %s AND live "
@@ -376,7 +414,7 @@ class PostgresReader:
         ).fetchall()
         return [(int(r), float(s)) for r, s in rows]
 
-    def identities(self, rids: Sequence[int]) -> dict[int, MemoryRef]:
+    def identities(self, rids: Sequence[int], /) -> dict[int, MemoryRef]:
         """The identity of each *live* revision among ``rids``; others are left out."""
         rows = self._conn.execute(
             self._t(
@@ -387,14 +425,14 @@ class PostgresReader:
         ).fetchall()
         return {int(rid): MemoryRef(ns, mid, int(rev)) for rid, ns, mid, rev in rows}
 
-    def memories(self, rids: Sequence[int]) -> dict[int, StoredMemory]:
+    def memories(self, rids: Sequence[int], /) -> dict[int, StoredMemory]:
         rows = self._conn.execute(
             self._t(f"SELECT {_COLUMNS} FROM {{revisions}} r WHERE r.rid = ANY(%s)"),
             (list(rids),),
         ).fetchall()
         return {int(row[0]): _row_to_memory(row) for row in rows}
 
-    def resolve(self, ref: MemoryRef) -> int | None:
+    def resolve(self, ref: MemoryRef, /) -> int | None:
         row = self._conn.execute(
             self._t(
                 "SELECT rid FROM {revisions} WHERE namespace = %s AND memory_id = %s "

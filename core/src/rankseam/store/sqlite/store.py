@@ -1,4 +1,5 @@
-"""The embedded SQLite store: namespaces, immutable revisions, tombstones, FTS5 and vectors.
+"""The embedded SQLite store object: connections, transactions, writes and reads outside a
+search (the search's snapshot is :mod:`.reader`).
 
 Concurrency model:
 
@@ -20,7 +21,7 @@ import sqlite3
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
@@ -46,10 +47,11 @@ from rankseam.store.schema import (
     check_identity,
     ensure_schema,
 )
-from rankseam.store.vectors import VectorCache, decode_vectors, encode_vector, top_k
+from rankseam.store.sqlite.reader import ROW_COLUMNS, SQLiteReader, chunks, row_to_memory
+from rankseam.store.vectors import VectorCache, decode_vectors, encode_vector
 from rankseam.types import MemoryRef
 
-__all__ = ["BatchCounts", "PreparedRecord", "SQLiteReader", "SQLiteStore"]
+__all__ = ["CACHE_KIB", "SQLiteStore", "storage_error"]
 
 T = TypeVar("T")
 
@@ -58,270 +60,9 @@ _FETCH_CHUNK = 250
 
 log = logging.getLogger("rankseam.store")
 
-_ROW_COLUMNS = (
-    "r.rid, r.namespace, r.memory_id, r.revision, r.text, r.importance, r.metadata, "
-    "r.created_at, r.content_hash"
-)
 _PAGE = 500
 #: Page cache of each connection, in KiB.
 CACHE_KIB = 64 * 1024
-_SQL_VARS = 900  # stay under SQLITE_MAX_VARIABLE_NUMBER of old builds
-
-
-def _row_to_memory(row: Sequence[Any], deleted: bool = False) -> StoredMemory:
-    _rid, ns, mid, rev, text, importance, meta, created, chash = row[:9]
-    return StoredMemory(
-        ref=MemoryRef(ns, mid, rev),
-        text=text,
-        importance=importance,
-        metadata=json.loads(meta),
-        created_at=created,
-        content_hash=chash,
-        deleted=deleted,
-    )
-
-
-class SQLiteReader:
-    """Read access bound to one read transaction (one snapshot). Given to candidate sources."""
-
-    def __init__(self, store: SQLiteStore, conn: sqlite3.Connection) -> None:
-        self._store = store
-        self._conn = conn
-        self._known: dict[int, tuple[str, str, int, float, int]] = {}
-
-    def namespace_version(self, namespace: str) -> int:
-        row = self._conn.execute(
-            "SELECT version FROM namespaces WHERE name = ?", (namespace,)
-        ).fetchone()
-        return int(row[0]) if row else 0
-
-    def _versions(self, namespace: str) -> tuple[int, int]:
-        row = self._conn.execute(
-            "SELECT version, vector_epoch FROM namespaces WHERE name = ?", (namespace,)
-        ).fetchone()
-        return (int(row[0]), int(row[1])) if row else (0, 0)
-
-    def lexical(
-        self, match: str, namespace: str, k: int, *, scoring: str | None = None
-    ) -> list[tuple[int, float]]:
-        """FTS5 BM25 over live revisions: the best ``k`` ``(rid, -bm25)`` (higher is better),
-        ties by rid. ``match`` must be a query built by the lexical channel
-        (:mod:`rankseam.retrieval.lexical`: quoted terms, OR and AND only).
-
-        ``scoring``: more (frequent) terms, OR-joined the same way, that only add their BM25
-        to the rows ``match`` finds. Each row is scored as by ``match OR scoring`` (BM25 is a
-        sum over the query's terms), but FTS5 computes BM25 only for the rows ``match``
-        finds, never for the long posting lists of the scoring terms alone."""
-        names = self._conn.execute("SELECT name FROM namespaces LIMIT 2").fetchall()
-        # The only namespace: no join needed to filter (it halves the cost at 100k).
-        only = names == [(namespace,)]
-        if scoring is None:
-            hits = "SELECT rowid AS r, bm25(fts) AS s FROM fts WHERE fts MATCH :match"
-            args: dict[str, object] = {"match": match, "k": k}
-        else:
-            # rows holding a scoring term get the BM25 of both; the others, of `match` (the
-            # scoring terms would add 0 to them)
-            hits = (
-                "SELECT r, s FROM both_ UNION ALL SELECT rowid, bm25(fts) FROM fts "
-                "WHERE fts MATCH :match AND rowid NOT IN (SELECT r FROM both_)"
-            )
-            args = {"match": match, "both": f"({match}) AND ({scoring})", "k": k}
-        if only:
-            sql = f"{hits} ORDER BY s, r LIMIT :k"
-        else:
-            sql = (
-                f"SELECT h.r, h.s FROM ({hits}) h JOIN revisions v ON v.rid = h.r "
-                "WHERE v.namespace = :ns ORDER BY h.s, h.r LIMIT :k"
-            )
-            args["ns"] = namespace
-        if scoring is not None:
-            sql = (
-                "WITH both_ AS MATERIALIZED (SELECT rowid AS r, bm25(fts) AS s FROM fts "
-                f"WHERE fts MATCH :both) {sql}"
-            )
-        return [(int(rid), -float(score)) for rid, score in self._conn.execute(sql, args)]
-
-    def write_version(self) -> int:
-        """A number that changes with every committed write to the store."""
-        return int(self._conn.execute("SELECT total(version) FROM namespaces").fetchone()[0])
-
-    def live_count(self) -> int:
-        """Live revisions in the whole store (all namespaces; the FTS index's size)."""
-        return self._store.cached_count(("live", self.write_version()), self._indexed_rows)
-
-    def _indexed_rows(self) -> int:
-        # FTS5 keeps the number of indexed rows (one per live revision) as the first varint of
-        # its "averages" record (fts_data row 1): read in microseconds, where counting
-        # fts_docsize took 22 ms at a million memories
-        row = self._conn.execute("SELECT block FROM fts_data WHERE id = 1").fetchone()
-        if row is not None and isinstance(row[0], bytes) and row[0]:
-            return _varint(row[0])
-        return int(self._conn.execute("SELECT count(*) FROM fts_docsize").fetchone()[0])
-
-    def document_frequency(self, term: str, cap: int) -> int:
-        """How many live revisions match ``term``, counted up to ``cap``. Like the ``match`` of
-        :meth:`lexical`, ``term`` is FTS5 query text the lexical channel built (one quoted
-        term)."""
-        return self._store.cached_count(
-            ("df", self.write_version(), term, cap),
-            lambda: int(
-                self._conn.execute(
-                    "SELECT count(*) FROM (SELECT 1 FROM fts WHERE fts MATCH ? LIMIT ?)",
-                    (term, cap),
-                ).fetchone()[0]
-            ),
-        )
-
-    def vector(
-        self,
-        namespace: str,
-        descriptor: EmbedderDescriptor,
-        query: np.ndarray,
-        k: int,
-        *,
-        exact: bool = False,
-    ) -> list[tuple[int, float]]:
-        """Cosine (dot product of L2-normalised vectors) over the namespace's live vectors of
-        ``descriptor``'s space only: the best ``k`` ``(rid, score)``, ties by rid.
-
-        A namespace × space with an ANN index (:mod:`rankseam.store.ann`) is searched through
-        it plus an exact pass over the revisions written since it was built; every score is
-        computed from the stored vector either way. ``exact=True`` compares every vector."""
-        version, epoch = self._versions(namespace)
-        q = np.asarray(query, dtype=np.float32).reshape(-1)
-        if q.shape[0] != descriptor.dimensions:
-            raise ValidationError(
-                f"query vector has {q.shape[0]} dimensions; the space {descriptor.key!r} has "
-                f"{descriptor.dimensions}"
-            )
-        if descriptor.normalization != "l2":
-            norm = float(np.linalg.norm(q))
-            q = q / norm if norm > 0 else q
-        ann = None if exact else self._store.ann
-        base = None if ann is None else ann.base(namespace, descriptor.key)
-        if base is not None and (
-            base.manifest.epoch != epoch
-            or base.manifest.dims != descriptor.dimensions
-            or base.manifest.version > version
-        ):
-            base = None  # vectors were rewritten since (reembed), or a newer snapshot's index
-        entry = self._store.vector_cache.get(
-            self._conn,
-            namespace,
-            descriptor.key,
-            descriptor.dimensions,
-            version,
-            epoch,
-            min_rid=0 if base is None else base.manifest.max_rid,
-        )
-        rids, scores = entry.rids, self._scores(entry.matrix, q, descriptor)
-        if entry.alive is not None:
-            scores = np.where(entry.alive, scores, -np.inf).astype(np.float32)
-        retired = 0
-        if base is not None and ann is not None:
-            gone = self._retired(namespace, base.manifest.version, base.manifest.max_rid)
-            retired = int(gone.size)
-            keys = ann.search(base, q, k, min(retired, ann_module.MAX_RETIRED))
-            if gone.size:
-                keys = keys[~np.isin(keys, gone)]
-            # exact scores from the stored vectors (a key without one in this snapshot drops)
-            found = self._store.vectors_of(keys.tolist(), descriptor)
-            if isinstance(found, np.ndarray):
-                matrix, kept = found, keys
-            else:
-                have = [i for i, v in enumerate(found) if v is not None]
-                kept = keys[have]
-                matrix = np.stack([v for v in found if v is not None]) if have else np.zeros((0, 0))
-            if kept.size:
-                rids = np.concatenate([rids, kept])
-                scores = np.concatenate([scores, self._scores(matrix, q, descriptor)])
-        if ann is not None and ann.needs_maintenance(
-            base, entry.rids.shape[0], 0 if base is None else entry.rids.shape[0], retired
-        ):
-            self._store.schedule_ann(namespace, descriptor)
-        return top_k(scores, rids, k)
-
-    @staticmethod
-    def _scores(matrix: np.ndarray, q: np.ndarray, descriptor: EmbedderDescriptor) -> np.ndarray:
-        if matrix.shape[0] == 0:
-            return np.zeros(0, dtype=np.float32)
-        scores = matrix @ q
-        if descriptor.normalization != "l2":
-            norms = np.linalg.norm(matrix, axis=1)
-            scores = np.divide(scores, norms, out=np.zeros_like(scores), where=norms > 0)
-        return scores
-
-    def _retired(self, namespace: str, since: int, max_rid: int) -> np.ndarray:
-        """Revisions up to ``max_rid`` retired after version ``since`` (in this snapshot)."""
-        key = ("retired", namespace, since, max_rid, self.namespace_version(namespace))
-        return self._store.cached_array(
-            key,
-            lambda: np.fromiter(
-                (
-                    r
-                    for (r,) in self._conn.execute(
-                        "SELECT rid FROM revisions WHERE namespace = ? AND retired_version > ? "
-                        "AND rid <= ?",
-                        (namespace, since, max_rid),
-                    )
-                ),
-                dtype=np.int64,
-            ),
-        )
-
-    def _facts(self, rids: Sequence[int]) -> dict[int, tuple[str, str, int, float, int]]:
-        """``rid -> (namespace, memory_id, revision, importance, live)`` of the revisions
-        among ``rids``: one batched read, kept for this snapshot (a search asks the same rows
-        for their importance and for their identities)."""
-        known = self._known
-        missing = [rid for rid in dict.fromkeys(rids) if rid not in known]
-        for chunk in _chunks(missing):
-            marks = ",".join("?" * len(chunk))
-            for rid, *facts in self._conn.execute(
-                "SELECT rid, namespace, memory_id, revision, importance, live FROM revisions "
-                f"WHERE rid IN ({marks})",
-                chunk,
-            ):
-                known[int(rid)] = tuple(facts)  # type: ignore[assignment]
-        return known
-
-    def importance(self, rids: Sequence[int]) -> dict[int, float]:
-        known = self._facts(rids)
-        return {rid: known[rid][3] for rid in rids if rid in known}
-
-    def top_importance(self, namespace: str, k: int) -> list[tuple[int, float]]:
-        rows = self._conn.execute(
-            "SELECT rid, importance FROM revisions WHERE namespace = ? AND live = 1 "
-            "ORDER BY importance DESC, rid LIMIT ?",
-            (namespace, k),
-        ).fetchall()
-        return [(int(r), float(s)) for r, s in rows]
-
-    def identities(self, rids: Sequence[int]) -> Mapping[int, MemoryRef]:
-        """The identity of each *live* revision among ``rids`` (light: no text, one batched
-        query). A key that is not live in this snapshot is left out, so a source can never
-        bring back a retired revision. The refs are built when read (a search reads few:
-        membership decides which keys fuse, a ref only breaks a tie)."""
-        known = self._facts(rids)
-        return _Refs({rid: known[rid] for rid in rids if rid in known and known[rid][4]})
-
-    def memories(self, rids: Sequence[int]) -> dict[int, StoredMemory]:
-        """The revisions ``rids`` (one batched query per 900 ids)."""
-        out: dict[int, StoredMemory] = {}
-        for chunk in _chunks(rids):
-            marks = ",".join("?" * len(chunk))
-            for row in self._conn.execute(
-                f"SELECT {_ROW_COLUMNS} FROM revisions r WHERE r.rid IN ({marks})", chunk
-            ):
-                out[int(row[0])] = _row_to_memory(row)
-        return out
-
-    def resolve(self, ref: MemoryRef) -> int | None:
-        row = self._conn.execute(
-            "SELECT rid FROM revisions WHERE namespace = ? AND memory_id = ? AND revision = ?",
-            (ref.namespace, ref.memory_id, ref.revision),
-        ).fetchone()
-        return int(row[0]) if row else None
 
 
 def storage_error(exc: sqlite3.DatabaseError, path: str) -> StoreError | None:
@@ -348,49 +89,6 @@ def storage_error(exc: sqlite3.DatabaseError, path: str) -> StoreError | None:
             reason="readonly",
         )
     return None
-
-
-def _varint(data: bytes) -> int:
-    """The SQLite varint at the start of ``data`` (big-endian 7-bit groups; a ninth byte
-    carries 8 bits)."""
-    value = 0
-    for i, byte in enumerate(data[:9]):
-        if i == 8:
-            return (value << 8) | byte
-        value = (value << 7) | (byte & 0x7F)
-        if not byte & 0x80:
-            break
-    return value
-
-
-class _Refs(Mapping[int, MemoryRef]):
-    """Live revisions' identities, each :class:`MemoryRef` built on first read."""
-
-    def __init__(self, facts: dict[int, tuple[str, str, int, float, int]]) -> None:
-        self._facts = facts
-        self._refs: dict[int, MemoryRef] = {}
-
-    def __getitem__(self, rid: int) -> MemoryRef:
-        ref = self._refs.get(rid)
-        if ref is None:
-            ns, mid, rev = self._facts[rid][:3]
-            ref = self._refs[rid] = MemoryRef(ns, mid, rev)
-        return ref
-
-    def __contains__(self, rid: object) -> bool:
-        return rid in self._facts
-
-    def __iter__(self) -> Iterator[int]:
-        return iter(self._facts)
-
-    def __len__(self) -> int:
-        return len(self._facts)
-
-
-def _chunks(items: Sequence[int]) -> Iterator[list[int]]:
-    items = list(items)
-    for i in range(0, len(items), _SQL_VARS):
-        yield items[i : i + _SQL_VARS]
 
 
 class SQLiteStore:
@@ -881,25 +579,25 @@ class SQLiteStore:
     def get(self, namespace: str, memory_id: str) -> StoredMemory:
         conn = self._conn()
         row = conn.execute(
-            f"SELECT {_ROW_COLUMNS}, m.deleted FROM memories m JOIN revisions r "
+            f"SELECT {ROW_COLUMNS}, m.deleted FROM memories m JOIN revisions r "
             "ON r.rid = m.head_rid WHERE m.namespace = ? AND m.memory_id = ?",
             (namespace, memory_id),
         ).fetchone()
         if row is None:
             raise MemoryNotFoundError.no_memory(namespace, memory_id)
-        return _row_to_memory(row, bool(row[9]))
+        return row_to_memory(row, bool(row[9]))
 
     def get_ref(self, ref: MemoryRef) -> StoredMemory:
         conn = self._conn()
         row = conn.execute(
-            f"SELECT {_ROW_COLUMNS}, m.deleted FROM revisions r JOIN memories m "
+            f"SELECT {ROW_COLUMNS}, m.deleted FROM revisions r JOIN memories m "
             "ON m.namespace = r.namespace AND m.memory_id = r.memory_id "
             "WHERE r.namespace = ? AND r.memory_id = ? AND r.revision = ?",
             (ref.namespace, ref.memory_id, ref.revision),
         ).fetchone()
         if row is None:
             raise MemoryNotFoundError.no_revision(ref)
-        return _row_to_memory(row, bool(row[9]))
+        return row_to_memory(row, bool(row[9]))
 
     def iter_memories(
         self, namespace: str, *, include_deleted: bool = False
@@ -915,7 +613,7 @@ class SQLiteStore:
             rows = (
                 self._conn()
                 .execute(
-                    f"SELECT {_ROW_COLUMNS}, m.deleted FROM revisions r JOIN memories m "
+                    f"SELECT {ROW_COLUMNS}, m.deleted FROM revisions r JOIN memories m "
                     "ON m.namespace = r.namespace AND m.memory_id = r.memory_id "
                     f"WHERE r.rid > ? AND r.namespace = ? AND {cond} ORDER BY r.rid LIMIT ?",
                     (last, namespace, _PAGE),
@@ -925,7 +623,7 @@ class SQLiteStore:
             if not rows:
                 return
             for row in rows:
-                yield _row_to_memory(row, bool(row[9]))
+                yield row_to_memory(row, bool(row[9]))
             last = int(rows[-1][0])
 
     def iter_missing_vectors(
@@ -988,7 +686,7 @@ class SQLiteStore:
         such row): one read through the vectors' primary key, decoded together."""
         conn = self._conn()
         found: dict[int, bytes] = {}
-        for chunk in _chunks([rid for rid in rids if rid is not None]):
+        for chunk in chunks([rid for rid in rids if rid is not None]):
             marks = ",".join("?" * len(chunk))
             for rid, blob in conn.execute(
                 f"SELECT rid, vector FROM vectors WHERE space = ? AND rid IN ({marks})",

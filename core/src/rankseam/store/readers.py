@@ -1,0 +1,145 @@
+"""What a store's read snapshot offers: the reader protocols (docs/writing-plugins.md, "Writing a
+store").
+
+The host's candidate sources (:mod:`rankseam.retrieval`: lexical, vector, importance) run on
+every store through these methods, and only these. The host owns each channel's rules: which
+query terms are searched (the posting budgets), how a channel's scores are scaled and weighed
+in fusion. A store owns the fast way to compute an answer (BM25 in its own SQL, a vector index)
+and how its text is analysed (tokenizer, stemmer); it never decides a scale or a weight.
+
+Every method answers for the one read snapshot the reader is bound to; a row key is a revision
+of that snapshot (see :mod:`rankseam.store.contract` for the words used).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Protocol, runtime_checkable
+
+import attrs
+import numpy as np
+
+from rankseam.embedding import EmbedderDescriptor
+from rankseam.store.records import StoredMemory
+from rankseam.types import MemoryRef
+
+__all__ = [
+    "ImportanceReader",
+    "LexicalQuery",
+    "LexicalReader",
+    "ScoredKey",
+    "StoreReader",
+    "VectorReader",
+]
+
+
+#: ``(row_key, score)``: a revision of the store's snapshot and a channel's score for it.
+ScoredKey = tuple[int, float]
+
+
+def _terms(value: Sequence[str]) -> tuple[str, ...]:
+    return tuple(value)
+
+
+@attrs.frozen
+class LexicalQuery:
+    """One lexical search, as the host's lexical channel decided it (the store only runs it).
+
+    ``terms`` are plain query words (``rankseam.plugin.query_terms``: lower-cased, no syntax);
+    a live revision of ``namespace`` that holds any of them, as the store's text analysis
+    matches words, is **found**. ``scoring`` are further (frequent) words that only **score**:
+    each adds its BM25 to the revisions ``terms`` found, exactly what it would add if it were
+    one of ``terms``, but a revision holding only scoring words is not found. With
+    ``require_scoring`` a revision must also hold one of ``scoring`` to be found.
+
+    The answer is the best ``k`` ``(key, bm25)`` (higher is better, non-negative), ties by key:
+    Okapi BM25 (``k1 = 1.2``, ``b = 0.75``) summed over the query's words.
+    """
+
+    namespace: str
+    k: int
+    terms: tuple[str, ...] = attrs.field(converter=_terms)
+    scoring: tuple[str, ...] = attrs.field(default=(), converter=_terms)
+    require_scoring: bool = False
+
+
+@runtime_checkable
+class LexicalReader(Protocol):
+    """What the host's lexical channel uses of a reader."""
+
+    def live_count(self, namespace: str, /) -> int:
+        """The number of live revisions that the store's lexical statistics (document
+        frequencies, BM25's ``N``) count over for a search of ``namespace``: the namespace's
+        live revisions, or every live revision of the store when its text index is shared by
+        all namespaces (the SQLite store)."""
+        ...
+
+    def document_frequency(self, namespace: str, term: str, cap: int, /) -> int:
+        """How many of the revisions :meth:`live_count` counts hold the query word ``term``
+        (as the store's text analysis matches it), counted up to ``cap`` (the answer is at
+        most ``cap``; counting may stop there)."""
+        ...
+
+    def lexical(self, query: LexicalQuery, /) -> list[ScoredKey]:
+        """Run ``query`` (see :class:`LexicalQuery`): the best ``query.k`` ``(key, bm25)``."""
+        ...
+
+
+@runtime_checkable
+class VectorReader(Protocol):
+    """What the host's vector channel uses of a reader."""
+
+    def vector(
+        self,
+        namespace: str,
+        descriptor: EmbedderDescriptor,
+        query: np.ndarray,
+        k: int,
+        /,
+        *,
+        exact: bool = False,
+    ) -> list[ScoredKey]:
+        """Cosine similarity between ``query`` and the live vectors of ``namespace`` in
+        ``descriptor``'s space only: the best ``k`` ``(key, cosine)``, ties by key. An
+        L2-normalised space may score the inner product (its cosine); a zero vector scores 0.
+        A store may propose candidates through an approximate index; ``exact=True`` compares
+        every vector. Scores are computed from the stored vectors either way."""
+        ...
+
+
+@runtime_checkable
+class ImportanceReader(Protocol):
+    """What the host's importance prior uses of a reader."""
+
+    def importance(self, keys: Sequence[int], /) -> Mapping[int, float]:
+        """The stored importance of each revision among ``keys`` that exists."""
+        ...
+
+    def top_importance(self, namespace: str, k: int, /) -> list[ScoredKey]:
+        """The ``k`` live revisions of ``namespace`` with the highest importance,
+        ``(key, importance)`` best first, ties by key."""
+        ...
+
+
+@runtime_checkable
+class StoreReader(LexicalReader, VectorReader, ImportanceReader, Protocol):
+    """One consistent read snapshot of a store, held for a short time (one search's coarse
+    pool); candidate sources receive it as ``SourceRequest.reader``. It is the whole read
+    contract: the host's channels (:class:`LexicalReader`, :class:`VectorReader`,
+    :class:`ImportanceReader`) and the methods that turn row keys into revisions."""
+
+    def identities(self, keys: Sequence[int], /) -> Mapping[int, MemoryRef]:
+        """The ref of each key among ``keys`` that is a *live* revision in this snapshot; a
+        key that is retired, tombstoned or unknown is left out (so no source can bring back
+        a revision that is not live)."""
+        ...
+
+    def memories(self, keys: Sequence[int], /) -> Mapping[int, StoredMemory]:
+        """The revisions ``keys`` exactly as stored (text, importance, metadata, created_at,
+        content hash of that revision), read in this snapshot."""
+        ...
+
+    def resolve(self, ref: MemoryRef, /) -> int | None:
+        """The row key of the revision ``ref`` cites, or None when the store has no such
+        revision (for sources that know memories by ref)."""
+        ...

@@ -16,8 +16,8 @@ from rankseam.retrieval.base import over_fetch
 from rankseam.retrieval.fusion import ChannelList, ScoreSpec, competition_ranks, fuse, score_spec_of
 from rankseam.retrieval.importance import ImportanceSource
 from rankseam.retrieval.lexical import LexicalSource, query_terms
-from rankseam.store.sqlite.reader import or_joined
 from rankseam.retrieval.vector import VectorSource
+from rankseam.store.sqlite.reader import or_joined
 from rankseam.testing.embedder import EmbedderContract
 from rankseam.types import MemoryRef
 

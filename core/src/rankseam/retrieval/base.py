@@ -38,7 +38,6 @@ if TYPE_CHECKING:
 __all__ = ["CandidateSource", "ScoredKey", "SourceRequest", "over_fetch"]
 
 
-
 def over_fetch(pool: int) -> int:
     """How many candidates each source returns for a coarse pool of ``pool``."""
     return max(4 * pool, 32)

@@ -130,6 +130,7 @@ def test_latency_reports_cpu_time_per_search_next_to_wall_time(tmp_path):
     assert result.exit_code == 0, result.output
     data = json.loads((tmp_path / "lat" / "report.json").read_text())
     row = data["whole_search"]["120"]
+    assert data["configuration"]["blas_threads"] == 1  # idle BLAS threads would spin
     # the default search, identity and the floor: wall and CPU time of the same searches
     for name in ("none", "identity", "floor"):
         m = row[name]

@@ -313,6 +313,16 @@ def _sizes(value: str | None) -> list[int] | None:
     "takes minutes to build) [default: temporary].",
 )
 @click.option(
+    "--blas-threads",
+    "blas_threads",
+    type=click.IntRange(0),
+    default=1,
+    show_default=True,
+    help="numpy's BLAS threads while timing whole searches; 0 leaves numpy's own number. "
+    "One by default: idle BLAS threads spin and their CPU time swamps the per-search CPU "
+    "figures on a busy machine.",
+)
+@click.option(
     "--out",
     "out",
     type=click.Path(file_okay=False, path_type=Path),
@@ -330,12 +340,14 @@ def latency(
     search_rerank: str,
     corpus: str | None,
     store_dir: Path | None,
+    blas_threads: int,
     out: Path | None,
     progress: bool,
     plot: bool,
 ) -> None:
-    """Rerank-stage and whole-search p50/p95 (next to a numpy + FTS5 floor), ingest
-    throughput, store open and first search, peak RSS, disabled-path ratio."""
+    """Rerank-stage and whole-search p50/p95, whole searches in wall and CPU time (next to a
+    numpy + FTS5 floor), ingest throughput, store open and first search, peak RSS,
+    disabled-path ratio."""
     from rankseam.bench.latency import DEFAULT_SIZES, QUICK_SIZES, run_latency
     from rankseam.bench.policies import component_options
     from rankseam.bench.reports import (
@@ -362,6 +374,7 @@ def latency(
         search_policies=_names(search_rerank, "--search-rerank"),
         corpus=corpus,
         store_dir=store_dir,
+        blas=blas_threads or None,
     )
     body["configuration"]["quick"] = quick
     report = finish_report(body, command=_command())

@@ -83,12 +83,14 @@ def run_latency(
     search_policies: Sequence[str] = SEARCH_POLICIES,
     corpus: str | None = None,
     store_dir: str | Path | None = None,
+    blas: int | None = 1,
 ) -> dict[str, Any]:
     """The whole latency benchmark; returns the report body. ``options`` maps a reranker name
     to the options it is built with; ``config`` holds other components' options
     (``{"decision_backends": {NAME: {...}}}``). ``search_policies``: ``none`` and reranker
     names timed in whole searches. ``corpus``: ``locomo`` or ``synthetic`` (default: locomo
-    when its data is found). ``store_dir``: keep the stores there and reuse them."""
+    when its data is found). ``store_dir``: keep the stores there and reuse them. ``blas``:
+    numpy's BLAS threads during whole searches (``None``: numpy's own number)."""
     from rankseam.plugins import get_registry
 
     say = echo or (lambda _msg: None)
@@ -139,6 +141,7 @@ def run_latency(
             config=search_config,
             corpus=corpus,
             store_dir=store_dir,
+            blas=blas,
         )
     disabled: dict[str, Any] = {}
     for n, m in stage.get("none", {}).items():
@@ -171,6 +174,7 @@ def run_latency(
             "pool": pool,
             "repeats": repeats,
             "queries": queries,
+            "blas_threads": blas,
             "search_policies": list(search_policies),
             "reranker_options": reranker_options,
             "components": {k: dict(v) for k, v in (config or {}).items()},

@@ -226,7 +226,8 @@ def latency_markdown(report: Mapping[str, Any]) -> str:
             "Whole search (`Memory.search`), by store size; `call` = the reranker's own call "
             "inside the search (the trace's `latency_ms`); ratio = p50 / p50 of `none`; "
             "`CPU` = the process's CPU time per search (`time.process_time`), CPU ratio = CPU "
-            "p50 / CPU p50 of `none`:"
+            "p50 / CPU p50 of `none`; numpy's BLAS threads: "
+            f"{report['configuration'].get('blas_threads') or 'numpy default'}:"
         )
         rows = [
             [

@@ -5,22 +5,34 @@ Wall time is ``time.perf_counter``; CPU time is ``time.process_time`` (every thr
 process: a search that hands its reranker to a worker thread is charged for it). On a shared
 machine wall time also counts the time other programs held the cores; CPU time counts only
 this process's own work, so a ratio of CPU times moves less with the load than one of wall
-times.
+times. numpy's BLAS keeps worker threads that spin-wait after each product; their spinning
+is CPU time too, and on a busy machine it swamps what is measured, so timed searches hold the
+BLAS pool to one thread (:func:`blas_threads`) unless told otherwise.
 """
 
 from __future__ import annotations
 
+import contextlib
 import resource
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import attrs
 
 from rankseam.bench.metrics import mean, percentile
 
-__all__ = ["Clock", "call_stats", "cpu_stats", "peak_rss_mib", "progress_bar", "ratio", "stats"]
+__all__ = [
+    "Clock",
+    "blas_threads",
+    "call_stats",
+    "cpu_stats",
+    "peak_rss_mib",
+    "progress_bar",
+    "ratio",
+    "stats",
+]
 
 
 @attrs.frozen
@@ -92,3 +104,16 @@ def progress_bar(total: int, desc: str, enabled: bool) -> Any:
     except ImportError:
         return None
     return tqdm(total=total, desc=desc, leave=False, disable=None)
+
+
+@contextlib.contextmanager
+def blas_threads(threads: int | None) -> Iterator[None]:
+    """Hold numpy's BLAS thread pool to ``threads`` threads inside the block (``None`` or 0:
+    leave it as it is). Uses threadpoolctl, which scikit-learn (a dependency) installs."""
+    if not threads:
+        yield
+        return
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=threads, user_api="blas"):
+        yield

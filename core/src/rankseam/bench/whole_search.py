@@ -34,6 +34,7 @@ from rankseam.bench import synthetic
 from rankseam.bench.metrics import percentile
 from rankseam.bench.timing import (
     Clock,
+    blas_threads,
     call_stats,
     cpu_stats,
     peak_rss_mib,
@@ -188,7 +189,14 @@ def warm_file_cache(path: str) -> float:
     return time.perf_counter() - t0
 
 
-def _search_child(
+def _search_child(blas: int | None, *args: Any) -> dict[str, Any]:
+    """:func:`_timed_searches` with numpy's BLAS pool held to ``blas`` threads (``None``:
+    numpy's own number)."""
+    with blas_threads(blas):
+        return _timed_searches(*args)
+
+
+def _timed_searches(
     path: str,
     policies: Sequence[str],
     count: int,
@@ -363,12 +371,15 @@ def time_whole_search(
     corpus: str = "synthetic",
     store_dir: str | Path | None = None,
     floor_max_size: int = FLOOR_MAX_SIZE,
+    blas: int | None = 1,
 ) -> dict[str, dict[str, Any]]:
     """p50/p95 of ``Memory.search`` per policy (``none`` = no reranker, else a reranker name,
     built from ``config`` in the ``rankseam.toml`` layout) and of the floor
     (:class:`FloorSearch`, up to ``floor_max_size`` memories) at each store size,
-    interleaved query by query; for a reranker also its call inside the search (``call_*``).
-    ``store_dir`` keeps the stores (and reuses them in later runs); else they are temporary."""
+    interleaved query by query, wall and CPU time; for a reranker also its call inside the
+    search (``call_*``). ``store_dir`` keeps the stores (and reuses them in later runs); else
+    they are temporary. ``blas``: numpy's BLAS threads while searching (``None``: numpy's own
+    number; one by default, see :mod:`rankseam.bench.timing`)."""
     check_corpus(corpus)
     out: dict[str, dict[str, Any]] = {}
     with tempfile.TemporaryDirectory(prefix="rankseam-latency-", dir=workdir) as tmp:
@@ -379,6 +390,7 @@ def time_whole_search(
             row.update(
                 _in_child(
                     _search_child,
+                    blas,
                     path,
                     list(policies),
                     queries,

@@ -120,7 +120,7 @@ def test_component_options_rule():
         (["--rerank", "identity", "--mmr-lambda", "0.7"], "not an option of the chosen reranker"),
         (["--mmr-lambda", "0.7"], "no reranker is chosen"),
         (["--rerank", "identity", "--identity-x"], "needs a value"),
-        (["--rerank", "identity", "stray"], "unexpected argument"),
+        (["--rerank", "identity", "stray"], "unexpected extra argument"),
     ],
 )
 def test_component_option_errors_are_usage_errors(db, args, message):

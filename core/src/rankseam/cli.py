@@ -1,7 +1,9 @@
 """The ``rankseam`` command.
 
 Sub-commands live in :mod:`rankseam.commands` and load lazily (so ``rankseam --help`` stays
-fast); plugins add their own through the ``register_commands`` hook.
+fast); plugins add their own through the ``register_commands`` hook. A plugin whose hook raises
+is isolated: its commands are left out, a warning names the plugin, and ``rankseam --help`` and
+every other plugin's commands keep working (``RANKSEAM_STRICT_PLUGINS=1`` re-raises instead).
 
 Exit status: 0 on success, 1 when a command fails at run time (a rankseam error: a missing
 store, a bad configuration, invalid data), 2 for a usage error (an unknown option, a missing
@@ -13,13 +15,14 @@ from __future__ import annotations
 
 import importlib
 import json
+import logging
 import sys
 from collections.abc import Sequence
 from typing import Any
 
 import click
 
-from rankseam.errors import RankseamError
+from rankseam.errors import PluginError, RankseamError
 from rankseam.version import __version__
 
 #: name -> "module:attribute" of a click command, imported on first use.
@@ -40,6 +43,8 @@ LAZY_COMMANDS: dict[str, str] = {
     "import": "rankseam.commands.snapshot:import_",
 }
 
+
+log = logging.getLogger("rankseam.cli")
 
 #: Exit status of a command that failed at run time, and of a usage error.
 RUNTIME_ERROR, USAGE_ERROR = 1, 2
@@ -73,15 +78,39 @@ def _error_kind(exc: click.ClickException) -> str:
 class RankseamGroup(click.Group):
     """Built-in commands load lazily; plugin commands join on first listing or lookup."""
 
-    _plugins_added = False
+    #: The plugin manager whose commands were added, and the commands before any plugin's.
+    _plugin_pm: object | None = None
+    _own_commands: dict[str, click.Command] | None = None
 
     def _add_plugin_commands(self) -> None:
-        if self._plugins_added:
-            return
-        self._plugins_added = True
-        from rankseam.plugins import load_plugins
+        """Add every plugin's commands (again, when plugins were reloaded since)."""
+        from rankseam.plugins import load_plugins, strict_plugins
 
-        load_plugins().hook.register_commands(cli=self)
+        pm = load_plugins()
+        if pm is self._plugin_pm:
+            return
+        if self._own_commands is None:
+            self._own_commands = dict(self.commands)
+        self.commands = dict(self._own_commands)
+        self._plugin_pm = pm
+        for impl in reversed(pm.hook.register_commands.get_hookimpls()):  # pluggy's order
+            name = pm.get_name(impl.plugin) or repr(impl.plugin)
+            before = dict(self.commands)
+            try:
+                impl.function(**({"cli": self} if "cli" in impl.argnames else {}))
+            except Exception as exc:  # one plugin's hook must not break the command for all
+                self.commands = before  # what it added before failing goes too
+                message = f"{type(exc).__name__}: {exc}"
+                if strict_plugins():
+                    raise PluginError(
+                        f"plugin {name!r} failed to register its commands: {message}"
+                    ) from exc
+                log.warning(
+                    "plugin %r failed to register its commands, which are left out: %s",
+                    name,
+                    message,
+                    extra={"plugin": name},
+                )
 
     def _lazy(self, name: str) -> click.Command | None:
         target = LAZY_COMMANDS.get(name)
@@ -142,8 +171,9 @@ class RankseamGroup(click.Group):
         sys.exit(rv if isinstance(rv, int) else 0)
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        if cmd_name in self.commands:
-            return self.commands[cmd_name]
+        own = self.commands if self._own_commands is None else self._own_commands
+        if cmd_name in own:
+            return own[cmd_name]
         command = self._lazy(cmd_name)
         if command is not None:
             return command

@@ -11,16 +11,22 @@ the very same hooks. Environment variables:
   isolating it (also ``load_plugins(strict=True)``).
 
 A third-party plugin that fails to import or to register is isolated: the host keeps working
-without it, a warning is logged, and ``rankseam plugins`` shows the error.
+without it, a warning is logged, and ``rankseam plugins`` shows the error. The same holds for a
+plugin whose ``register_commands`` hook raises (see :mod:`rankseam.cli`).
+
+Tests install a plugin object without a distribution through :func:`plugin_installed`
+(``rankseam.testing.installed_plugin``): it then loads exactly like an entry-point plugin.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
 import logging
 import os
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from importlib import metadata
 from typing import Any
 
@@ -38,6 +44,7 @@ __all__ = [
     "get_plugins",
     "get_registry",
     "load_plugins",
+    "plugin_installed",
     "reset_plugins",
 ]
 
@@ -87,6 +94,8 @@ class _State:
         self.pm: pluggy.PluginManager | None = None
         self.registry: Registry | None = None
         self.infos: list[PluginInfo] = []
+        #: name -> plugin object installed by :func:`plugin_installed` (tests).
+        self.extra: dict[str, object] = {}
 
 
 _lock = threading.RLock()
@@ -131,6 +140,37 @@ def _entry_points() -> Iterable[metadata.EntryPoint]:
     return metadata.entry_points(group=ENTRY_POINT_GROUP)
 
 
+@attrs.frozen
+class _Found:
+    """One plugin to load: an entry point, or an object installed by :func:`plugin_installed`."""
+
+    name: str
+    load: Callable[[], object]
+    version: str | None = None
+    distribution: str | None = None
+
+
+def _itself(plugin: object) -> object:
+    return plugin
+
+
+def _found() -> list[_Found]:
+    found: dict[str, _Found] = {}
+    for ep in sorted(_entry_points(), key=lambda e: e.name):
+        if ep.name in found:
+            continue
+        dist = ep.dist
+        found[ep.name] = _Found(
+            ep.name,
+            ep.load,
+            dist.version if dist is not None else None,
+            dist.metadata["Name"] if dist is not None else None,
+        )
+    for name, plugin in _state.extra.items():
+        found[name] = _Found(name, functools.partial(_itself, plugin))
+    return [found[name] for name in sorted(found)]
+
+
 def load_plugins(*, strict: bool | None = None) -> pluggy.PluginManager:
     """Load default and entry-point plugins once; later calls return the same manager.
 
@@ -163,14 +203,8 @@ def load_plugins(*, strict: bool | None = None) -> pluggy.PluginManager:
 
         allow = _env_list("RANKSEAM_LOAD_PLUGINS")
         block = set(_env_list("RANKSEAM_DISABLE_PLUGINS") or [])
-        seen: set[str] = set()
-        for ep in sorted(_entry_points(), key=lambda e: e.name):
-            if ep.name in seen:
-                continue
-            seen.add(ep.name)
-            dist = ep.dist
-            version = dist.version if dist is not None else None
-            dist_name = dist.metadata["Name"] if dist is not None else None
+        for ep in _found():
+            version, dist_name = ep.version, ep.distribution
             if (allow is not None and ep.name not in allow) or ep.name in block:
                 infos.append(
                     PluginInfo(ep.name, version, False, "disabled", distribution=dist_name)
@@ -260,3 +294,31 @@ def reset_plugins() -> None:
         _state.pm = None
         _state.registry = None
         _state.infos = []
+
+
+def strict_plugins() -> bool:
+    """Whether plugin errors are re-raised (``RANKSEAM_STRICT_PLUGINS=1``) instead of isolated."""
+    return _strict_from_env()
+
+
+@contextmanager
+def plugin_installed(name: str, plugin: object) -> Iterator[None]:
+    """Load ``plugin`` (a module or object with hook implementations) as if an installed
+    distribution's entry point named ``name`` pointed at it, until the block ends.
+
+    Plugins are reloaded on entry and on exit, so the block sees the plugin exactly as the host
+    would (isolation, allow/block lists, ``rankseam plugins``) and later code does not.
+    """
+    if not isinstance(name, str) or not name.strip():
+        raise ValueError(f"a plugin needs a non-empty name, got {name!r}")
+    with _lock:
+        if name in _state.extra:
+            raise ValueError(f"a plugin named {name!r} is already installed for this test")
+        _state.extra[name] = plugin
+        reset_plugins()
+    try:
+        yield
+    finally:
+        with _lock:
+            _state.extra.pop(name, None)
+            reset_plugins()

@@ -34,7 +34,17 @@ from rankseam.memory import IngestError
 from rankseam.seam import reranker_choice
 from rankseam.types import SearchResult
 
-__all__ = ["add", "demo", "ingest", "parse_component_options", "reembed", "search", "stats"]
+__all__ = [
+    "COMPONENT_ARGS",
+    "ComponentOptionsCommand",
+    "add",
+    "demo",
+    "ingest",
+    "parse_component_options",
+    "reembed",
+    "search",
+    "stats",
+]
 
 
 # -- add -----------------------------------------------------------------------------------
@@ -290,6 +300,50 @@ def parse_component_options(args: list[str], reranker: str | None) -> dict[str, 
     return options
 
 
+class ComponentOptionsCommand(click.Command):
+    """A command that also takes ``--<component>-<option> VALUE`` pairs it does not declare.
+
+    The pairs are taken out before click parses the rest, so they may stand anywhere on the
+    command line, before or after the positional arguments, like every declared option
+    (``search --rerank mmr --mmr-lambda 0.3 "q"`` and ``search "q" --mmr-lambda=0.3 --rerank
+    mmr`` are the same). They land in ``ctx.meta[COMPONENT_ARGS]`` for
+    :func:`parse_component_options`. After ``--`` everything is an argument.
+    """
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        options = [p for p in self.get_params(ctx) if isinstance(p, click.Option)]
+        known = {name for p in options for name in (*p.opts, *p.secondary_opts)}
+        takes_value = {name for p in options if not (p.is_flag or p.count) for name in p.opts}
+        rest: list[str] = []
+        extra: list[str] = []
+        i = 0
+        while i < len(args):
+            arg = args[i]
+            if arg == "--":
+                rest.extend(args[i:])
+                break
+            name, eq, _ = arg.partition("=")
+            target = rest
+            if arg.startswith("--") and len(arg) > 2 and name not in known:
+                target = extra
+                # its VALUE is the next word, unless it is written --name=VALUE or the next
+                # word is another option (parse_component_options then says a value is missing)
+                wants_value = not eq and i + 1 < len(args) and not args[i + 1].startswith("--")
+            else:
+                wants_value = name in takes_value and not eq and i + 1 < len(args)
+            target.append(arg)
+            if wants_value:
+                target.append(args[i + 1])
+                i += 1
+            i += 1
+        ctx.meta[COMPONENT_ARGS] = extra
+        return super().parse_args(ctx, rest)
+
+
+#: Where :class:`ComponentOptionsCommand` leaves the ``--<component>-<option>`` words.
+COMPONENT_ARGS = "rankseam.component_args"
+
+
 def _print_hits(result: SearchResult, *, indent: str = "") -> None:
     if not result.hits:
         click.echo(f"{indent}(no hits)")
@@ -305,7 +359,7 @@ def _print_hits(result: SearchResult, *, indent: str = "") -> None:
         click.echo(f"{indent}    {text}")
 
 
-@click.command(context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
+@click.command(cls=ComponentOptionsCommand)
 @click.argument("query")
 @store_options
 @click.option("--limit", "-k", type=click.IntRange(min=1), default=10, show_default=True)
@@ -335,7 +389,7 @@ def search(
     --mmr-lambda 0.7); VALUE is a TOML literal (number, bool or string)."""
     with open_store(db, config_file, create=False) as memory:
         chosen = reranker_choice(memory.config.search.reranker if rerank is None else rerank)
-        options = parse_component_options(list(ctx.args), chosen)
+        options = parse_component_options(list(ctx.meta.get(COMPONENT_ARGS, ())), chosen)
         result = memory.search(
             query,
             limit,

@@ -8,7 +8,13 @@ Subclass a contract in your plugin's tests and implement its factory method::
         def make_reranker(self):
             return MyReranker()
 
-Every standard test then runs against your component. Contracts declare *capability flags*
+Every standard test then runs against your component. To test a component inside the host
+without its internals, the kit also gives :func:`build_component` / :func:`factory_context`
+(build from options as an assembly does), :func:`run_reranker` / :func:`arun_reranker` (run a
+reranker over a pool through the real rerank seam), :func:`assert_listed` (the component is
+registered by your plugin), :func:`installed_plugin` (load a plugin object as if installed) and
+:func:`invoke_cli` (run the ``rankseam`` command). Import them from ``rankseam.testing``; its
+sub-modules are internal. Contracts declare *capability flags*
 (:class:`Capability` members; a name the contract does not know is a ``TypeError`` when your
 class is defined, so a typo cannot silently drop coverage); a standard test that needs a
 capability your component lacks is skipped **with a message that names the flag**. A subclass
@@ -32,6 +38,7 @@ pytest.register_assert_rewrite(
     "rankseam.testing.decision",
     "rankseam.testing.embedder",
     "rankseam.testing.generation",
+    "rankseam.testing.host",
     "rankseam.testing.network",
     "rankseam.testing.reranker",
     "rankseam.testing.store",
@@ -44,21 +51,49 @@ from rankseam.testing.network import NetworkBlocked, block_off_host_connections 
 from rankseam.testing.reranker import RerankerContract, synthetic_pool  # noqa: E402
 
 __all__ = [
+    "KIT_NAMESPACE",
+    "RANK_SELECTION_SCHEMA",
     "Capability",
     "ContractBase",
     "DecisionBackendContract",
     "EmbedderContract",
     "GenerationBackendContract",
+    "Listing",
     "NetworkBlocked",
+    "RerankRun",
     "RerankerContract",
     "StoreContract",
+    "arun_reranker",
+    "assert_listed",
     "block_off_host_connections",
+    "build_component",
+    "factory_context",
+    "installed_plugin",
+    "invoke_cli",
+    "rank_selection_request",
+    "run_reranker",
     "synthetic_pool",
 ]
 
+_HOST = (
+    "KIT_NAMESPACE",
+    "Listing",
+    "RerankRun",
+    "arun_reranker",
+    "assert_listed",
+    "build_component",
+    "factory_context",
+    "installed_plugin",
+    "invoke_cli",
+    "run_reranker",
+)
+
 _LAZY = {
+    **dict.fromkeys(_HOST, "rankseam.testing.host"),
     "DecisionBackendContract": "rankseam.testing.decision",
     "GenerationBackendContract": "rankseam.testing.generation",
+    "RANK_SELECTION_SCHEMA": "rankseam.testing.generation",
+    "rank_selection_request": "rankseam.testing.generation",
     "EmbedderContract": "rankseam.testing.embedder",
     "StoreContract": "rankseam.testing.store",
 }

@@ -5,8 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Sequence
 
-from rankseam.decision import DecisionOutcome, DecisionRequest, DecisionResult
-from rankseam.seam import make_candidates
+from rankseam.plugin import DecisionOutcome, DecisionRequest, DecisionResult, make_candidates
 from rankseam.types import Candidate, Hit, MemoryRef, Usage
 
 Answer = DecisionOutcome | DecisionResult | BaseException | object

@@ -7,23 +7,23 @@ from typing import Any
 
 import pytest
 
-from rankseam.compose import ComponentContext, Config
-from rankseam.decision import DecisionOutcome
-from rankseam.default_plugins.heuristic_decision import HeuristicDecisionBackend
 from rankseam.errors import ConfigurationError
-from rankseam.testing import RerankerContract
+from rankseam.plugin import DecisionOutcome, make_candidates, unwrap
+from rankseam.testing import RerankerContract, build_component
+from rankseam.types import Hit, MemoryRef
 from rankseam_decision import DecisionReranker
 
 
 def build(options: dict[str, Any]) -> Any:
-    config = Config.from_mapping({"rerankers": {"decision": options}})
-    return ComponentContext(config).reranker("decision")
+    return build_component("reranker", "decision", config={"rerankers": {"decision": options}})
 
 
 def test_the_plugin_is_discovered_and_builds_with_the_heuristic_backend() -> None:
     reranker = build({"backend": "heuristic"})
     assert isinstance(reranker, DecisionReranker)
-    assert isinstance(reranker.backend, HeuristicDecisionBackend)  # unwrapped: fail-closed role
+    heuristic = build_component("decision_backend", "heuristic")
+    assert reranker.backend.policy_id == heuristic.policy_id
+    assert unwrap(reranker.backend) is reranker.backend  # unwrapped: fail-closed role
     assert reranker.deterministic is True
     assert reranker.window == 1 and reranker.deadline_s == 30.0
     assert reranker.keep == {DecisionOutcome.YES, DecisionOutcome.ABSTAIN}
@@ -64,9 +64,6 @@ def test_options_are_parsed() -> None:
 
 def test_heuristic_reranking_works_with_no_model() -> None:
     reranker = build({"backend": "heuristic", "keep": "yes"})
-    from rankseam.seam import make_candidates
-    from rankseam.types import Hit, MemoryRef
-
     texts = ["the cat sat", "flights to lisbon booked for may", "lisbon weather", "bob's cat"]
     pool = make_candidates([Hit(MemoryRef("t", f"m{i}", 1), t, 1.0) for i, t in enumerate(texts)])
     decision = asyncio.run(reranker.rerank("when is my flight to lisbon?", pool, 2))
@@ -77,11 +74,13 @@ class TestDecisionRerankerContract(RerankerContract):
     capabilities = frozenset({"needs_backend"})
 
     def make_reranker(self) -> DecisionReranker:
-        return DecisionReranker(HeuristicDecisionBackend(), backend_name="heuristic")
+        heuristic = build_component("decision_backend", "heuristic")
+        return DecisionReranker(heuristic, backend_name="heuristic")
 
 
 class TestWindowedDecisionRerankerContract(RerankerContract):
     capabilities = frozenset({"needs_backend"})
 
     def make_reranker(self) -> DecisionReranker:
-        return DecisionReranker(HeuristicDecisionBackend(), window=4, backend_name="heuristic")
+        heuristic = build_component("decision_backend", "heuristic")
+        return DecisionReranker(heuristic, window=4, backend_name="heuristic")

@@ -11,16 +11,17 @@ from decision_doubles import A, N, ScriptedBackend, Y, candidates, hits
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rankseam.decision import (
+from rankseam.errors import BackendUnavailableError, InvalidOutputError, RerankError
+from rankseam.plugin import (
     RERANK_DECISION_KIND,
     RERANK_QUESTION,
     WRITE_GATE_ROLE,
+    DecisionBackendRegister,
     DecisionOutcome,
     DecisionResult,
-    wrap_for_role,
+    hookimpl,
 )
-from rankseam.errors import BackendUnavailableError, InvalidOutputError, RerankError
-from rankseam.seam import rerank_pool
+from rankseam.testing import factory_context, installed_plugin, run_reranker
 from rankseam.types import RerankStatus, Usage
 from rankseam_decision import DecisionReranker
 
@@ -67,7 +68,15 @@ def test_degraded_abstain_fails_closed(window: int) -> None:
 
 def test_a_fail_open_handle_given_by_mistake_still_fails_the_rerank() -> None:
     failing = ScriptedBackend(lambda rank: BackendUnavailableError("down"))
-    handle = wrap_for_role(failing, WRITE_GATE_ROLE)  # the real fail-open envelope
+
+    class Failing:
+        @hookimpl
+        def register_decision_backends(self, register: DecisionBackendRegister) -> None:
+            register("failing", lambda options, context: failing)
+
+    with installed_plugin(Failing(), name="failing-tests"):
+        # the write gate's handle: the real fail-open envelope
+        handle = factory_context().decision_backend("failing", WRITE_GATE_ROLE)
     with pytest.raises(RerankError) as info:
         rerank(handle, 5, 2)
     assert info.value.reason == "degraded_decision"
@@ -96,7 +105,8 @@ def test_all_no_gives_marked_fallback_after_a_full_scan() -> None:
 
 
 def test_fallback_is_visible_through_the_seam() -> None:
-    out, trace = run(rerank_pool("q", hits(5), 2, DecisionReranker(ScriptedBackend(lambda r: N))))
+    seam = run_reranker(DecisionReranker(ScriptedBackend(lambda r: N)), "q", hits(5), 2)
+    out, trace = seam.hits, seam.trace
     assert trace is not None and trace.status is RerankStatus.FELL_BACK
     assert trace.used_fallback and trace.usage.calls == 5 and len(trace.records) == 5
     assert [h.ref.memory_id for h in out] == ["m1", "m2"]
@@ -118,9 +128,10 @@ def test_seam_fails_closed_or_degrades_visibly_on_backend_error() -> None:
         return DecisionReranker(ScriptedBackend([Y, BackendUnavailableError("down"), Y]))
 
     with pytest.raises(RerankError) as info:
-        run(rerank_pool("q", hits(3), 3, reranker()))
+        run_reranker(reranker(), "q", hits(3), 3)
     assert info.value.reason == "unavailable"
-    out, trace = run(rerank_pool("q", hits(3), 3, reranker(), on_error="coarse"))
+    seam = run_reranker(reranker(), "q", hits(3), 3, on_error="coarse")
+    out, trace = seam.hits, seam.trace
     assert trace is not None and trace.status is RerankStatus.DEGRADED
     assert trace.usage.calls == 2  # the calls made before the failure are still accounted
     assert len(out) == 3
@@ -224,7 +235,7 @@ def test_usage_sums_tokens_and_unknown_stays_unknown() -> None:
     )
     decision = rerank(partly, 3, 2)
     assert decision.usage == Usage(3, None, 6)
-    _out, trace = run(rerank_pool("q", hits(3), 2, DecisionReranker(partly)))
+    trace = run_reranker(DecisionReranker(partly), "q", hits(3), 2).trace
     assert trace is not None
     payload = json.loads(json.dumps(trace.to_dict()))
     assert payload["usage"] == {"calls": 3, "input_tokens": None, "output_tokens": 6}
@@ -276,15 +287,13 @@ def test_deadline_fails_closed_and_cancels_calls() -> None:
     assert info.value.reason == "timeout"
     assert info.value.usage.calls == 2  # type: ignore[attr-defined]
     assert backend.in_flight == 0 and backend.cancelled == 2
-    _out, trace = run(
-        rerank_pool(
-            "q",
-            hits(4),
-            2,
-            DecisionReranker(ScriptedBackend(lambda r: Y, delays=lambda r: 5.0), deadline_s=0.02),
-            on_error="coarse",
-        )
-    )
+    trace = run_reranker(
+        DecisionReranker(ScriptedBackend(lambda r: Y, delays=lambda r: 5.0), deadline_s=0.02),
+        "q",
+        hits(4),
+        2,
+        on_error="coarse",
+    ).trace
     assert trace is not None and trace.status is RerankStatus.DEGRADED
     assert trace.reason is not None and trace.reason.startswith("timeout")
 

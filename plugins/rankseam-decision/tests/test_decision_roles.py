@@ -4,24 +4,24 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import pytest
 
-import rankseam_decision
-from rankseam.compose import ComponentContext, Config
-from rankseam.decision import (
+from rankseam.errors import BackendUnavailableError, RerankError
+from rankseam.plugin import (
     RERANK_ROLE,
     WRITE_GATE_ROLE,
+    DecisionBackendRegister,
     DecisionOutcome,
     DecisionRequest,
     DecisionResult,
-    ask_write_gate,
+    FactoryContext,
+    hookimpl,
+    write_gate_request,
 )
-from rankseam.errors import BackendUnavailableError, RerankError
-from rankseam.registry import DecisionBackendRegister, Registry, RerankerRegister
-from rankseam.seam import rerank_pool
+from rankseam.testing import arun_reranker, factory_context, installed_plugin
 from rankseam.types import Hit, MemoryRef, Usage
 
 
@@ -41,27 +41,39 @@ class SwitchableBackend:
         return DecisionResult(DecisionOutcome.NO, self.policy_id, Usage(1, None, None))
 
 
-def assembled() -> tuple[ComponentContext, list[SwitchableBackend]]:
-    """A registry filled through the real registration hooks: the plugin's own hookimpl and a
-    test plugin's backend registered the way a plugin registers one."""
-    registry = Registry()
-    rankseam_decision.register_rerankers(register=RerankerRegister(registry, "decision"))
-    built: list[SwitchableBackend] = []
+class SwitchablePlugin:
+    """A test plugin that registers the 'switchable' backend, the way a plugin's hook does."""
 
-    def factory(options: Mapping[str, Any], context: object) -> SwitchableBackend:
-        built.append(SwitchableBackend())
-        return built[-1]
+    def __init__(self) -> None:
+        self.built: list[SwitchableBackend] = []
 
-    DecisionBackendRegister(registry, "test-backends")("switchable", factory)
-    config = Config.from_mapping({"rerankers": {"decision": {"backend": "switchable"}}})
-    return ComponentContext(config, registry), built
+    @hookimpl
+    def register_decision_backends(self, register: DecisionBackendRegister) -> None:
+        register("switchable", self.factory, summary="a backend that can be taken down")
+
+    def factory(self, options: Mapping[str, Any], context: object) -> SwitchableBackend:
+        self.built.append(SwitchableBackend())
+        return self.built[-1]
+
+
+@pytest.fixture
+def switchable() -> Iterator[list[SwitchableBackend]]:
+    """The 'switchable' backend installed next to the decision plugin (which its own entry
+    point loads); gone after the test."""
+    plugin = SwitchablePlugin()
+    with installed_plugin(plugin, name="test-backends"):
+        yield plugin.built
+
+
+def assembled() -> FactoryContext:
+    return factory_context({"rerankers": {"decision": {"backend": "switchable"}}})
 
 
 def test_same_backend_instance_serves_the_gate_open_and_the_reranker_closed(
-    caplog: pytest.LogCaptureFixture,
+    caplog: pytest.LogCaptureFixture, switchable: list[SwitchableBackend]
 ) -> None:
-    context, built = assembled()
-    reranker = context.reranker("decision")
+    context, built = assembled(), switchable  # built: every instance the factory made
+    reranker = context.build("reranker", "decision")
     gate = context.decision_backend("switchable", WRITE_GATE_ROLE)
     assert len(built) == 1  # one instance ...
     backend = built[0]
@@ -71,57 +83,40 @@ def test_same_backend_instance_serves_the_gate_open_and_the_reranker_closed(
 
     async def scenario() -> None:
         # healthy: the gate refuses a NO, the reranker falls back (all NO)
-        verdict = await ask_write_gate(gate, "memory text")
-        assert (verdict.store, verdict.degraded, verdict.outcome) == (False, False, "no")
-        _out, trace = await rerank_pool("q", pool, 2, reranker)
+        verdict = await gate.evaluate(write_gate_request("memory text"))
+        assert (verdict.outcome, verdict.used_fallback) == (DecisionOutcome.NO, False)
+        trace = (await arun_reranker(reranker, "q", pool, 2)).trace
         assert trace is not None and trace.used_fallback and trace.usage.calls == 3
         assert trace.usage.input_tokens is None  # unknown token counts stay unknown
 
         backend.healthy = False
-        # down: the gate stores anyway and says so; the rerank raises
+        # down: the gate's envelope answers a marked ABSTAIN (so the memory is stored, and
+        # the verdict says degraded); the rerank raises
         with caplog.at_level(logging.WARNING, logger="rankseam.decision"):
-            verdict = await ask_write_gate(gate, "secret memory text")
-        assert (verdict.store, verdict.degraded) == (True, True)
+            verdict = await gate.evaluate(write_gate_request("secret memory text"))
+        assert (verdict.outcome, verdict.used_fallback) == (DecisionOutcome.ABSTAIN, True)
         # the failed call counts: once, tokens unknown (this backend attaches no usage)
         assert verdict.usage == Usage(1, None, None)
         record = next(r for r in caplog.records if getattr(r, "event", "") == "decision.fallback")
         assert record.role == "write_gate" and record.decision_kind == "memory.write-gate"
         assert "secret" not in caplog.text
         with pytest.raises(RerankError) as info:
-            await rerank_pool("q", pool, 2, reranker)
+            await arun_reranker(reranker, "q", pool, 2)
         assert info.value.reason == "unavailable"
         # both roles, concurrently, on the one instance
         results = await asyncio.gather(
-            ask_write_gate(gate, "x"), rerank_pool("q", pool, 2, reranker), return_exceptions=True
+            gate.evaluate(write_gate_request("x")),
+            arun_reranker(reranker, "q", pool, 2),
+            return_exceptions=True,
         )
-        assert results[0].store is True and isinstance(results[1], RerankError)
+        assert results[0].used_fallback is True and isinstance(results[1], RerankError)
 
     asyncio.run(scenario())
     assert backend.calls == (1 + 3) + (1 + 1) + (1 + 1)  # healthy, down, concurrent
 
 
-@pytest.fixture
-def switchable_in_the_global_registry() -> Any:
-    """Register a test backend in the process registry through the public register object (as a
-    plugin's hook would), and forget it afterwards so other tests see a clean registry."""
-    from rankseam.plugins import get_registry, reset_plugins
-
-    built: list[SwitchableBackend] = []
-
-    def factory(options: Mapping[str, Any], context: object) -> SwitchableBackend:
-        built.append(SwitchableBackend())
-        return built[-1]
-
-    reset_plugins()
-    DecisionBackendRegister(get_registry(), "test-backends")("switchable", factory)
-    try:
-        yield built
-    finally:
-        reset_plugins()
-
-
 def test_memory_write_gate_and_decision_search_share_one_backend(
-    tmp_path: Any, switchable_in_the_global_registry: list[SwitchableBackend]
+    tmp_path: Any, switchable: list[SwitchableBackend]
 ) -> None:
     from rankseam import open_memory
 
@@ -139,8 +134,8 @@ def test_memory_write_gate_and_decision_search_share_one_backend(
         memory.add("porto trip is in june")
         result = memory.search("when is the porto trip", limit=1)
         assert result.trace.rerank is not None and result.trace.rerank.used_fallback
-        backend = switchable_in_the_global_registry[0]
-        assert len(switchable_in_the_global_registry) == 1  # one instance for both roles
+        backend = switchable[0]
+        assert len(switchable) == 1  # one instance for both roles
         backend.healthy = False
         # down: the gate fails open (stores, says degraded); the search fails closed
         kept = memory.add("porto hotel booked", gate=True)
@@ -152,4 +147,4 @@ def test_memory_write_gate_and_decision_search_share_one_backend(
         assert info.value.reason == "unavailable"
         degraded = memory.search("when is the porto trip", limit=1, on_error="coarse")
         assert degraded.status.value == "degraded"
-    assert len(switchable_in_the_global_registry) == 1
+    assert len(switchable) == 1

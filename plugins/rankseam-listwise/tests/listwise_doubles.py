@@ -7,7 +7,7 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from rankseam.generation import GenerationRequest, GenerationResult, parse_output
+from rankseam.plugin import GenerationRequest, GenerationResult, parse_output
 from rankseam.types import Hit, MemoryRef, Usage
 
 
@@ -22,7 +22,7 @@ def pool(n: int, texts: dict[int, str] | None = None) -> tuple[Hit, ...]:
 
 class ScriptedModel:
     """A model that answers each call with the next scripted raw text (the last one repeats),
-    parsed exactly as a real backend parses model text (``rankseam.generation.parse_output``)."""
+    parsed exactly as a real backend parses model text (``rankseam.plugin.parse_output``)."""
 
     policy_id = "test.scripted-model.v1"
 

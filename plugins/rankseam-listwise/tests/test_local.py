@@ -7,9 +7,8 @@ import asyncio
 import pytest
 
 from rankseam.errors import BackendUnavailableError
-from rankseam.generation import GenerationRequest
-from rankseam.testing import GenerationBackendContract
-from rankseam.testing.generation import rank_selection_request
+from rankseam.plugin import GenerationRequest
+from rankseam.testing import GenerationBackendContract, rank_selection_request
 from rankseam_listwise import LOCAL_POLICY_ID, LocalGenerationBackend, build_request
 
 

@@ -8,34 +8,29 @@ from typing import Any
 
 import pytest
 
-from rankseam.compose import ComponentContext, Config
 from rankseam.errors import ConfigurationError
-from rankseam.plugins import get_plugins, get_registry
+from rankseam.testing import assert_listed, build_component, invoke_cli
 from rankseam.types import RerankStatus
 from rankseam_listwise import POLICY_ID, ListwiseReranker, LocalGenerationBackend
 
 
-def context(options: dict[str, Any], **top: Any) -> ComponentContext:
-    return ComponentContext(
-        Config.from_mapping(
-            {"search": {"reranker": "listwise"}, "rerankers": {"listwise": options}, **top}
-        )
-    )
+def build(options: dict[str, Any], **top: Any) -> Any:
+    """The listwise reranker as an assembly builds it from this configuration."""
+    config = {"search": {"reranker": "listwise"}, "rerankers": {"listwise": options}, **top}
+    return build_component("reranker", "listwise", config=config)
 
 
 def test_found_through_its_entry_point() -> None:
-    infos = {info.name: info for info in get_plugins()}
-    assert "listwise" in infos, f"plugins found: {sorted(infos)}"
-    info = infos["listwise"]
-    assert info.status == "ok", info.error
-    assert info.distribution == "rankseam-listwise"
-    assert info.components == {"reranker": ["listwise"], "generation_backend": ["local"]}
-    spec = get_registry().get("generation_backend", "local")
-    assert spec is not None and "not a model" in spec.summary
+    listed = assert_listed(
+        "reranker", "listwise", plugin="listwise", distribution="rankseam-listwise"
+    )
+    assert listed.components == {"reranker": ("listwise",), "generation_backend": ("local",)}
+    local = assert_listed("generation_backend", "local", plugin="listwise")
+    assert "not a model" in local.summary
 
 
 def test_assembled_by_name_with_the_local_backend() -> None:
-    reranker = context({"backend": "local", "window": 10, "stride": 4}).reranker("listwise")
+    reranker = build({"backend": "local", "window": 10, "stride": 4})
     assert isinstance(reranker, ListwiseReranker)
     assert reranker.policy_id == POLICY_ID and reranker.deterministic
     assert reranker.descriptor["backend"] == "local"
@@ -61,33 +56,28 @@ def test_assembled_by_name_with_the_local_backend() -> None:
 )
 def test_bad_options_fail_at_assembly_with_a_fix(options: dict[str, Any], message: str) -> None:
     with pytest.raises(ConfigurationError, match=message):
-        context(options).reranker("listwise")
+        build(options)
 
 
 def test_budget_too_small_for_the_configured_pool_fails_at_assembly() -> None:
-    ctx = context(
-        {"backend": "local", "window": 10, "stride": 5},
-        search={"reranker": "listwise", "pool": 200},
-    )
     with pytest.raises(ConfigurationError, match="39 generation calls per search"):
-        ctx.reranker("listwise")
-    ok = context(
+        build(
+            {"backend": "local", "window": 10, "stride": 5},
+            search={"reranker": "listwise", "pool": 200},
+        )
+    ok = build(
         {"backend": "local", "window": 10, "stride": 5, "max_calls": 39}, search={"pool": 200}
     )
-    assert ok.reranker("listwise").options.max_calls == 39
+    assert ok.options.max_calls == 39
 
 
 def test_local_backend_takes_no_options() -> None:
-    ctx = ComponentContext(
-        Config.from_mapping(
-            {
-                "rerankers": {"listwise": {"backend": "local"}},
-                "generation_backends": {"local": {"model": "x"}},
-            }
-        )
-    )
+    config = {
+        "rerankers": {"listwise": {"backend": "local"}},
+        "generation_backends": {"local": {"model": "x"}},
+    }
     with pytest.raises(ConfigurationError, match="takes no options"):
-        ctx.reranker("listwise")
+        build_component("reranker", "listwise", config=config)
 
 
 def test_whole_search_with_the_local_backend(tmp_path: Path) -> None:
@@ -118,19 +108,14 @@ def test_cli_component_options_reach_the_reranker(
 ) -> None:
     import json
 
-    from click.testing import CliRunner
-
-    from rankseam.cli import cli
-
     monkeypatch.setenv("RANKSEAM_DB", str(tmp_path / "cli.sqlite3"))
-    runner = CliRunner()
     for text in ("alice flies to lisbon for the conference in may", "bob adopted a cat"):
-        assert runner.invoke(cli, ["add", text]).exit_code == 0
+        assert invoke_cli(["add", text]).exit_code == 0
     args = ["search", "lisbon conference", "--rerank", "listwise", "--listwise-backend", "local"]
-    result = runner.invoke(cli, [*args, "--listwise-window", "4", "--json", "--trace"])
+    result = invoke_cli([*args, "--listwise-window", "4", "--json", "--trace"])
     assert result.exit_code == 0, result.output
     rerank = json.loads(result.output)["trace"]["rerank"]
     assert rerank["policy_id"] == POLICY_ID and rerank["status"] == "ok"
     assert rerank["descriptor"]["window"] == 4 and rerank["descriptor"]["stride"] == 2
-    bad = runner.invoke(cli, [*args, "--listwise-stride", "30"])
+    bad = invoke_cli([*args, "--listwise-stride", "30"])
     assert bad.exit_code != 0 and "must be smaller than 'window'" in bad.output

@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 from listwise_doubles import FailingModel, PickingModel, ScriptedModel, pool, ranks_json
 
 from rankseam.errors import BackendTimeoutError, RerankError
-from rankseam.seam import make_candidates, rerank_pool
+from rankseam.plugin import make_candidates
+from rankseam.testing import run_reranker
 from rankseam.types import RerankStatus, Usage
 from rankseam_listwise import (
     CallBudgetError,
@@ -58,7 +59,8 @@ def test_100_candidates_make_9_bottom_up_calls_and_the_best_climb_to_the_top() -
     gold = {100: "gold fact one", 57: "gold fact two"}
     model = PickingModel(lambda text: text.startswith("gold"))
     hits = pool(100, gold)
-    out, trace = asyncio.run(rerank_pool("q", hits, 5, make(model, window=20, stride=10)))
+    run = run_reranker(make(model, window=20, stride=10), "q", hits, 5)
+    out, trace = run.hits, run.trace
     assert len(model.requests) == 9 == call_count(100, 20, 10)
     assert all(len(r.input["candidates"]) <= 20 for r in model.requests)
     first = [c["text"] for c in model.requests[0].input["candidates"]]
@@ -101,9 +103,10 @@ def test_budget_is_checked_before_any_call() -> None:
     assert model.requests == []  # nothing was spent
     assert info.value.reason == "call_budget"
     with pytest.raises(RerankError) as seam_info:
-        asyncio.run(rerank_pool("q", pool(100), 5, reranker))
+        run_reranker(reranker, "q", pool(100), 5)
     assert seam_info.value.reason == "call_budget"
-    out, trace = asyncio.run(rerank_pool("q", pool(100), 5, reranker, on_error="coarse"))
+    run = run_reranker(reranker, "q", pool(100), 5, on_error="coarse")
+    out, trace = run.hits, run.trace
     assert trace is not None and trace.status is RerankStatus.DEGRADED
     assert trace.usage.calls == 0 and model.requests == [] and len(out) == 5
 
@@ -130,7 +133,7 @@ def test_never_exceeds_the_budget(
 def test_failure_mid_way_reports_the_calls_made() -> None:
     model = FailingModel(BackendTimeoutError("slow"), fail_on=3)
     reranker = make(model, window=20, stride=10)
-    _out, trace = asyncio.run(rerank_pool("q", pool(100), 5, reranker, on_error="coarse"))
+    trace = run_reranker(reranker, "q", pool(100), 5, on_error="coarse").trace
     assert trace is not None and trace.status is RerankStatus.DEGRADED
     assert trace.reason is not None and trace.reason.startswith("timeout")
     assert model.calls == 3

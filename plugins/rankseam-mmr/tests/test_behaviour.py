@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from rankseam.errors import RerankError, ValidationError
-from rankseam.seam import rerank_pool
+from rankseam.testing import run_reranker
 from rankseam.types import Candidate, Hit, MemoryRef, RerankDecision, RerankStatus
 from rankseam_mmr import MAX_CANDIDATES, MMROptions, MMRReranker
 
@@ -151,22 +151,12 @@ def _hits(n: int) -> tuple[Hit, ...]:
     return tuple(Hit(MemoryRef("ns", f"m{i}", 1), f"text {i}", 1.0 - i * 0.1) for i in range(n))
 
 
-def test_through_the_seam_vectors_come_from_one_batched_fetch() -> None:
+def test_through_the_seam_with_the_pools_vectors() -> None:
     hits = _hits(5)
     vectors = [np.array(v, dtype=np.float32) for v in (X, X, Y, Y, Z)]
-    fetches: list[int] = []
-
-    def fetch(refs: Sequence[MemoryRef]) -> list[np.ndarray]:
-        fetches.append(len(refs))
-        return [vectors[int(r.memory_id[1:])] for r in refs]
-
-    out, trace = asyncio.run(
-        rerank_pool(
-            "q", hits, 3, MMRReranker(MMROptions(lam=0.5)), fetch_vectors=fetch, embedding_space="s"
-        )
-    )
-    assert fetches == [5]
-    assert [h.ref.memory_id for h in out] == ["m0", "m2", "m4"]
+    run = run_reranker(MMRReranker(MMROptions(lam=0.5)), "q", hits, 3, vectors=vectors)
+    assert [h.ref.memory_id for h in run.hits] == ["m0", "m2", "m4"]
+    trace = run.trace
     assert trace is not None and trace.status is RerankStatus.OK
     assert trace.policy_id == "rankseam.rerank.mmr.v1"
     assert trace.to_dict()["descriptor"]["lambda"] == 0.5
@@ -175,7 +165,7 @@ def test_through_the_seam_vectors_come_from_one_batched_fetch() -> None:
 
 def test_oversized_pool_through_the_seam_is_refused_by_the_host() -> None:
     with pytest.raises(ValidationError):
-        asyncio.run(rerank_pool("q", _hits(MAX_CANDIDATES + 1), 5, MMRReranker()))
+        run_reranker(MMRReranker(), "q", _hits(MAX_CANDIDATES + 1), 5)
 
 
 def test_failure_inside_the_seam_fails_closed() -> None:
@@ -185,4 +175,4 @@ def test_failure_inside_the_seam_fails_closed() -> None:
 
     reranker = MMRReranker(MMROptions(relevance="query_cosine"), Broken())
     with pytest.raises(RerankError, match="embedder down"):
-        asyncio.run(rerank_pool("q", _hits(3), 2, reranker))
+        run_reranker(reranker, "q", _hits(3), 2)

@@ -4,17 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
 import pytest
 
 import rankseam_mmr
-from rankseam.compose import ComponentContext, Config
-from rankseam.embedding import EmbedderDescriptor
 from rankseam.errors import ConfigurationError
-from rankseam.registry import EmbedderRegister, Registry, RerankerRegister
+from rankseam.plugin import EmbedderDescriptor, EmbedderRegister, hookimpl
+from rankseam.testing import build_component, installed_plugin
 from rankseam.types import Candidate, MemoryRef
 
 
@@ -34,20 +33,29 @@ class AxisEmbedder:
         return out
 
 
-def _registry() -> Registry:
-    registry = Registry()
-    rankseam_mmr.register_rerankers(register=RerankerRegister(registry, "mmr"))
-    EmbedderRegister(registry, "tests")("axis", lambda options, context: AxisEmbedder())
-    return registry
+class AxisPlugin:
+    """A test plugin that registers the 'axis' embedder, as a plugin's hook does."""
+
+    @hookimpl
+    def register_embedders(self, register: EmbedderRegister) -> None:
+        register("axis", lambda options, context: AxisEmbedder(), summary="red/green/blue")
 
 
-def _context(**mmr: Any) -> ComponentContext:
-    config = Config.from_mapping({"embedder": "axis", "rerankers": {"mmr": mmr}})
-    return ComponentContext(config, _registry())
+@pytest.fixture(autouse=True)
+def axis_installed() -> Iterator[None]:
+    with installed_plugin(AxisPlugin(), name="axis-tests"):
+        yield
+
+
+def _build(**mmr: Any) -> Any:
+    """mmr built the way an assembly builds it, with the 'axis' embedder configured."""
+    return build_component(
+        "reranker", "mmr", config={"embedder": "axis", "rerankers": {"mmr": mmr}}
+    )
 
 
 def test_defaults_and_descriptor() -> None:
-    reranker = _context().build("reranker", "mmr")
+    reranker = _build()
     assert reranker.policy_id == "rankseam.rerank.mmr.v1"
     assert reranker.needs_embeddings is True and reranker.deterministic is True
     assert reranker.descriptor["lambda"] == rankseam_mmr.DEFAULT_LAMBDA
@@ -57,7 +65,7 @@ def test_defaults_and_descriptor() -> None:
 
 @pytest.mark.parametrize("value", [0, 0.0, 1, 1.0, 0.25, 0.85])
 def test_lambda_accepted_including_zero(value: float) -> None:
-    reranker = _context(**{"lambda": value}).build("reranker", "mmr")
+    reranker = _build(**{"lambda": value})
     assert reranker.descriptor["lambda"] == float(value)
     assert isinstance(reranker.descriptor["lambda"], float)
 
@@ -65,31 +73,31 @@ def test_lambda_accepted_including_zero(value: float) -> None:
 @pytest.mark.parametrize("value", [-0.01, 1.01, math.nan, math.inf, True, "0.7", None, [0.5]])
 def test_lambda_rejected_with_fix_it_message(value: object) -> None:
     with pytest.raises(ConfigurationError, match=r"lambda.*\[0, 1\].*pure relevance"):
-        _context(**{"lambda": value}).build("reranker", "mmr")
+        _build(**{"lambda": value})
 
 
 def test_unknown_option_rejected() -> None:
     with pytest.raises(
         ConfigurationError, match=r"reranker 'mmr' has no option.*'lamda'.*known options"
     ):
-        _context(lamda=0.5).build("reranker", "mmr")
+        _build(lamda=0.5)
 
 
 def test_bad_relevance_rejected() -> None:
     with pytest.raises(ConfigurationError, match=r"relevance.*'coarse'.*'query_cosine'"):
-        _context(relevance="bm25").build("reranker", "mmr")
+        _build(relevance="bm25")
 
 
-def test_cli_style_override_through_with_options() -> None:
+def test_cli_style_override_goes_over_the_configured_options() -> None:
     """`--rerank mmr --mmr-lambda 0.3` becomes the [rerankers.mmr] option lambda = 0.3."""
-    config = Config.from_mapping({"rerankers": {"mmr": {"lambda": 0.9}}})
-    config = config.with_options("reranker", "mmr", {"lambda": 0.3})
-    reranker = ComponentContext(config, _registry()).reranker("mmr")
+    config = {"rerankers": {"mmr": {"lambda": 0.9}}}
+    reranker = build_component("reranker", "mmr", {"lambda": 0.3}, config=config)
     assert reranker.descriptor["lambda"] == 0.3
+    assert build_component("reranker", "mmr", config=config).descriptor["lambda"] == 0.9
 
 
 def test_query_cosine_builds_the_configured_embedder_and_uses_it() -> None:
-    reranker = _context(relevance="query_cosine", **{"lambda": 1.0}).build("reranker", "mmr")
+    reranker = _build(relevance="query_cosine", **{"lambda": 1.0})
     assert reranker.descriptor["query_embedder"] == AxisEmbedder.descriptor.key
     embed = AxisEmbedder().embed
     texts = ["red red", "green", "blue", "red green"]
@@ -110,12 +118,12 @@ def test_query_cosine_builds_the_configured_embedder_and_uses_it() -> None:
     assert decision.selected_ranks[0] == 3  # the only 'blue' candidate
     assert "rel_source=query_cosine" in (decision.records[0].detail or "")
     # with coarse relevance the highest coarse score leads instead
-    coarse = _context(**{"lambda": 1.0}).build("reranker", "mmr")
+    coarse = _build(**{"lambda": 1.0})
     assert asyncio.run(coarse.rerank("blue", candidates, 2)).selected_ranks == (4, 3)
 
 
 def test_query_cosine_falls_back_to_coarse_when_query_vector_does_not_fit() -> None:
-    reranker = _context(relevance="query_cosine", **{"lambda": 1.0}).build("reranker", "mmr")
+    reranker = _build(relevance="query_cosine", **{"lambda": 1.0})
     candidates = tuple(
         Candidate(
             i + 1,
@@ -133,17 +141,13 @@ def test_query_cosine_falls_back_to_coarse_when_query_vector_does_not_fit() -> N
 
 
 def test_query_cosine_without_embedder_is_a_configuration_error() -> None:
-    registry = Registry()
-    rankseam_mmr.register_rerankers(register=RerankerRegister(registry, "mmr"))
-    config = Config.from_mapping(
-        {"embedder": "nope", "rerankers": {"mmr": {"relevance": "query_cosine"}}}
-    )
+    config = {"embedder": "nope", "rerankers": {"mmr": {"relevance": "query_cosine"}}}
     with pytest.raises(ConfigurationError, match="no embedder named 'nope'"):
-        ComponentContext(config, registry).build("reranker", "mmr")
+        build_component("reranker", "mmr", config=config)
 
 
 def test_query_cosine_ignores_vectors_of_another_space() -> None:
-    reranker = _context(relevance="query_cosine", **{"lambda": 1.0}).build("reranker", "mmr")
+    reranker = _build(relevance="query_cosine", **{"lambda": 1.0})
     vectors = AxisEmbedder().embed(["red", "blue", "green"])
     candidates = tuple(
         Candidate(

@@ -14,8 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_reference import reference_mmr
 
-from rankseam.seam import make_candidates
-from rankseam.testing.reranker import synthetic_pool
+from rankseam.plugin import make_candidates
+from rankseam.testing import synthetic_pool
 from rankseam.types import Candidate, Hit, MemoryRef, RerankDecision
 from rankseam_mmr import MMROptions, MMRReranker
 from rankseam_mmr.algorithm import GRAM_ROWS_PER_PICK, minmax, select, select_raw, unit_rows

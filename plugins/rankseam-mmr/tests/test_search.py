@@ -8,6 +8,7 @@ import pytest
 
 import rankseam
 from rankseam.errors import ConfigurationError
+from rankseam.testing import invoke_cli
 
 FACTS = [
     ("a1", "Alice booked a flight to Lisbon for the conference in May"),
@@ -76,21 +77,22 @@ def test_bad_option_fails_at_open(tmp_path: Path) -> None:
 def test_cli_search_with_mmr_options(tmp_path: Path) -> None:
     import json
 
-    from click.testing import CliRunner
-
-    from rankseam.cli import cli
-
     db = str(tmp_path / "cli.sqlite3")
-    runner = CliRunner()
     for memory_id, text in FACTS:
-        added = runner.invoke(cli, ["add", text, "--db", db, "--id", memory_id])
+        added = invoke_cli(["add", text, "--db", db, "--id", memory_id])
         assert added.exit_code == 0, added.output
     args = ["search", QUERY, "--db", db, "-k", "3", "--rerank", "mmr", "--json", "--trace"]
-    result = runner.invoke(cli, [*args, "--mmr-lambda", str(LAMBDA)])
+    result = invoke_cli([*args, "--mmr-lambda", str(LAMBDA)])
     assert result.exit_code == 0, result.output
     out = json.loads(result.output)
     assert out["trace"]["rerank"]["descriptor"]["lambda"] == LAMBDA
     assert sum(h["memory_id"].startswith("a") for h in out["hits"]) == 1
-    bad = runner.invoke(cli, [*args, "--mmr-lambda", "1.5"])
+    bad = invoke_cli([*args, "--mmr-lambda", "1.5"])
     assert bad.exit_code != 0
     assert "lambda" in (bad.output + str(bad.exception))
+    # the order the help text shows: every option first, the query last
+    first = ["search", "--db", db, "-k", "3", "--rerank", "mmr", "--mmr-lambda", str(LAMBDA)]
+    ordered = invoke_cli([*first, "--json", "--trace", QUERY])
+    assert ordered.exit_code == 0, ordered.output
+    again = json.loads(ordered.output)
+    assert again["hits"] == out["hits"] and again["trace"]["query"] == QUERY

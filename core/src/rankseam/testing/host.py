@@ -96,8 +96,8 @@ def build_component(
 ) -> Any:
     """Build the installed component ``name`` of ``kind`` as the host would and return it.
 
-    ``options`` replace the configuration's ``[table.name]`` options when given (like
-    ``reranker_options=`` of a search; use ``config`` to set them the rankseam.toml way).
+    ``options`` go over the configuration's ``[table.name]`` options, as a search's
+    ``reranker_options=`` (or ``--mmr-lambda 0.3``) go over rankseam.toml's.
     The host's checks apply: an unknown name, options the plugin refuses or a factory that
     raises is a :class:`~rankseam.errors.ConfigurationError`; a component that does not
     implement its kind's protocol is one too. A store is opened from a target
@@ -108,7 +108,8 @@ def build_component(
     context = factory_context(config)
     if options is not None and not isinstance(options, Mapping):
         raise TypeError(f"options must be a mapping, got {type(options).__name__}")
-    component = context.build(kind, name, options)
+    merged = None if options is None else {**context.config.options(kind, name), **options}
+    component = context.build(kind, name, merged)
     _check_protocol(context, kind, name, component)
     return component
 

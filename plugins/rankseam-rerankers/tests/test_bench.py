@@ -6,9 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from click.testing import CliRunner
-
-from rankseam.cli import cli
+from rankseam.testing import invoke_cli
 
 DOCS = {
     "d1": "alice booked a flight to lisbon for the conference in may",
@@ -38,8 +36,8 @@ def test_bench_quality_runs_the_users_model_next_to_none(tiny_model: Path, tmp_p
     out = tmp_path / "report"
     spec = f"none,rerankers:model={tiny_model}:model_type=cross-encoder"
     args = ["bench", "quality", "--dataset", f"beir:{beir}", "--rerank", spec, "--limit", "4"]
-    result = CliRunner().invoke(
-        cli, [*args, "--no-plot", "--no-progress", "--out", str(out)], catch_exceptions=False
+    result = invoke_cli(
+        [*args, "--no-plot", "--no-progress", "--out", str(out)], catch_exceptions=False
     )
     assert result.exit_code == 0, result.output
     report = json.loads((out / "report.json").read_text())

@@ -4,7 +4,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import shutil
 import socket
@@ -12,10 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
 
 import rankseam
-from rankseam.cli import cli
+from rankseam.testing import invoke_cli, run_reranker
 from rankseam.types import Hit, MemoryRef, RerankStatus
 from rankseam_rerankers import make_reranker
 
@@ -83,7 +81,8 @@ def test_identical_texts_map_back_to_their_own_positions(tiny_model: Path) -> No
         Hit(MemoryRef("dup", f"m{i}", 1), text, 1.0 - i / 10) for i, text in enumerate(texts)
     )
     reranker = make_reranker(options(tiny_model), None)
-    hits, trace = asyncio.run(rankseam.seam.rerank_pool(QUERY, pool, len(pool), reranker))
+    run = run_reranker(reranker, QUERY, pool, len(pool))
+    hits, trace = run.hits, run.trace
     assert trace is not None and trace.status is RerankStatus.OK, trace
     assert trace.discarded_rank_count == 0
     assert sorted(trace.selected_ranks) == list(range(1, len(pool) + 1))  # each exactly once
@@ -137,7 +136,7 @@ def test_the_model_loads_once_per_configuration_not_per_search(
             assert result.status is RerankStatus.OK
     args = ["search", "spare key", "--db", str(db), "--rerank", "rerankers"]
     args += ["--rerankers-model", str(fresh), "--rerankers-model-type", "cross-encoder"]
-    out = CliRunner().invoke(cli, args, catch_exceptions=False)
+    out = invoke_cli(args, catch_exceptions=False)
     assert out.exit_code == 0, out.output
     assert loads == [str(fresh.resolve())]
 
@@ -149,10 +148,10 @@ def test_the_cli_shows_scores_and_its_json_is_clean(tiny_model: Path, tmp_path: 
             memory.add(text)
     args = ["search", QUERY, "--db", db, "--limit", "3", "--rerank", "rerankers"]
     args += ["--rerankers-model", str(tiny_model), "--rerankers-model-type", "cross-encoder"]
-    out = CliRunner().invoke(cli, args, catch_exceptions=False)
+    out = invoke_cli(args, catch_exceptions=False)
     assert out.exit_code == 0, out.output
     assert out.output.count("rerank_score=") == 3
-    out = CliRunner().invoke(cli, [*args, "--json", "--trace"], catch_exceptions=False)
+    out = invoke_cli([*args, "--json", "--trace"], catch_exceptions=False)
     assert out.exit_code == 0, out.output
     data = json.loads(out.output)  # nothing the library printed got mixed into the JSON
     scores = [h["rerank_score"] for h in data["hits"]]
@@ -190,15 +189,17 @@ def test_nothing_is_fetched_sockets_blocked(
 def test_a_single_candidate_and_batches(tiny_model: Path) -> None:
     reranker = make_reranker(options(tiny_model, batch_size=2, max_length=16), None)
     pool = tuple(Hit(MemoryRef("b", f"m{i}", 1), t, 1.0) for i, t in enumerate(TEXTS))
-    hits, trace = asyncio.run(rankseam.seam.rerank_pool(QUERY, pool[:1], 3, reranker))
+    run = run_reranker(reranker, QUERY, pool[:1], 3)
+    hits, trace = run.hits, run.trace
     assert trace is not None and trace.status is RerankStatus.OK
     assert hits == pool[:1] and trace.scores is not None and len(trace.scores) == 1
     # batch_size 2 over 7 texts ends with a batch of one: still one score per document
-    hits, trace = asyncio.run(rankseam.seam.rerank_pool(QUERY, pool, 7, reranker))
+    run = run_reranker(reranker, QUERY, pool, 7)
+    hits, trace = run.hits, run.trace
     assert trace is not None and trace.status is RerankStatus.OK
     assert sorted(trace.selected_ranks) == list(range(1, 8))
     unbatched = make_reranker(options(tiny_model, max_length=16), None)
-    _, again = asyncio.run(rankseam.seam.rerank_pool(QUERY, pool, 7, unbatched))
+    again = run_reranker(unbatched, QUERY, pool, 7).trace
     assert again is not None and again.selected_ranks == trace.selected_ranks
     assert again.scores == pytest.approx(trace.scores, abs=1e-5)
 

@@ -4,7 +4,6 @@ subclasses of the library's ``BaseRanker`` (its extension point), run through th
 
 from __future__ import annotations
 
-import asyncio
 import math
 from typing import Any
 
@@ -14,8 +13,7 @@ from rerankers.models.ranker import BaseRanker
 from rerankers.results import RankedResults, Result
 
 from rankseam.errors import RerankError
-from rankseam.seam import rerank_pool
-from rankseam.testing import synthetic_pool
+from rankseam.testing import run_reranker, synthetic_pool
 from rankseam.types import RerankStatus
 from rankseam_rerankers import RerankersOptions, RerankersReranker
 from rankseam_rerankers.library import LoadedRanker
@@ -51,7 +49,8 @@ def run(ranker: BaseRanker, limit: int = 3, **kw: Any) -> Any:
         RerankersOptions.from_mapping({"model": "scripted"}),
         loaded=LoadedRanker(ranker, "test"),
     )
-    return asyncio.run(rerank_pool("q", POOL, limit, reranker, **kw))
+    result = run_reranker(reranker, "q", POOL, limit, **kw)
+    return result.hits, result.trace
 
 
 ALL = tuple((i, 0.5 + i / 10) for i in (5, 4, 3, 2, 1, 0))

@@ -10,23 +10,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
 
-from rankseam.cli import cli
-from rankseam.compose import ComponentContext, Config
 from rankseam.errors import ConfigurationError
-from rankseam.plugins import get_plugins, get_registry
+from rankseam.testing import assert_listed, build_component, invoke_cli
 from rankseam_rerankers import RerankersOptions, RerankersReranker, make_reranker
 
 
 def test_found_through_its_entry_point_and_listed_by_rankseam_plugins() -> None:
-    infos = {info.name: info for info in get_plugins()}
-    assert "rerankers" in infos, f"plugins found: {sorted(infos)}"
-    info = infos["rerankers"]
-    assert info.status == "ok", info.error
-    assert info.distribution == "rankseam-rerankers"
-    assert info.components == {"reranker": ["rerankers"]}
-    result = CliRunner().invoke(cli, ["plugins"])
+    listed = assert_listed(
+        "reranker", "rerankers", plugin="rerankers", distribution="rankseam-rerankers"
+    )
+    assert listed.components == {"reranker": ("rerankers",)}
+    result = invoke_cli(["plugins"])
     assert result.exit_code == 0, result.output
     listed = {p["name"]: p for p in json.loads(result.output)}
     assert listed["rerankers"]["status"] == "ok"
@@ -38,9 +33,8 @@ def test_importing_and_registering_imports_neither_torch_nor_the_library() -> No
         """
         import sys
         import rankseam_rerankers
-        from rankseam.plugins import get_registry
-        spec = get_registry().get("reranker", "rerankers")
-        assert spec is not None
+        from rankseam.testing import assert_listed
+        assert_listed("reranker", "rerankers", plugin="rerankers")
         rankseam_rerankers.RerankersOptions.from_mapping({"model": "org/some-cross-encoder"})
         heavy = sorted(m for m in ("torch", "transformers", "rerankers", "requests")
                        if m in sys.modules)
@@ -138,13 +132,10 @@ def test_the_api_key_stays_out_of_descriptor_and_repr(monkeypatch: pytest.Monkey
 
 
 def test_built_through_the_configuration(tiny_model: Path) -> None:
-    config = Config.from_mapping(
-        {"rerankers": {"rerankers": {"model": str(tiny_model), "model_type": "cross-encoder"}}}
-    )
-    reranker = ComponentContext(config).reranker("rerankers")
+    config = {"rerankers": {"rerankers": {"model": str(tiny_model), "model_type": "cross-encoder"}}}
+    reranker = build_component("reranker", "rerankers", config=config)
     assert reranker.policy_id == "rankseam.rerank.rerankers.v1"
     assert reranker.descriptor["ranker"] == "TransformerRanker"
     assert reranker.descriptor["model"] == str(tiny_model.resolve())
     assert reranker.deterministic is True
-    spec = get_registry().get("reranker", "rerankers")
-    assert spec is not None and "scores" in spec.summary
+    assert "scores" in assert_listed("reranker", "rerankers", plugin="rerankers").summary

@@ -339,11 +339,13 @@ def invoke_cli(
     *,
     env: Mapping[str, str | None] | None = None,
     input: str | bytes | None = None,
+    catch_exceptions: bool = True,
 ) -> Any:
     """Run ``rankseam ARGS...`` in-process and return click's ``Result`` (``exit_code``,
     ``output``, ``stdout``, ``stderr``, ``exception``). ``env`` sets (or, with ``None``,
-    unsets) environment variables for the run. Exit statuses: 0 success, 1 a run-time error,
-    2 a usage error.
+    unsets) environment variables for the run; ``catch_exceptions=False`` lets an unexpected
+    exception propagate (its traceback then shows in the test). Exit statuses: 0 success, 1 a
+    run-time error, 2 a usage error.
     """
     from click.testing import CliRunner
 
@@ -353,5 +355,10 @@ def invoke_cli(
         raise TypeError("args must be a sequence of words, e.g. ['search', 'q', '--json']")
     runner = CliRunner()
     return runner.invoke(
-        cli, list(args), env=dict(env) if env else None, input=input, prog_name="rankseam"
+        cli,
+        list(args),
+        env=dict(env) if env else None,
+        input=input,
+        catch_exceptions=catch_exceptions,
+        prog_name="rankseam",
     )

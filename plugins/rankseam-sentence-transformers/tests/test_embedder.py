@@ -12,8 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rankseam.compose import ComponentContext, Config
-from rankseam.embedding import Embedder
+from rankseam.plugin import Embedder
+from rankseam.testing import build_component
 from rankseam_sentence_transformers import SentenceTransformerEmbedder
 from rankseam_sentence_transformers.embedder import FUSION_SCALE, FUSION_WEIGHT
 
@@ -28,7 +28,7 @@ TEXTS = [
 
 @pytest.fixture(scope="module")
 def embedder() -> SentenceTransformerEmbedder:
-    built = ComponentContext(Config()).build("embedder", "sentence-transformers")
+    built = build_component("embedder", "sentence-transformers")
     assert isinstance(built, SentenceTransformerEmbedder)
     return built
 
@@ -135,8 +135,8 @@ def test_loads_and_embeds_with_every_off_host_connection_refused() -> None:
                 raise socket.gaierror("network blocked")
             return real_gai(host, *args, **kwargs)
         socket.getaddrinfo = getaddrinfo
-        from rankseam.compose import ComponentContext, Config
-        emb = ComponentContext(Config()).build("embedder", "sentence-transformers")
+        from rankseam.testing import build_component
+        emb = build_component("embedder", "sentence-transformers")
         v = emb.embed(["offline embedding works", "a second sentence"])
         print("SHAPE", v.shape, "ATTEMPTS", attempts)
         from transformers.utils import logging

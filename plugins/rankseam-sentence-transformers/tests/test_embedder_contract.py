@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from rankseam.compose import ComponentContext, Config
-from rankseam.testing import EmbedderContract
+from rankseam.testing import EmbedderContract, build_component
 from rankseam_sentence_transformers import SentenceTransformerEmbedder
 
 
@@ -13,6 +12,6 @@ class TestSentenceTransformerEmbedderContract(EmbedderContract):
     capabilities: ClassVar[frozenset[str]] = frozenset({"deterministic"})
 
     def make_embedder(self) -> SentenceTransformerEmbedder:
-        built = ComponentContext(Config()).build("embedder", "sentence-transformers")
+        built = build_component("embedder", "sentence-transformers")
         assert isinstance(built, SentenceTransformerEmbedder)
         return built

@@ -10,13 +10,10 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from rankseam.cli import cli
-from rankseam.compose import ComponentContext, Config
-from rankseam.decision import RERANK_ROLE
 from rankseam.errors import ConfigurationError
-from rankseam.plugins import get_plugins, get_registry
+from rankseam.plugin import RERANK_ROLE, FactoryContext
+from rankseam.testing import assert_listed, factory_context, invoke_cli
 from rankseam_sentence_transformers import (
     DEFAULT_NO_THRESHOLD,
     DEFAULT_YES_THRESHOLD,
@@ -25,26 +22,26 @@ from rankseam_sentence_transformers import (
 )
 
 
-def _context(**tables: dict[str, object]) -> ComponentContext:
-    return ComponentContext(Config.from_mapping(tables))
+def _context(**tables: dict[str, object]) -> FactoryContext:
+    return factory_context(tables)
 
 
 def test_found_through_its_entry_point() -> None:
-    infos = {info.name: info for info in get_plugins()}
-    assert "sentence-transformers" in infos, f"plugins found: {sorted(infos)}"
-    info = infos["sentence-transformers"]
-    assert info.status == "ok", info.error
-    assert info.distribution == "rankseam-sentence-transformers"
-    assert info.components == {
-        "embedder": ["sentence-transformers"],
-        "decision_backend": ["similarity"],
+    listed = assert_listed(
+        "embedder",
+        "sentence-transformers",
+        plugin="sentence-transformers",
+        distribution="rankseam-sentence-transformers",
+    )
+    assert listed.components == {
+        "embedder": ("sentence-transformers",),
+        "decision_backend": ("similarity",),
     }
-    spec = get_registry().get("embedder", "sentence-transformers")
-    assert spec is not None and "no download" in spec.summary
+    assert "no download" in listed.summary
 
 
 def test_listed_by_rankseam_plugins() -> None:
-    result = CliRunner().invoke(cli, ["plugins"])
+    result = invoke_cli(["plugins"])
     assert result.exit_code == 0, result.output
     listed = {p["name"]: p for p in json.loads(result.output)}
     assert listed["sentence-transformers"]["status"] == "ok"
@@ -55,10 +52,8 @@ def test_importing_the_plugin_and_registering_does_not_import_torch() -> None:
         """
         import sys
         import rankseam_sentence_transformers
-        from rankseam.compose import ComponentContext, Config
-        from rankseam.plugins import get_registry
-        get_registry()
-        emb = ComponentContext(Config()).build("embedder", "sentence-transformers")
+        from rankseam.testing import build_component
+        emb = build_component("embedder", "sentence-transformers")
         print(emb.descriptor.key)
         heavy = sorted(m for m in ("torch", "transformers", "sentence_transformers")
                        if m in sys.modules)

@@ -6,10 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
 import rankseam
-from rankseam.cli import cli
+from rankseam.testing import invoke_cli
 
 ST = "sentence-transformers"
 MEMORIES = [
@@ -44,7 +43,7 @@ def db(tmp_path: Path) -> str:
 
 
 def _reembed(db: str) -> str:
-    result = CliRunner().invoke(cli, ["reembed", "--db", db, "--embedder", ST])
+    result = invoke_cli(["reembed", "--db", db, "--embedder", ST])
     assert result.exit_code == 0, result.output
     return result.output
 

@@ -7,8 +7,7 @@ import re
 
 import pytest
 
-from rankseam.compose import ComponentContext, Config
-from rankseam.decision import (
+from rankseam.plugin import (
     RERANK_ROLE,
     WRITE_GATE_ROLE,
     DecisionOutcome,
@@ -16,7 +15,7 @@ from rankseam.decision import (
     rerank_request,
     write_gate_request,
 )
-from rankseam.testing import DecisionBackendContract
+from rankseam.testing import DecisionBackendContract, factory_context
 from rankseam_sentence_transformers import SimilarityDecisionBackend
 
 QUERY = "What did Melanie paint last summer?"
@@ -25,7 +24,7 @@ UNRELATED = "The quarterly tax filing is due on the fifteenth."
 
 
 def _backend(**options: object) -> SimilarityDecisionBackend:
-    context = ComponentContext(Config.from_mapping({"decision_backends": {"similarity": options}}))
+    context = factory_context({"decision_backends": {"similarity": options}})
     backend = context.decision_backend("similarity", RERANK_ROLE)
     assert isinstance(backend, SimilarityDecisionBackend)  # fail-closed role: unwrapped
     return backend
@@ -88,7 +87,7 @@ def test_usage_counts_one_call_and_only_the_tokens_encoded() -> None:
 
 
 def test_one_instance_serves_fail_open_and_fail_closed_roles() -> None:
-    context = ComponentContext(Config())
+    context = factory_context()
     closed = context.decision_backend("similarity", RERANK_ROLE)
     opened = context.decision_backend("similarity", WRITE_GATE_ROLE)
     assert getattr(opened, "delegate", None) is closed

@@ -7,13 +7,11 @@ import json
 import subprocess
 import sys
 
-from click.testing import CliRunner
-
-from rankseam.cli import cli
+from rankseam.testing import invoke_cli
 
 
 def test_listed_by_rankseam_plugins() -> None:
-    result = CliRunner().invoke(cli, ["plugins"])
+    result = invoke_cli(["plugins"])
     assert result.exit_code == 0, result.output
     listed = {p["name"]: p for p in json.loads(result.output)}
     assert listed["langchain"]["status"] == "ok"

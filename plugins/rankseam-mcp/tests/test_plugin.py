@@ -34,7 +34,8 @@ def test_rankseam_mcp_is_a_command() -> None:
 
 def test_loading_plugins_does_not_import_the_sdk() -> None:
     code = (
-        "import sys; from rankseam.plugins import get_plugins; get_plugins(); "
+        "import sys; from rankseam.testing import invoke_cli; "
+        "assert invoke_cli(['plugins']).exit_code == 0; "
         "print('mcp' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -8,14 +8,18 @@ from typing import Any
 
 import pytest
 
-from rankseam.decision import DecisionOutcome, rerank_request, write_gate_request
 from rankseam.errors import (
     BackendError,
     BackendTimeoutError,
     BackendUnavailableError,
     InvalidOutputError,
 )
-from rankseam.generation import GenerationRequest
+from rankseam.plugin import (
+    DecisionOutcome,
+    GenerationRequest,
+    rerank_request,
+    write_gate_request,
+)
 from rankseam.types import Usage
 from rankseam_openai import (
     DECISION_POLICY_ID,

@@ -7,14 +7,9 @@ import json
 
 import pytest
 
-from rankseam.compose import ComponentContext, Config
-from rankseam.decision import (
-    RERANK_ROLE,
-    WRITE_GATE_ROLE,
-    FailOpenDecisionBackend,
-    rerank_request,
-)
 from rankseam.errors import ConfigurationError
+from rankseam.plugin import RERANK_ROLE, WRITE_GATE_ROLE, rerank_request, unwrap
+from rankseam.testing import factory_context
 from rankseam_openai import (
     OpenAIDecisionBackend,
     OpenAIGenerationBackend,
@@ -163,19 +158,17 @@ def test_extra_headers_are_sent(server: FakeOpenAIServer, monkeypatch: pytest.Mo
 
 
 def test_registered_through_hooks_and_wrapped_per_role(server: FakeOpenAIServer) -> None:
-    config = Config.from_mapping(
-        {
-            "decision_backends": {"openai": server.options()},
-            "generation_backends": {"openai": server.options()},
-        }
-    )
-    context = ComponentContext(config)
+    config = {
+        "decision_backends": {"openai": server.options()},
+        "generation_backends": {"openai": server.options()},
+    }
+    context = factory_context(config)
     assert "openai" in context.available("decision_backend")
     assert "openai" in context.available("generation_backend")
     closed = context.decision_backend("openai", RERANK_ROLE)
     assert isinstance(closed, OpenAIDecisionBackend)
     opened = context.decision_backend("openai", WRITE_GATE_ROLE)
-    assert isinstance(opened, FailOpenDecisionBackend) and opened.delegate is closed
+    assert opened is not closed and unwrap(opened) is closed  # the fail-open envelope
     generation = context.generation_backend("openai", RERANK_ROLE)  # fail-closed: bare
     assert isinstance(generation, OpenAIGenerationBackend)
     # a role that declares nothing is fail-open, for generation as for decisions
@@ -183,8 +176,8 @@ def test_registered_through_hooks_and_wrapped_per_role(server: FakeOpenAIServer)
 
 
 def test_assembly_error_through_context_says_how_to_fix() -> None:
-    config = Config.from_mapping(
-        {"decision_backends": {"openai": {"base_url": "https://api.example.com/v1", "model": "m"}}}
-    )
+    config = {
+        "decision_backends": {"openai": {"base_url": "https://api.example.com/v1", "model": "m"}}
+    }
     with pytest.raises(ConfigurationError, match="OPENAI_API_KEY"):
-        ComponentContext(config).decision_backend("openai", RERANK_ROLE)
+        factory_context(config).decision_backend("openai", RERANK_ROLE)

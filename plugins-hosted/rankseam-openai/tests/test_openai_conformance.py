@@ -7,9 +7,12 @@ from typing import Any, ClassVar
 
 import pytest
 
-from rankseam.generation import GenerationRequest
-from rankseam.testing import DecisionBackendContract, GenerationBackendContract
-from rankseam.testing.generation import rank_selection_request
+from rankseam.plugin import GenerationRequest
+from rankseam.testing import (
+    DecisionBackendContract,
+    GenerationBackendContract,
+    rank_selection_request,
+)
 from rankseam_openai import make_decision_backend, make_generation_backend
 from rankseam_openai.testing import FakeOpenAIServer, decision_responder, generation_responder
 

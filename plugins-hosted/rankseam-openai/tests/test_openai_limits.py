@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 
-from rankseam.decision import rerank_request
 from rankseam.errors import ConfigurationError, InvalidOutputError
+from rankseam.plugin import rerank_request
 from rankseam.types import Usage
 from rankseam_openai import ResponseTooLargeError, make_decision_backend
 from rankseam_openai.config import DEFAULT_MAX_RESPONSE_BYTES
@@ -168,7 +168,7 @@ _SCRIPT = textwrap.dedent(
     server.daemon_threads = True
     threading.Thread(target=server.serve_forever, daemon=True).start()
 
-    from rankseam.decision import rerank_request
+    from rankseam.plugin import rerank_request
     from rankseam_openai import make_decision_backend
 
     backend = make_decision_backend({

@@ -9,10 +9,9 @@ import pickle
 
 import pytest
 
-from rankseam.compose import ComponentContext, Config
-from rankseam.decision import WRITE_GATE_ROLE, rerank_request
 from rankseam.errors import BackendError, ConfigurationError
-from rankseam.generation import GenerationRequest
+from rankseam.plugin import WRITE_GATE_ROLE, GenerationRequest, rerank_request
+from rankseam.testing import factory_context
 from rankseam_openai import Secret, make_decision_backend, make_generation_backend
 from rankseam_openai.testing import FakeOpenAIServer, Reply
 
@@ -43,7 +42,7 @@ def test_repr_descriptor_and_settings_hold_no_secret(server: FakeOpenAIServer) -
         _assert_clean(repr(backend.settings))
         _assert_clean(json.dumps(backend.descriptor))
         _assert_clean(repr(backend.client))
-    context = ComponentContext(Config.from_mapping({"decision_backends": {"openai": options}}))
+    context = factory_context({"decision_backends": {"openai": options}})
     _assert_clean(repr(context.decision_backend("openai", WRITE_GATE_ROLE)))
 
 

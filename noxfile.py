@@ -130,7 +130,7 @@ def _plugin_sources() -> list[str]:
 @nox.session(python="3.11")
 def lint(session: nox.Session) -> None:
     """ruff (lint + format check), the import rules (import-linter: layers, the public plugin
-    API) and mypy on the host and every plugin."""
+    API, for plugins and for their tests) and mypy on the host and every plugin."""
     session.install(
         "ruff",
         "mypy",
@@ -144,6 +144,8 @@ def lint(session: nox.Session) -> None:
     session.run("ruff", "format", "--check", ".")
     # import-linter reads the plugins' source without importing them (no plugin is installed).
     session.run("lint-imports", env={"PYTHONPATH": os.pathsep.join(_plugin_sources())})
+    # the same public-API rule for every plugin's tests (they import what users import)
+    session.run("python", str(ROOT / ".ci" / "lint_plugin_tests.py"), str(ROOT))
     session.run("mypy", str(DISTS["rankseam"] / "src" / "rankseam"), *_plugin_sources())
 
 

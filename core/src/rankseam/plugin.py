@@ -14,6 +14,7 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
+from rankseam.adapters import RerankedBatch, hits_metadata, reranked_items, search_arguments
 from rankseam.checks import is_int, is_real
 from rankseam.decision import (
     RERANK_DECISION_KIND,
@@ -126,6 +127,7 @@ __all__ = [
     "MemoryNotFoundError",
     "MemoryRows",
     "PreparedRecord",
+    "RerankedBatch",
     "Reranker",
     "RerankerRegister",
     "RevisionRow",
@@ -145,6 +147,7 @@ __all__ = [
     "checked_result",
     "decode_vectors",
     "encode_vector",
+    "hits_metadata",
     "hookimpl",
     "is_int",
     "is_real",
@@ -154,7 +157,9 @@ __all__ = [
     "plan_write",
     "query_terms",
     "rerank_request",
+    "reranked_items",
     "resolve_env_refs",
+    "search_arguments",
     "thaw",
     "unwrap",
     "validate_output",

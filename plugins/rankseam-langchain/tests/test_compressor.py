@@ -116,3 +116,17 @@ def test_inside_a_contextual_compression_retriever(memory: rankseam.Memory) -> N
         assert doc.metadata["rerank"]["trace"]["policy_id"] == "rankseam.rerank.mmr.v1"
     async_docs = asyncio.run(pipeline.ainvoke("dana's birthday dinner at the thai place"))
     assert [d.metadata["memory_id"] for d in async_docs] == ids
+
+
+class _Reverse:
+    policy_id = "test.reverse.v1"
+
+    def rerank(self, query: str, candidates: Any, limit: int) -> RerankDecision:
+        return RerankDecision(tuple(c.rank for c in reversed(candidates))[:limit])
+
+
+def test_documents_with_the_same_text_are_told_apart_by_position() -> None:
+    same = [Document("the same words", metadata={"src": key}) for key in ("1st", "2nd", "3rd")]
+    out = RankseamCompressor(reranker=_Reverse(), top_n=3).compress_documents(same, "q")
+    assert [d.metadata["src"] for d in out] == ["3rd", "2nd", "1st"]
+    assert [d.metadata["rerank"]["coarse_rank"] for d in out] == [3, 2, 1]

@@ -110,3 +110,22 @@ def test_inside_a_retriever_query_engine(memory: rankseam.Memory) -> None:
     assert [n.node.metadata["memory_id"] for n in asyncio.run(engine.aretrieve(query))] == ids
     response = engine.query("dana's birthday dinner at the thai place")
     assert [n.node.metadata["memory_id"] for n in response.source_nodes] == ids
+
+
+class _Reverse:
+    policy_id = "test.reverse.v1"
+
+    def rerank(self, query: str, candidates: Any, limit: int) -> RerankDecision:
+        return RerankDecision(tuple(c.rank for c in reversed(candidates))[:limit])
+
+
+def test_nodes_with_the_same_text_are_told_apart_by_position() -> None:
+    same = [
+        NodeWithScore(node=TextNode(text="the same words", id_=key, metadata={"src": key}))
+        for key in ("first", "second", "third")
+    ]
+    out = RankseamNodePostprocessor(reranker=_Reverse(), top_n=3).postprocess_nodes(
+        same, query_str="q"
+    )
+    assert [n.node.metadata["src"] for n in out] == ["third", "second", "first"]
+    assert [n.node.metadata["rerank"]["coarse_rank"] for n in out] == [3, 2, 1]

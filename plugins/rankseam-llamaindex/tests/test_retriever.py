@@ -58,3 +58,12 @@ def test_bad_input_is_a_clear_error(memory: rankseam.Memory) -> None:
         RankseamRetriever(memory).retrieve("   ")
     with pytest.raises(rankseam.ConfigurationError, match="no reranker named 'nope'"):
         RankseamRetriever(memory, reranker="nope").retrieve("dinner")
+
+
+def test_none_forces_the_coarse_order(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    with rankseam.open_memory(tmp_path / "m.sqlite3", reranker="mmr") as mem:
+        mem.add("a note about lunch", memory_id="a")
+        configured = RankseamRetriever(mem).retrieve("lunch")
+        coarse = RankseamRetriever(mem, reranker="none").retrieve("lunch")
+    assert configured[0].node.metadata["rerank_trace"]["policy_id"] == "rankseam.rerank.mmr.v1"
+    assert coarse[0].node.metadata["rerank_trace"] is None

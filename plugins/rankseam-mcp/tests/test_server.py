@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Awaitable, Callable
@@ -19,8 +20,12 @@ RANKSEAM = str(Path(sys.executable).parent / "rankseam")
 TOOLS = {"add", "search", "get", "delete", "stats"}
 
 
-def session(db: Path, fn: Callable[[Client], Awaitable[Any]]) -> Any:
-    params = StdioServerParameters(command=RANKSEAM, args=["mcp", "--db", str(db)])
+def session(
+    db: Path, fn: Callable[[Client], Awaitable[Any]], env: dict[str, str] | None = None
+) -> Any:
+    params = StdioServerParameters(
+        command=RANKSEAM, args=["mcp", "--db", str(db)], env={**os.environ, **env} if env else None
+    )
 
     async def main() -> Any:
         async with Client(params, read_timeout_seconds=60) as client:
@@ -102,6 +107,21 @@ def test_add_search_get_delete_stats(tmp_path: Path) -> None:
     stored = {m["memory_id"]: m for m in snapshot(db)}
     assert set(stored) == {"dinner-1", "dinner-2", "standup"}
     assert stored["standup"]["deleted"] is True
+
+
+def test_none_forces_the_coarse_order_over_a_configured_reranker(tmp_path: Path) -> None:
+    async def fn(client: Client) -> dict[str, Any]:
+        await client.call_tool("add", {"text": "a note about lunch", "memory_id": "a"})
+        query = {"query": "lunch", "limit": 1}
+        return {
+            "configured": payload(await client.call_tool("search", query)),
+            "none": payload(await client.call_tool("search", {**query, "reranker": "none"})),
+        }
+
+    out = session(tmp_path / "m.sqlite3", fn, env={"RANKSEAM_RERANK": "mmr"})
+    assert out["configured"]["rerank"]["policy_id"] == "rankseam.rerank.mmr.v1"
+    assert out["none"]["rerank"] is None
+    assert [h["memory_id"] for h in out["none"]["hits"]] == ["a"]
 
 
 BAD_CALLS = [

@@ -10,8 +10,8 @@ from langchain_core.callbacks import Callbacks
 from langchain_core.documents import BaseDocumentCompressor, Document
 from pydantic import ConfigDict, PrivateAttr
 
-from rankseam import DocumentReranker, open_reranker
-from rankseam.types import SearchResult
+from rankseam import DocumentReranker, DocumentResult, open_reranker
+from rankseam.plugin import reranked_items
 
 __all__ = ["RankseamCompressor"]
 
@@ -73,22 +73,11 @@ class RankseamCompressor(BaseDocumentCompressor):
             )
         return [d.metadata["embedding"] for d in documents]
 
-    def _select(self, documents: Sequence[Document], result: SearchResult) -> list[Document]:
-        trace = None if result.trace.rerank is None else result.trace.rerank.to_dict()
-        out = []
-        for hit in result.hits:
-            position = int(hit.ref.memory_id)
-            source = documents[position - 1]
-            metadata = {
-                **source.metadata,
-                "rerank": {
-                    "coarse_rank": position,
-                    "rerank_score": hit.rerank_score,
-                    "trace": trace,
-                },
-            }
-            out.append(source.model_copy(update={"metadata": metadata}))
-        return out
+    def _select(self, documents: Sequence[Document], result: DocumentResult) -> list[Document]:
+        return [
+            source.model_copy(update={"metadata": {**source.metadata, "rerank": rerank}})
+            for source, rerank in reranked_items(documents, result)
+        ]
 
     def compress_documents(
         self,

@@ -14,8 +14,8 @@ from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict
 
 from rankseam import Memory
+from rankseam.plugin import hits_metadata, search_arguments
 from rankseam.types import SearchResult
-from rankseam_langchain.metadata import hit_metadata
 
 __all__ = ["RankseamRetriever"]
 
@@ -46,25 +46,19 @@ class RankseamRetriever(BaseRetriever):
     include_trace: bool = True
 
     def _kwargs(self) -> dict[str, Any]:
-        kwargs: dict[str, Any] = {
-            "namespace": self.namespace,
-            "pool": self.pool,
-            "on_error": self.on_error,
-        }
-        if self.reranker is not None:
-            kwargs["reranker"] = None if self.reranker in ("", "none") else self.reranker
-        if self.reranker_options:
-            kwargs["reranker_options"] = self.reranker_options
-        return kwargs
+        return search_arguments(
+            namespace=self.namespace,
+            reranker=self.reranker,
+            reranker_options=self.reranker_options,
+            pool=self.pool,
+            on_error=self.on_error,
+        )
 
     def _documents(self, result: SearchResult) -> list[Document]:
+        metadata = hits_metadata(result, with_trace=self.include_trace)
         return [
-            Document(
-                page_content=hit.text,
-                id=hit.ref.memory_id,
-                metadata=hit_metadata(hit, result.trace, with_trace=self.include_trace),
-            )
-            for hit in result.hits
+            Document(page_content=hit.text, id=hit.ref.memory_id, metadata=meta)
+            for hit, meta in zip(result.hits, metadata, strict=True)
         ]
 
     def _get_relevant_documents(

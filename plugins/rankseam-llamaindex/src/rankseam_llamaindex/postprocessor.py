@@ -10,9 +10,9 @@ from llama_index.core.bridge.pydantic import PrivateAttr
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle
 
-from rankseam import DocumentReranker, open_reranker
+from rankseam import DocumentReranker, DocumentResult, open_reranker
 from rankseam.errors import ValidationError
-from rankseam.types import SearchResult
+from rankseam.plugin import reranked_items
 
 __all__ = ["RankseamNodePostprocessor"]
 
@@ -82,21 +82,13 @@ class RankseamNodePostprocessor(BaseNodePostprocessor):
             kwargs["vectors"] = [n.node.embedding for n in nodes]
         return query_bundle.query_str, texts, kwargs
 
-    def _select(self, nodes: Sequence[NodeWithScore], result: SearchResult) -> list[NodeWithScore]:
-        trace = None if result.trace.rerank is None else result.trace.rerank.to_dict()
+    def _select(
+        self, nodes: Sequence[NodeWithScore], result: DocumentResult
+    ) -> list[NodeWithScore]:
         out = []
-        for hit in result.hits:
-            position = int(hit.ref.memory_id)
-            source = nodes[position - 1]
+        for source, rerank in reranked_items(nodes, result):
             node = source.node.model_copy()
-            node.metadata = {
-                **source.node.metadata,
-                "rerank": {
-                    "coarse_rank": position,
-                    "rerank_score": hit.rerank_score,
-                    "trace": trace,
-                },
-            }
+            node.metadata = {**source.node.metadata, "rerank": rerank}
             node.excluded_llm_metadata_keys = [*source.node.excluded_llm_metadata_keys, "rerank"]
             node.excluded_embed_metadata_keys = [
                 *source.node.excluded_embed_metadata_keys,

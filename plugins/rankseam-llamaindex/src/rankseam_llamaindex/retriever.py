@@ -9,6 +9,7 @@ from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
 from rankseam import Memory
+from rankseam.plugin import hits_metadata, search_arguments
 from rankseam.types import SearchResult
 
 __all__ = ["TRACE_KEYS", "RankseamRetriever"]
@@ -55,36 +56,22 @@ class RankseamRetriever(BaseRetriever):
         self.include_trace = include_trace
 
     def _kwargs(self) -> dict[str, Any]:
-        kwargs: dict[str, Any] = {
-            "namespace": self.namespace,
-            "pool": self.pool,
-            "on_error": self.on_error,
-        }
-        if self.reranker is not None:
-            kwargs["reranker"] = None if self.reranker in ("", "none") else self.reranker
-        if self.reranker_options:
-            kwargs["reranker_options"] = self.reranker_options
-        return kwargs
+        return search_arguments(
+            namespace=self.namespace,
+            reranker=self.reranker,
+            reranker_options=self.reranker_options,
+            pool=self.pool,
+            on_error=self.on_error,
+        )
 
     def _nodes(self, result: SearchResult) -> list[NodeWithScore]:
-        trace = None if result.trace.rerank is None else result.trace.rerank.to_dict()
         out = []
-        for hit in result.hits:
-            metadata: dict[str, Any] = {
-                "namespace": hit.ref.namespace,
-                "memory_id": hit.ref.memory_id,
-                "revision": hit.ref.revision,
-                "score": hit.score,
-                "rerank_score": hit.rerank_score,
-                "matched_by": list(hit.matched_by),
-                "memory_metadata": dict(hit.metadata),
-            }
-            if self.include_trace:
-                metadata["rerank_trace"] = trace
+        metadata = hits_metadata(result, with_trace=self.include_trace)
+        for hit, meta in zip(result.hits, metadata, strict=True):
             node = TextNode(
                 text=hit.text,
                 id_=hit.ref.memory_id,
-                metadata=metadata,
+                metadata=meta,
                 excluded_llm_metadata_keys=list(TRACE_KEYS),
                 excluded_embed_metadata_keys=list(TRACE_KEYS),
             )

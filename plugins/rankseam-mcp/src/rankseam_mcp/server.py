@@ -17,6 +17,7 @@ from pydantic import Field
 
 from rankseam import Memory, __version__
 from rankseam.errors import RankseamError
+from rankseam.plugin import search_arguments
 from rankseam.types import MemoryRef
 from rankseam_mcp import __version__ as plugin_version
 
@@ -96,11 +97,9 @@ def build_server(memory: Memory, *, name: str = "rankseam") -> MCPServer:
         reranker: str | None = None,
         reranker_options: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
-        kwargs: dict[str, Any] = {"namespace": namespace}
-        if reranker is not None:
-            kwargs["reranker"] = None if reranker in ("", "none") else reranker
-        if reranker_options:
-            kwargs["reranker_options"] = reranker_options
+        kwargs = search_arguments(
+            namespace=namespace, reranker=reranker, reranker_options=reranker_options
+        )
         result = await _guard(memory.asearch(query, limit, **kwargs))
         trace = result.trace
         return {

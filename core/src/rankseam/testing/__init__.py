@@ -47,6 +47,18 @@ pytest.register_assert_rewrite(
 )
 
 from rankseam.testing.base import Capability, ContractBase  # noqa: E402
+from rankseam.testing.host import (  # noqa: E402
+    KIT_NAMESPACE,
+    Listing,
+    RerankRun,
+    arun_reranker,
+    assert_listed,
+    build_component,
+    factory_context,
+    installed_plugin,
+    invoke_cli,
+    run_reranker,
+)
 from rankseam.testing.network import NetworkBlocked, block_off_host_connections  # noqa: E402
 from rankseam.testing.reranker import RerankerContract, synthetic_pool  # noqa: E402
 
@@ -75,21 +87,7 @@ __all__ = [
     "synthetic_pool",
 ]
 
-_HOST = (
-    "KIT_NAMESPACE",
-    "Listing",
-    "RerankRun",
-    "arun_reranker",
-    "assert_listed",
-    "build_component",
-    "factory_context",
-    "installed_plugin",
-    "invoke_cli",
-    "run_reranker",
-)
-
 _LAZY = {
-    **dict.fromkeys(_HOST, "rankseam.testing.host"),
     "DecisionBackendContract": "rankseam.testing.decision",
     "GenerationBackendContract": "rankseam.testing.generation",
     "RANK_SELECTION_SCHEMA": "rankseam.testing.generation",

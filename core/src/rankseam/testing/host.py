@@ -47,16 +47,6 @@ __all__ = [
 #: The namespace of the hits :func:`run_reranker` makes from plain texts.
 KIT_NAMESPACE = "kit"
 
-#: The component kinds a plugin registers (the ``kind`` argument of the helpers).
-KINDS = (
-    "store",
-    "candidate_source",
-    "embedder",
-    "reranker",
-    "decision_backend",
-    "generation_backend",
-)
-
 
 def _config(config: Mapping[str, Any] | None) -> Any:
     # The host's own configuration type, read from a rankseam.toml-shaped mapping; the
@@ -103,8 +93,10 @@ def build_component(
     implement its kind's protocol is one too. A store is opened from a target
     (``rankseam.open_memory``), not built by name.
     """
-    if kind not in KINDS:
-        raise ValueError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}")
+    from rankseam.compose import TABLE_FOR_KIND
+
+    if kind not in TABLE_FOR_KIND:
+        raise ValueError(f"kind must be one of {', '.join(TABLE_FOR_KIND)}, got {kind!r}")
     context = factory_context(config)
     if options is not None and not isinstance(options, Mapping):
         raise TypeError(f"options must be a mapping, got {type(options).__name__}")

@@ -46,6 +46,7 @@ __all__ = [
     "load_plugins",
     "plugin_installed",
     "reset_plugins",
+    "strict_plugins",
 ]
 
 log = logging.getLogger("rankseam.plugins")

@@ -130,3 +130,12 @@ def test_documents_with_the_same_text_are_told_apart_by_position() -> None:
     out = RankseamCompressor(reranker=_Reverse(), top_n=3).compress_documents(same, "q")
     assert [d.metadata["src"] for d in out] == ["3rd", "2nd", "1st"]
     assert [d.metadata["rerank"]["coarse_rank"] for d in out] == [3, 2, 1]
+
+
+def test_none_keeps_the_input_order_without_a_reranker() -> None:
+    out = RankseamCompressor(reranker="none", top_n=2).compress_documents(DOCS, "dinner")
+    assert [d.metadata["src"] for d in out] == ["a", "b"]
+    assert [d.metadata["rerank"] for d in out] == [
+        {"coarse_rank": 1, "rerank_score": None, "trace": None},
+        {"coarse_rank": 2, "rerank_score": None, "trace": None},
+    ]

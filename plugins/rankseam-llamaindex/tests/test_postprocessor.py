@@ -129,3 +129,11 @@ def test_nodes_with_the_same_text_are_told_apart_by_position() -> None:
     )
     assert [n.node.metadata["src"] for n in out] == ["third", "second", "first"]
     assert [n.node.metadata["rerank"]["coarse_rank"] for n in out] == [3, 2, 1]
+
+
+def test_none_keeps_the_input_order_without_a_reranker() -> None:
+    out = RankseamNodePostprocessor(reranker="none", top_n=2).postprocess_nodes(
+        nodes(), query_str="q"
+    )
+    assert [n.node.node_id for n in out] == ["a", "b"]
+    assert [n.node.metadata["rerank"]["trace"] for n in out] == [None, None]

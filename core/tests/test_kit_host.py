@@ -178,8 +178,9 @@ def test_assert_listed_and_installed_plugin() -> None:
             assert_listed("reranker", "answer", plugin=identity)
         with pytest.raises(AssertionError, match="no plugin named 'other'"):
             assert_listed("reranker", "identity", plugin="other")
-        plugins = json.loads(invoke_cli(["plugins"]).output)
-        assert {"name": "answers", "status": "ok"}.items() <= plugins[0].items()
+        plugins = {p["name"]: p for p in json.loads(invoke_cli(["plugins"]).output)}
+        assert plugins["answers"]["status"] == "ok"
+        assert plugins["answers"]["components"] == {"reranker": ["answer"]}
     with pytest.raises(AssertionError, match="no reranker named 'answer'"):
         assert_listed("reranker", "answer")  # gone after the block
 

@@ -135,7 +135,7 @@ def test_component_options_reach_the_reranker(db):
         cli, ["search", "x", "--db", db, "--rerank", "identity", "--identity-colour", "blue"]
     )
     assert out.exit_code == 1
-    assert "reranker 'identity' takes no options" in out.output
+    assert "[rerankers.identity] colour is not an option; it takes no options" in out.output
 
 
 def test_config_errors_exit_1_with_message(db, tmp_path):

@@ -63,7 +63,7 @@ def test_options() -> None:
 @pytest.mark.parametrize(
     ("options", "message"),
     [
-        ({"yes": 1}, "no option"),
+        ({"yes": 1}, r"\[decision_backends.heuristic\] yes is not an option"),
         ({"yes_threshold": 2}, "yes_threshold must be a number in"),
         ({"no_threshold": True}, "no_threshold must be a number in"),
         ({"yes_threshold": 0.3, "no_threshold": 0.3}, "must be below"),

@@ -93,7 +93,9 @@ except ConfigurationError as exc:
     )
     first, second = run.stdout.strip().splitlines()
     assert first == "['m1', 'm3', 'm2'] ok rankseam-importance.rerank.importance.v1"
-    assert second.startswith("refused: importance.min_importance must be in [0, 1]")
+    assert second.startswith(
+        "refused: [rerankers.importance] min_importance must be a number in [0, 1], got 7"
+    )
 
     no_plugins = subprocess.run(
         [str(venv / "bin" / "rankseam"), "plugins"],

@@ -203,10 +203,12 @@ def cli() -> None:
 def plugins(show_all: bool, requirements: bool, show_options: bool) -> None:
     """List installed plugins as JSON: name, version, hooks, components, status.
 
-    With --options: every component as JSON — kind, name, plugin, summary and the option names
-    it takes (``null`` when its plugin did not declare them); a store also lists the URL
-    schemes it opens, a store's own candidate source the store it runs on. Options are set in
-    rankseam.toml (``[rerankers.mmr] lambda = 0.7``) or, for `search`, as ``--mmr-lambda 0.7``.
+    With --options: every component as JSON — kind, name, plugin, summary, its configuration
+    table, the option names it takes (``null`` when its plugin did not declare them) and, under
+    ``option_details``, each option's type, default, whether it is required, and a one-line
+    help; a store also lists the URL schemes it opens, a store's own candidate source the store
+    it runs on. Options are set in rankseam.toml (``[rerankers.mmr] lambda = 0.7``) or, for
+    `search`, as ``--mmr-lambda 0.7``.
     """
     from rankseam.plugins import get_plugins, get_registry
 
@@ -217,13 +219,16 @@ def plugins(show_all: bool, requirements: bool, show_options: bool) -> None:
                 "name": spec.name,
                 "plugin": spec.plugin,
                 "summary": spec.summary,
+                "table": spec.section,
                 "options": None if spec.options is None else list(spec.options),
+                "option_details": None if info is None else [o.to_dict() for o in info],
                 **({"schemes": list(spec.schemes)} if spec.kind == "store" else {}),
                 **({"store": spec.store} if spec.store is not None else {}),
             }
             for spec in sorted(
                 get_registry(), key=lambda spec: (spec.kind, spec.name, spec.store or "")
             )
+            for info in [spec.option_info()]
         ]
         click.echo(json.dumps(components, indent=2, ensure_ascii=False))
         return

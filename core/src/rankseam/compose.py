@@ -63,7 +63,7 @@ from rankseam.embedding import Embedder, EmbedderDescriptor
 from rankseam.errors import ConfigurationError, ValidationError
 from rankseam.generation import FailOpenGenerationBackend, GenerationBackend
 from rankseam.plugins import get_registry
-from rankseam.registry import ComponentSpec, Registry
+from rankseam.registry import TABLE_FOR_KIND, ComponentSpec, Registry
 from rankseam.retrieval.base import CandidateSource
 from rankseam.retrieval.fusion import DEFAULT_FUSION, FUSION_METHODS, SCALES
 from rankseam.seam import (
@@ -95,15 +95,6 @@ __all__ = [
     "store_target",
 ]
 
-#: The configuration table that holds each component kind's options.
-TABLE_FOR_KIND = {
-    "store": "stores",
-    "candidate_source": "sources",
-    "embedder": "embedders",
-    "reranker": "rerankers",
-    "decision_backend": "decision_backends",
-    "generation_backend": "generation_backends",
-}
 _KIND_WORDS = {
     "store": "store",
     "candidate_source": "candidate source",
@@ -572,7 +563,7 @@ class ComponentContext:
             )
         opts = dict(self.config.options(kind, name) if options is None else options)
         try:
-            component = spec.factory(opts, self)
+            component = spec.factory(spec.parse(opts), self)
         except ConfigurationError:
             raise
         except Exception as exc:
@@ -717,7 +708,7 @@ def open_store(parts: Assembly) -> Store:
     spec, target = parts.store, parts.target
     options = dict(parts.config.options("store", spec.name))
     try:
-        store = spec.factory(target, options, parts.context)
+        store = spec.factory(target, spec.parse(options), parts.context)
     except ConfigurationError as exc:
         raise ConfigurationError(target.scrub(str(exc))) from None
     except Exception as exc:

@@ -49,7 +49,8 @@ from rankseam.generation import (
     validate_output,
 )
 from rankseam.hookspecs import hookimpl
-from rankseam.options import check_options, resolve_env_refs
+from rankseam.options import OptionError, option, parse_options, resolve_env_refs
+from rankseam.options import check_options as _check_options
 from rankseam.registry import (
     AssemblyConfig,
     CandidateSourceRegister,
@@ -126,6 +127,7 @@ __all__ = [
     "LexicalReader",
     "MemoryNotFoundError",
     "MemoryRows",
+    "OptionError",
     "PreparedRecord",
     "RerankedBatch",
     "Reranker",
@@ -143,7 +145,6 @@ __all__ = [
     "VectorReader",
     "Vectors",
     "WritePlan",
-    "check_options",
     "checked_result",
     "decode_vectors",
     "encode_vector",
@@ -153,6 +154,8 @@ __all__ = [
     "is_real",
     "make_candidates",
     "normalize_ranks",
+    "option",
+    "parse_options",
     "parse_output",
     "plan_write",
     "query_terms",
@@ -176,4 +179,13 @@ def __getattr__(name: str) -> Any:
             stacklevel=2,
         )
         return DecisionFailurePolicy
+    if name == "check_options":  # options are declared by a class now; kept one release
+        warnings.warn(
+            "rankseam.plugin.check_options is deprecated; register an options class "
+            "(register(name, factory, options=MyOptions), fields made with option(...)) and the "
+            "host refuses unknown names and wrong types (docs/writing-plugins.md, 'Options')",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return _check_options
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -9,8 +9,10 @@ from typing import Any, Generic, Protocol, TypeVar
 import attrs
 
 from rankseam.errors import PluginError
+from rankseam.options import OptionInfo, check_options, describe_options, option_keys, parse_options
 
 __all__ = [
+    "TABLE_FOR_KIND",
     "CandidateSourceRegister",
     "ComponentRegister",
     "ComponentSpec",
@@ -60,11 +62,12 @@ class FactoryContext(Protocol):
     def generation_backend(self, name: str | None, role: Any = None) -> Any: ...
 
 
-#: A component factory: ``factory(options, context) -> component``. ``options`` is the
-#: component's own table from the configuration (a plain mapping); ``context`` is a
+#: A component factory: ``factory(options, context) -> component``. ``options`` is an
+#: instance of the options class the component registered, built and checked from its table
+#: in the configuration (a plain mapping when it registered no class); ``context`` is a
 #: :class:`FactoryContext`. (A store's factory is ``factory(target, options, context)``,
 #: see :class:`StoreRegister`.)
-Factory = Callable[[Mapping[str, Any], FactoryContext], T]
+Factory = Callable[[Any, FactoryContext], T]
 
 _KINDS = (
     "store",
@@ -75,6 +78,16 @@ _KINDS = (
     "generation_backend",
 )
 
+#: The configuration table that holds each component kind's options (``[rerankers.mmr]``).
+TABLE_FOR_KIND = {
+    "store": "stores",
+    "candidate_source": "sources",
+    "embedder": "embedders",
+    "reranker": "rerankers",
+    "decision_backend": "decision_backends",
+    "generation_backend": "generation_backends",
+}
+
 #: A URL scheme: a letter, then letters, digits, ``+``, ``-`` or ``.`` (RFC 3986), lower-case.
 _SCHEME = re.compile(r"^[a-z][a-z0-9+.\-]+$")
 
@@ -82,7 +95,8 @@ _SCHEME = re.compile(r"^[a-z][a-z0-9+.\-]+$")
 @attrs.frozen
 class ComponentSpec(Generic[T]):
     """A registered component: its kind, name, factory and owning plugin; ``options`` are the
-    option names its factory accepts (``None``: the plugin did not declare them).
+    option names its factory accepts (``None``: the plugin did not declare them), and
+    ``options_class`` the class that declares them with their types (``None``: names only).
 
     ``schemes``: the target URL schemes a store handles (stores only). ``store``: the store
     backend a candidate source runs on (``None``: any store)."""
@@ -95,12 +109,47 @@ class ComponentSpec(Generic[T]):
     options: tuple[str, ...] | None = None
     schemes: tuple[str, ...] = ()
     store: str | None = None
+    options_class: type[Any] | None = None
+
+    @property
+    def section(self) -> str:
+        """The component's configuration table, e.g. ``"rerankers.mmr"``."""
+        return f"{TABLE_FOR_KIND[self.kind]}.{self.name}"
+
+    def parse(self, options: Mapping[str, Any]) -> Any:
+        """What the factory receives for the table ``options``: an instance of
+        :attr:`options_class`, checked (:func:`~rankseam.options.parse_options`); without a
+        class, the table itself, its keys checked against :attr:`options` when declared.
+        Raises :class:`~rankseam.errors.ConfigurationError` naming ``[section] key``."""
+        if self.options_class is not None:
+            return parse_options(self.options_class, options, self.section)
+        if self.options is not None:
+            check_options(self.section, options, self.options)
+        return options
+
+    def option_info(self) -> tuple[OptionInfo, ...] | None:
+        """Each option with its type, default and help (``None``: undeclared); options
+        declared by name only have type ``"any"`` and no help."""
+        if self.options_class is not None:
+            return describe_options(self.options_class)
+        if self.options is None:
+            return None
+        return tuple(OptionInfo(key, "any", None, False, "") for key in self.options)
+
+
+#: What ``register(..., options=...)`` takes: an options class (see :func:`rankseam.plugin.option`),
+#: or, undocumented and typeless, the option names.
+OptionsDecl = type[Any] | Iterable[str] | None
 
 
 class ComponentRegister(Generic[T]):
     """Collects the components of one kind. Call it:
-    ``register(name, factory, summary=..., options=(...))`` — ``options``, the option names the
-    factory accepts, is what ``rankseam plugins --options`` shows."""
+    ``register(name, factory, summary=..., options=MyOptions)`` — ``options``, the frozen attrs
+    class whose fields (made with :func:`rankseam.plugin.option`) declare the options the
+    factory accepts, with types, defaults, bounds and help. The host builds an instance from the
+    component's configuration table and passes it to the factory; ``rankseam plugins
+    --options`` shows them. (An iterable of option names is still accepted: the factory then
+    receives the table as a mapping, its keys checked.)"""
 
     kind: str = ""
 
@@ -114,12 +163,12 @@ class ComponentRegister(Generic[T]):
         factory: Factory[T],
         *,
         summary: str = "",
-        options: Iterable[str] | None = None,
+        options: OptionsDecl = None,
     ) -> None:
         self._registry.add(self._spec(name, factory, summary, options))
 
     def _spec(
-        self, name: str, factory: Any, summary: str, options: Iterable[str] | None
+        self, name: str, factory: Any, summary: str, options: OptionsDecl
     ) -> ComponentSpec[T]:
         if not isinstance(name, str) or not name or name.strip() != name:
             raise PluginError(
@@ -131,19 +180,31 @@ class ComponentRegister(Generic[T]):
                 f"plugin {self._plugin!r} registered {self.kind} {name!r} with a factory that is "
                 f"not callable ({factory!r}); pass a callable factory(options, context)"
             )
+        if isinstance(options, type):
+            try:
+                keys = option_keys(options)
+            except TypeError as exc:
+                raise PluginError(
+                    f"plugin {self._plugin!r} registered {self.kind} {name!r} with options class "
+                    f"{options.__name__}: {exc}"
+                ) from None
+            return ComponentSpec(
+                self.kind, name, factory, self._plugin, summary, keys, options_class=options
+            )
         declared = None
         if options is not None:
             declared = tuple(options) if not isinstance(options, str) else (options,)
             if not all(isinstance(o, str) and o for o in declared):
                 raise PluginError(
                     f"plugin {self._plugin!r} registered {self.kind} {name!r} with options "
-                    f"{options!r}; pass the option names as strings, e.g. options=('lambda',)"
+                    f"{options!r}; pass an options class (options=MyOptions, see "
+                    "docs/writing-plugins.md) or the option names as strings"
                 )
         return ComponentSpec(self.kind, name, factory, self._plugin, summary, declared)
 
 
 class CandidateSourceRegister(ComponentRegister[Any]):
-    """``register(name, factory, summary=..., options=(...), store=None)``. ``store`` names
+    """``register(name, factory, summary=..., options=MyOptions, store=None)``. ``store`` names
     the store backend the source runs on (a store's own sources: its query language, e.g.
     ``store="sqlite"``); such a source is used only with that store, and may share its name
     with another store's source. Without ``store`` the source runs on any store."""
@@ -156,7 +217,7 @@ class CandidateSourceRegister(ComponentRegister[Any]):
         factory: Factory[Any],
         *,
         summary: str = "",
-        options: Iterable[str] | None = None,
+        options: OptionsDecl = None,
         store: str | None = None,
     ) -> None:
         spec = self._spec(name, factory, summary, options)
@@ -170,11 +231,11 @@ class CandidateSourceRegister(ComponentRegister[Any]):
 
 
 class StoreRegister(ComponentRegister[Any]):
-    """``register(name, factory, schemes=(...), summary=..., options=(...))``: a store backend
+    """``register(name, factory, schemes=(...), summary=..., options=MyOptions)``: a store backend
     that opens targets whose URL scheme is one of ``schemes`` (lower-case, e.g.
     ``("postgresql", "postgres")``). The factory is called as ``factory(target, options,
-    context)``: ``target`` a :class:`~rankseam.plugin.StoreTarget`, ``options`` the
-    ``[stores.NAME]`` table, ``context`` the assembly; it returns a
+    context)``: ``target`` a :class:`~rankseam.plugin.StoreTarget`, ``options`` its options
+    class built from the ``[stores.NAME]`` table, ``context`` the assembly; it returns a
     :class:`~rankseam.plugin.Store`. Two stores claiming one scheme is an error naming both
     plugins."""
 
@@ -187,7 +248,7 @@ class StoreRegister(ComponentRegister[Any]):
         *,
         schemes: Iterable[str],
         summary: str = "",
-        options: Iterable[str] | None = None,
+        options: OptionsDecl = None,
     ) -> None:
         spec = self._spec(name, factory, summary, options)
         listed = (schemes,) if isinstance(schemes, str) else tuple(schemes)

@@ -8,15 +8,15 @@ from typing import Any
 
 from rankseam.plugin import CandidateSourceRegister, hookimpl
 from rankseam.retrieval.importance import ImportanceSource
-from rankseam.retrieval.lexical import LexicalSource
-from rankseam.retrieval.vector import VectorSource
+from rankseam.retrieval.lexical import LexicalOptions, LexicalSource
+from rankseam.retrieval.vector import VectorOptions, VectorSource
 
 
-def _lexical(options: Mapping[str, Any], context: object) -> LexicalSource:
+def _lexical(options: LexicalOptions, context: object) -> LexicalSource:
     return LexicalSource.from_options(options)
 
 
-def _vector(options: Mapping[str, Any], context: object) -> VectorSource:
+def _vector(options: VectorOptions, context: object) -> VectorSource:
     return VectorSource.from_options(options)
 
 
@@ -30,13 +30,13 @@ def register_candidate_sources(register: CandidateSourceRegister) -> None:
         "lexical",
         _lexical,
         summary="BM25 over OR-joined query terms (the store's full-text index)",
-        options=("stopwords", "max_df", "max_postings", "max_scoring_postings", "budget_from"),
+        options=LexicalOptions,
     )
     register(
         "vector",
         _vector,
         summary="cosine over stored vectors of the active embedder",
-        options=("min_score",),
+        options=VectorOptions,
     )
     register(
         "importance",

@@ -25,42 +25,48 @@ from collections.abc import Mapping, Sequence
 from itertools import chain
 from typing import Any
 
+import attrs
 import numpy as np
 
-from rankseam.errors import ConfigurationError
 from rankseam.plugin import (
     EmbedderDescriptor,
     EmbedderRegister,
-    check_options,
+    OptionError,
     hookimpl,
-    is_int,
-    is_real,
+    option,
+    parse_options,
 )
 
-__all__ = ["FUSION_WEIGHT", "HashedEmbedder"]
+__all__ = ["FUSION_WEIGHT", "HashedEmbedder", "HashedOptions"]
 
 #: The vector channel's weight in the convex fusion (lexical: 1). Hashed n-grams are a weak,
 #: lexical-like channel: chosen on the development data (docs/benchmarks.md, "Fusion"), where
 #: 0.2-0.3 was best on both sets and 0.7 or more fell below BM25 alone on SciFact.
 FUSION_WEIGHT = 0.3
 
-_OPTIONS = ("dimensions", "char_ngrams", "word_ngrams", "char_weight", "stop_words")
 _WORD = re.compile(r"\w+", re.UNICODE)
 
 
-def _range(name: str, value: Any) -> tuple[int, int]:
-    ok = (
-        isinstance(value, list | tuple)
-        and len(value) == 2
-        and all(is_int(v) for v in value)
-        and 1 <= value[0] <= value[1] <= 8
+def _ordered(_inst: object, attr: attrs.Attribute[Any], value: tuple[int, int]) -> None:
+    if value[0] > value[1]:
+        raise OptionError(attr.name, f"must be [low, high] with low <= high, got {list(value)}")
+
+
+@attrs.frozen
+class HashedOptions:
+    """The options of the ``hashed`` embedder (``[embedders.hashed]``)."""
+
+    dimensions: int = option(256, ge=16, le=65536, help="vector dimensions (hash buckets)")
+    char_ngrams: tuple[int, int] = option(
+        (3, 5), ge=1, le=8, validator=_ordered, help="[low, high] character n-gram lengths"
     )
-    if not ok:
-        raise ConfigurationError(
-            f"[embedders.hashed] {name} must be [low, high] with 1 <= low <= high <= 8, "
-            f"got {value!r}"
-        )
-    return int(value[0]), int(value[1])
+    word_ngrams: tuple[int, int] = option(
+        (1, 1), ge=1, le=8, validator=_ordered, help="[low, high] word n-gram lengths"
+    )
+    char_weight: float = option(
+        0.5, ge=0, le=1, help="weight of the character n-grams against the words"
+    )
+    stop_words: bool = option(False, help="drop English stop words before hashing words")
 
 
 #: scikit-learn's default ``token_pattern`` (word analyzer) and whitespace split (char_wb).
@@ -346,33 +352,15 @@ class HashedEmbedder:
         return " ".join(words) if words else text
 
     @classmethod
-    def from_options(cls, options: Mapping[str, Any]) -> HashedEmbedder:
-        check_options("embedder 'hashed'", options, _OPTIONS)
-        dims = options.get("dimensions", 256)
-        if not is_int(dims) or not 16 <= dims <= 65536:
-            raise ConfigurationError(
-                f"[embedders.hashed] dimensions must be an integer in 16..65536, got {dims!r}"
-            )
-        weight = options.get("char_weight", 0.5)
-        if not is_real(weight) or not 0 <= weight <= 1:
-            raise ConfigurationError(
-                f"[embedders.hashed] char_weight must be a number in [0, 1], got {weight!r}"
-            )
-        stop = options.get("stop_words", False)
-        if not isinstance(stop, bool):
-            raise ConfigurationError(
-                f"[embedders.hashed] stop_words must be true or false, got {stop!r}"
-            )
-        return cls(
-            dimensions=dims,
-            stop_words=stop,
-            char_ngrams=_range("char_ngrams", options.get("char_ngrams", (3, 5))),
-            word_ngrams=_range("word_ngrams", options.get("word_ngrams", (1, 1))),
-            char_weight=float(weight),
-        )
+    def from_options(cls, options: Mapping[str, Any] | HashedOptions) -> HashedEmbedder:
+        """The embedder of the ``[embedders.hashed]`` table ``options`` (checked), or of
+        options already checked."""
+        if not isinstance(options, HashedOptions):
+            options = parse_options(HashedOptions, options, "embedders.hashed")
+        return cls(**attrs.asdict(options, recurse=False))
 
 
-def _factory(options: Mapping[str, Any], context: object) -> HashedEmbedder:
+def _factory(options: HashedOptions, context: object) -> HashedEmbedder:
     return HashedEmbedder.from_options(options)
 
 
@@ -382,5 +370,5 @@ def register_embedders(register: EmbedderRegister) -> None:
         "hashed",
         _factory,
         summary="hashed word + char n-grams (scikit-learn's features), no download",
-        options=_OPTIONS,
+        options=HashedOptions,
     )

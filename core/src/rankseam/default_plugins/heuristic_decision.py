@@ -21,20 +21,20 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from rankseam.errors import ConfigurationError
+import attrs
+
 from rankseam.plugin import (
     DecisionBackendRegister,
     DecisionOutcome,
     DecisionRequest,
     DecisionResult,
-    check_options,
+    OptionError,
     hookimpl,
-    is_int,
-    is_real,
+    option,
 )
 from rankseam.types import Usage
 
-__all__ = ["HeuristicDecisionBackend", "content_terms"]
+__all__ = ["HeuristicDecisionBackend", "HeuristicOptions", "content_terms"]
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _STOP = frozenset(
@@ -122,33 +122,35 @@ class HeuristicDecisionBackend:
         )
 
 
-def _fraction(options: Mapping[str, Any], key: str, default: float) -> float:
-    value = options.get(key, default)
-    if not is_real(value) or not 0.0 <= value <= 1.0:
-        raise ConfigurationError(
-            f"decision backend 'heuristic': {key} must be a number in [0, 1], got {value!r}; "
-            f"e.g. [decision_backends.heuristic] {key} = {default}"
-        )
-    return float(value)
+@attrs.frozen
+class HeuristicOptions:
+    """The options of the ``heuristic`` decision backend (``[decision_backends.heuristic]``)."""
 
-
-def _factory(options: Mapping[str, Any], context: object) -> HeuristicDecisionBackend:
-    check_options(
-        "decision backend 'heuristic'", options, ["yes_threshold", "no_threshold", "min_terms"]
+    yes_threshold: float = option(
+        0.5, ge=0, le=1, help="query-term coverage from which a candidate is a yes"
     )
-    yes = _fraction(options, "yes_threshold", 0.5)
-    no = _fraction(options, "no_threshold", 0.0)
-    if not no < yes:
-        raise ConfigurationError(
-            f"decision backend 'heuristic': no_threshold ({no}) must be below yes_threshold "
-            f"({yes}); coverage between them abstains"
-        )
-    min_terms = options.get("min_terms", 3)
-    if not is_int(min_terms) or min_terms < 1:
-        raise ConfigurationError(
-            f"decision backend 'heuristic': min_terms must be an integer >= 1, got {min_terms!r}"
-        )
-    return HeuristicDecisionBackend(yes_threshold=yes, no_threshold=no, min_terms=min_terms)
+    no_threshold: float = option(
+        0.0, ge=0, le=1, help="query-term coverage up to which a candidate is a no"
+    )
+    min_terms: int = option(
+        3, ge=1, help="distinct content terms from which the write gate says yes"
+    )
+
+    def __attrs_post_init__(self) -> None:
+        if not self.no_threshold < self.yes_threshold:
+            raise OptionError(
+                "no_threshold",
+                f"({self.no_threshold}) must be below yes_threshold ({self.yes_threshold}); "
+                "coverage between them abstains",
+            )
+
+
+def _factory(options: HeuristicOptions, context: object) -> HeuristicDecisionBackend:
+    return HeuristicDecisionBackend(
+        yes_threshold=options.yes_threshold,
+        no_threshold=options.no_threshold,
+        min_terms=options.min_terms,
+    )
 
 
 @hookimpl
@@ -157,5 +159,5 @@ def register_decision_backends(register: DecisionBackendRegister) -> None:
         "heuristic",
         _factory,
         summary="deterministic, no model: query-term coverage -> yes / abstain / no (a heuristic)",
-        options=("yes_threshold", "no_threshold", "min_terms"),
+        options=HeuristicOptions,
     )

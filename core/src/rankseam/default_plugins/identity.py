@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from rankseam.plugin import RerankerRegister, check_options, hookimpl
+from rankseam.plugin import RerankerRegister, hookimpl
 from rankseam.types import Candidate, RerankDecision
 
 
@@ -23,7 +23,6 @@ class IdentityReranker:
 
 
 def _factory(options: Mapping[str, Any], context: object) -> IdentityReranker:
-    check_options("reranker 'identity'", options, ())
     return IdentityReranker()
 
 

@@ -15,7 +15,7 @@ from rankseam.store.embedded import open_sqlite
 
 
 def _open(target: StoreTarget, options: Mapping[str, Any], context: FactoryContext) -> Store:
-    return open_sqlite(target, options)
+    return open_sqlite(target)
 
 
 @hookimpl

@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from rankseam.errors import ConfigurationError
 from rankseam.plugin import EmbedderDescriptor, ScoredKey, ScoreSpec, SourceRequest
 
 __all__ = ["IMPORTANCE_WEIGHT", "ImportanceSource"]
@@ -36,8 +35,6 @@ class ImportanceSource:
 
     @classmethod
     def from_options(cls, options: Mapping[str, Any]) -> ImportanceSource:
-        if options:
-            raise ConfigurationError(
-                f"the importance source takes no options, got {sorted(options)}; remove them"
-            )
+        """The source; it takes no options (registered with ``options=()``, so the host
+        refuses any before this is called)."""
         return cls()

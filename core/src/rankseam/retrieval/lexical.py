@@ -49,7 +49,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from rankseam.errors import ConfigurationError
+import attrs
+
 from rankseam.plugin import (
     MAX_TERMS,
     STOPWORDS,
@@ -59,8 +60,8 @@ from rankseam.plugin import (
     ScoredKey,
     ScoreSpec,
     SourceRequest,
-    check_options,
-    is_real,
+    option,
+    parse_options,
     query_terms,
 )
 
@@ -70,6 +71,7 @@ __all__ = [
     "MAX_SCORING_POSTINGS",
     "MAX_TERMS",
     "STOPWORDS",
+    "LexicalOptions",
     "LexicalSource",
     "query_terms",
 ]
@@ -161,35 +163,28 @@ class LexicalSource:
         return [t for t in terms if t in finding], [t for t in terms if t in scoring], over
 
     @classmethod
-    def from_options(cls, options: Mapping[str, Any]) -> LexicalSource:
-        check_options(
-            "candidate source 'lexical'",
-            options,
-            ["stopwords", "max_df", "max_postings", "max_scoring_postings", "budget_from"],
-        )
-        stop = options.get("stopwords", True)
-        if not isinstance(stop, bool):
-            raise ConfigurationError(
-                f"[sources.lexical] stopwords must be true or false, got {stop!r}"
-            )
-        max_df = options.get("max_df", 0.2)
-        if not is_real(max_df) or not 0 < max_df <= 1:
-            raise ConfigurationError(
-                f"[sources.lexical] max_df must be a number in (0, 1], got {max_df!r}"
-            )
-        return cls(
-            stopwords=stop,
-            max_df=float(max_df),
-            max_postings=_count(options, "max_postings", MAX_POSTINGS, 1),
-            max_scoring_postings=_count(options, "max_scoring_postings", MAX_SCORING_POSTINGS, 0),
-            budget_from=_count(options, "budget_from", BUDGET_FROM, 0),
-        )
+    def from_options(cls, options: LexicalOptions | Mapping[str, Any]) -> LexicalSource:
+        """The source of ``[sources.lexical]`` options (checked, or a table to check)."""
+        if not isinstance(options, LexicalOptions):
+            options = parse_options(LexicalOptions, options, "sources.lexical")
+        return cls(**attrs.asdict(options, recurse=False))
 
 
-def _count(options: Mapping[str, Any], name: str, default: int, least: int) -> int:
-    value = options.get(name, default)
-    if isinstance(value, bool) or not isinstance(value, int) or value < least:
-        raise ConfigurationError(
-            f"[sources.lexical] {name} must be an integer >= {least}, got {value!r}"
-        )
-    return value
+@attrs.frozen
+class LexicalOptions:
+    """The options of the ``lexical`` source (``[sources.lexical]``; the module docstring
+    explains pruning and the posting budgets)."""
+
+    stopwords: bool = option(True, help="drop English stop words from the query")
+    max_df: float = option(
+        0.2, gt=0, le=1, help="drop terms found in more than this share of the memories"
+    )
+    max_postings: int = option(
+        MAX_POSTINGS, ge=1, help="posting budget of the terms that find memories (large stores)"
+    )
+    max_scoring_postings: int = option(
+        MAX_SCORING_POSTINGS, ge=0, help="posting budget of the frequent terms that only score"
+    )
+    budget_from: int = option(
+        BUDGET_FROM, ge=0, help="live memories above which the posting budgets apply"
+    )

@@ -7,7 +7,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from rankseam.errors import ConfigurationError
+import attrs
+
 from rankseam.plugin import (
     DEFAULT_FUSION_SCALE,
     DEFAULT_FUSION_WEIGHT,
@@ -15,11 +16,11 @@ from rankseam.plugin import (
     ScoredKey,
     ScoreSpec,
     SourceRequest,
-    check_options,
-    is_real,
+    option,
+    parse_options,
 )
 
-__all__ = ["VectorSource"]
+__all__ = ["VectorOptions", "VectorSource"]
 
 
 class VectorSource:
@@ -59,9 +60,17 @@ class VectorSource:
         return hits
 
     @classmethod
-    def from_options(cls, options: Mapping[str, Any]) -> VectorSource:
-        check_options("candidate source 'vector'", options, ["min_score"])
-        value = options.get("min_score")
-        if value is not None and not is_real(value):
-            raise ConfigurationError(f"[sources.vector] min_score must be a number, got {value!r}")
-        return cls(min_score=None if value is None else float(value))
+    def from_options(cls, options: VectorOptions | Mapping[str, Any]) -> VectorSource:
+        """The source of ``[sources.vector]`` options (checked, or a table to check)."""
+        if not isinstance(options, VectorOptions):
+            options = parse_options(VectorOptions, options, "sources.vector")
+        return cls(min_score=options.min_score)
+
+
+@attrs.frozen
+class VectorOptions:
+    """The options of the ``vector`` source (``[sources.vector]``)."""
+
+    min_score: float | None = option(
+        None, help="drop candidates whose cosine is below this (unset: keep every one)"
+    )

@@ -5,13 +5,10 @@ The in-tree plugin ``rankseam.default_plugins.sqlite_store`` registers it under 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from rankseam.errors import ConfigurationError
-from rankseam.options import check_options
 from rankseam.store.ann import setting_from_env as ann_setting_from_env
 from rankseam.store.sqlite import SQLiteStore
 from rankseam.store.target import StoreTarget
@@ -34,10 +31,10 @@ def sqlite_path(target: StoreTarget) -> str:
     return path
 
 
-def open_sqlite(target: StoreTarget, options: Mapping[str, Any]) -> SQLiteStore:
+def open_sqlite(target: StoreTarget) -> SQLiteStore:
     """Open (or create, when ``target.create``) the SQLite store of ``target``.
-    ``RANKSEAM_ANN`` sets when its vector channel uses an ANN index (docs/store.md)."""
-    check_options("store 'sqlite'", options, [])
+    ``RANKSEAM_ANN`` sets when its vector channel uses an ANN index (docs/store.md); the store
+    takes no options (its registration says so, and the host refuses any)."""
     path = sqlite_path(target)
     if not target.create and path != ":memory:" and not Path(path).exists():
         raise ConfigurationError(

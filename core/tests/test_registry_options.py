@@ -306,6 +306,13 @@ def test_an_options_class_needs_option_fields() -> None:
     with pytest.raises(PluginError, match="not an attrs class"):
         register("y", factory, options=int)
 
+    @attrs.frozen
+    class Odd:
+        when: complex = option(1j, help="a type options cannot have")
+
+    with pytest.raises(PluginError, match=r"Odd.when has type .*complex.*which options cannot"):
+        register("z", factory, options=Odd)
+
 
 def test_check_options_is_deprecated_in_the_plugin_api() -> None:
     import rankseam.plugin

@@ -21,6 +21,7 @@ import re
 import types
 import typing
 from collections.abc import Iterable, Mapping
+from types import MappingProxyType
 from typing import Any, Literal, TypeVar
 
 import attrs
@@ -89,6 +90,7 @@ def option(
     secret: bool = False,
     default_doc: str | None = None,
     validator: Any = None,
+    converter: Any = None,
 ) -> Any:
     """A field of an options class: ``lam: float = option(0.5, key="lambda", ge=0, le=1,
     help="1 = pure relevance, 0 = pure diversity")``.
@@ -102,13 +104,16 @@ def option(
     more than spaces (surrounding spaces are removed). ``env``: the value may be
     ``{"$env" = "NAME"}``, read from the environment (unset: ``None``). ``secret``: the value
     is never shown in a message or a repr. ``validator``: an attrs validator for checks
-    across options (raise :class:`OptionError`).
+    across options (raise :class:`OptionError`); ``converter``: an attrs converter that turns
+    the checked value into the one kept (e.g. a path made absolute; it may raise
+    :class:`OptionError` too).
     """
     rule = _Rule(help, key, ge, gt, le, lt, pattern, expect, nonempty, env, secret, default_doc)
     return attrs.field(
         default=default,
         repr=not secret,
         validator=validator,
+        converter=converter,
         metadata={_META: rule},
     )
 
@@ -161,6 +166,11 @@ def _fields(cls: type) -> tuple[_Field, ...]:
             raise TypeError(
                 f"{cls.__name__}.{field.name} is not declared with rankseam.plugin.option(...); "
                 "every field of an options class needs a type, a default and a help line"
+            )
+        if not _supported(hints[field.name]):
+            raise TypeError(
+                f"{cls.__name__}.{field.name} has type {hints[field.name]!r}, which options "
+                "cannot have (see rankseam.options for the types they can)"
             )
         out.append(
             _Field(
@@ -218,6 +228,22 @@ def _arms(tp: Any) -> tuple[Any, ...]:
     if typing.get_origin(tp) in (typing.Union, types.UnionType):
         return typing.get_args(tp)
     return (tp,)
+
+
+def _supported(tp: Any) -> bool:
+    if tp is Any or tp in (bool, int, float, str):
+        return True
+    arms = _arms(tp)
+    if len(arms) > 1:
+        return all(a is type(None) or _supported(a) for a in arms)
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin is Literal:
+        return all(isinstance(a, str) for a in args)
+    if origin is tuple:
+        return bool(args) and all(a is Ellipsis or _supported(a) for a in args)
+    if origin in (Mapping, dict) or tp is Mapping:
+        return not args or (args[0] is str and _supported(args[1]))
+    return False
 
 
 def _describe(tp: Any, rule: _Rule) -> str:
@@ -321,10 +347,8 @@ def _convert_one(tp: Any, rule: _Rule, value: Any) -> Any:
         args = typing.get_args(tp)
         if isinstance(value, Mapping) and all(isinstance(k, str) for k in value):
             if not args:
-                return dict(value)
-            return {k: _convert(args[1], rule, v) for k, v in value.items()}
-    else:
-        raise TypeError(f"options of type {tp!r} are not supported (see rankseam.options)")
+                return MappingProxyType(dict(value))
+            return MappingProxyType({k: _convert(args[1], rule, v) for k, v in value.items()})
     raise _Refused
 
 

@@ -34,8 +34,8 @@ def test_the_plugin_is_discovered_and_builds_with_the_heuristic_backend() -> Non
     [
         ({}, "needs a decision backend"),
         ({"backend": "nope"}, "no decision backend named 'nope'"),
-        ({"backend": 3}, "backend must be a decision backend name"),
-        ({"backend": "heuristic", "windw": 2}, "no option"),
+        ({"backend": 3}, r"^\[rerankers.decision\] backend must be a non-empty string, got 3"),
+        ({"backend": "heuristic", "windw": 2}, r"^\[rerankers.decision\] windw is not an option"),
         ({"backend": "heuristic", "keep": "yes,maybe"}, "unknown outcome 'maybe'"),
         ({"backend": "heuristic", "keep": ""}, "at least one outcome"),
         ({"backend": "heuristic", "window": 0}, "window must be an integer"),

@@ -41,17 +41,20 @@ def test_assembled_by_name_with_the_local_backend() -> None:
 @pytest.mark.parametrize(
     ("options", "message"),
     [
-        ({}, "needs a generation backend"),
-        ({"backend": ""}, "needs a generation backend"),
+        ({}, r"^\[rerankers.listwise\] backend is required: a non-empty string"),
+        ({"backend": ""}, r"^\[rerankers.listwise\] backend must be a non-empty string"),
         ({"backend": "nope"}, "no generation backend named 'nope'"),
-        ({"backend": "local", "windw": 3}, r"reranker 'listwise' has no option\(s\) \['windw'\]"),
-        ({"backend": "local", "window": 1}, "'window' must be an integer >= 2"),
-        ({"backend": "local", "window": True}, "'window' must be an integer >= 2"),
-        ({"backend": "local", "window": "20"}, "'window' must be an integer >= 2"),
-        ({"backend": "local", "window": 10, "stride": 10}, "must be smaller than 'window'"),
-        ({"backend": "local", "stride": 0}, "'stride' must be an integer >= 1"),
-        ({"backend": "local", "max_calls": 0}, "'max_calls' must be an integer >= 1"),
-        ({"backend": "local", "max_chars": 2.5}, "'max_chars' must be an integer >= 1"),
+        ({"backend": "local", "windw": 3}, r"^\[rerankers.listwise\] windw is not an option"),
+        ({"backend": "local", "window": 1}, r"\] window must be an integer >= 2, got 1"),
+        ({"backend": "local", "window": True}, r"\] window must be an integer >= 2, got True"),
+        ({"backend": "local", "window": "20"}, r"\] window must be an integer >= 2, got '20'"),
+        (
+            {"backend": "local", "window": 10, "stride": 10},
+            r"\] stride \(10\) must be smaller than window \(10\)",
+        ),
+        ({"backend": "local", "stride": 0}, r"\] stride must be an integer >= 1"),
+        ({"backend": "local", "max_calls": 0}, r"\] max_calls must be an integer >= 1"),
+        ({"backend": "local", "max_chars": 2.5}, r"\] max_chars must be an integer >= 1"),
     ],
 )
 def test_bad_options_fail_at_assembly_with_a_fix(options: dict[str, Any], message: str) -> None:
@@ -76,7 +79,10 @@ def test_local_backend_takes_no_options() -> None:
         "rerankers": {"listwise": {"backend": "local"}},
         "generation_backends": {"local": {"model": "x"}},
     }
-    with pytest.raises(ConfigurationError, match="takes no options"):
+    with pytest.raises(
+        ConfigurationError,
+        match=r"^\[generation_backends.local\] model is not an option; it takes no options",
+    ):
         build_component("reranker", "listwise", config=config)
 
 
@@ -118,4 +124,4 @@ def test_cli_component_options_reach_the_reranker(
     assert rerank["policy_id"] == POLICY_ID and rerank["status"] == "ok"
     assert rerank["descriptor"]["window"] == 4 and rerank["descriptor"]["stride"] == 2
     bad = invoke_cli([*args, "--listwise-stride", "30"])
-    assert bad.exit_code != 0 and "must be smaller than 'window'" in bad.output
+    assert bad.exit_code != 0 and "must be smaller than window (30)" in bad.output

@@ -50,18 +50,18 @@ def test_importing_and_registering_imports_neither_torch_nor_the_library() -> No
 @pytest.mark.parametrize(
     ("options", "message"),
     [
-        ({}, "needs the option model"),
-        ({"model": ""}, "non-empty string"),
-        ({"model": "x", "modle_type": "t5"}, "has no option(s) ['modle_type']"),
+        ({}, "[rerankers.rerankers] model is required: a non-empty string (a local model"),
+        ({"model": ""}, "model must be a non-empty string"),
+        ({"model": "x", "modle_type": "t5"}, "[rerankers.rerankers] modle_type is not an option"),
         ({"model": "x", "batch_size": 0}, "batch_size must be an integer in 1..4096"),
         ({"model": "x", "batch_size": True}, "batch_size must be an integer"),
         ({"model": "x", "max_length": 2}, "max_length must be an integer in 8.."),
-        ({"model": "x", "dtype": "float8"}, "dtype must be one of float32"),
+        ({"model": "x", "dtype": "float8"}, "dtype must be one of 'float32'"),
         ({"model": "x", "deterministic": "yes"}, "deterministic must be true or false"),
         ({"model": "x", "local_files_only": 1}, "local_files_only must be true or false"),
         ({"model": "x", "device": 3}, "device must be a non-empty string"),
         ({"model": "./no/such/model"}, "looks like a path but is not a directory"),
-        ({"model": "x", "api_key": {"$env": ""}}, "needs a variable name"),
+        ({"model": "x", "api_key": {"$env": ""}}, "api_key must be a non-empty string"),
     ],
 )
 def test_bad_options_are_refused_before_anything_loads(

@@ -89,13 +89,13 @@ def test_defaults_are_documented_constants() -> None:
 @pytest.mark.parametrize(
     ("options", "message"),
     [
-        ({"modle": "x"}, "no option(s) ['modle']"),
+        ({"modle": "x"}, "[embedders.sentence-transformers] modle is not an option"),
         ({"batch_size": 0}, "batch_size must be an integer in 1..4096"),
         ({"batch_size": True}, "batch_size must be an integer"),
         ({"device": "gpu"}, "device must be 'cpu'"),
         ({"normalize": "yes"}, "normalize must be true or false"),
         ({"model": "sentence-transformers/all-mpnet-base-v2"}, "never downloads"),
-        ({"model": ""}, "model must be a local model directory"),
+        ({"model": ""}, "model must be a non-empty string, got ''"),
     ],
 )
 def test_embedder_options_are_validated(options: dict[str, object], message: str) -> None:
@@ -108,9 +108,9 @@ def test_embedder_options_are_validated(options: dict[str, object], message: str
 @pytest.mark.parametrize(
     ("options", "message"),
     [
-        ({"batch_size": 8}, "no option(s) ['batch_size']"),
-        ({"yes_threshold": 1.5}, "yes_threshold must be a cosine in [-1, 1]"),
-        ({"no_threshold": "low"}, "no_threshold must be a cosine"),
+        ({"batch_size": 8}, "[decision_backends.similarity] batch_size is not an option"),
+        ({"yes_threshold": 1.5}, "yes_threshold must be a number in [-1, 1]"),
+        ({"no_threshold": "low"}, "no_threshold must be a number in [-1, 1], got 'low'"),
         ({"yes_threshold": 0.2, "no_threshold": 0.3}, "must not exceed yes_threshold"),
         ({"cache_size": 1}, "cache_size must be an integer >= 2"),
     ],

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from rankseam.plugin import DecisionBackendRegister, GenerationBackendRegister, hookimpl
-from rankseam_openai.config import OPENAI_OPTIONS, OpenAISettings, Secret, settings_from_options
+from rankseam_openai.config import OpenAIOptions, OpenAISettings, Secret, settings_from_options
 
 if TYPE_CHECKING:
     from rankseam_openai.backends import (
@@ -56,6 +56,7 @@ __all__ = [
     "GENERATION_POLICY_ID",
     "OpenAIDecisionBackend",
     "OpenAIGenerationBackend",
+    "OpenAIOptions",
     "OpenAISettings",
     "ResponseTooLargeError",
     "Secret",
@@ -71,9 +72,10 @@ GENERATION_MAX_TOKENS = 1024
 
 
 def make_decision_backend(
-    options: Mapping[str, Any], context: object = None
+    options: OpenAIOptions | Mapping[str, Any], context: object = None
 ) -> OpenAIDecisionBackend:
-    """Factory of the ``openai`` decision backend (validates ``options``)."""
+    """Factory of the ``openai`` decision backend (``options``: as the host checked them,
+    or a table, checked here)."""
     from rankseam_openai.backends import OpenAIDecisionBackend
 
     what = "decision backend 'openai'"
@@ -84,9 +86,10 @@ def make_decision_backend(
 
 
 def make_generation_backend(
-    options: Mapping[str, Any], context: object = None
+    options: OpenAIOptions | Mapping[str, Any], context: object = None
 ) -> OpenAIGenerationBackend:
-    """Factory of the ``openai`` generation backend (validates ``options``)."""
+    """Factory of the ``openai`` generation backend (``options``: as the host checked them,
+    or a table, checked here)."""
     from rankseam_openai.backends import OpenAIGenerationBackend
 
     what = "generation backend 'openai'"
@@ -105,7 +108,7 @@ def register_decision_backends(register: DecisionBackendRegister) -> None:
         "openai",
         make_decision_backend,
         summary="yes/no/abstain over an OpenAI-compatible chat API (hosted, vLLM, llama.cpp)",
-        options=OPENAI_OPTIONS,
+        options=OpenAIOptions,
     )
 
 
@@ -115,5 +118,5 @@ def register_generation_backends(register: GenerationBackendRegister) -> None:
         "openai",
         make_generation_backend,
         summary="structured JSON generation over an OpenAI-compatible chat API",
-        options=OPENAI_OPTIONS,
+        options=OpenAIOptions,
     )

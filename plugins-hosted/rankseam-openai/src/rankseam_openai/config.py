@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import typing
 from collections.abc import Mapping
-from typing import Any
+from types import MappingProxyType
+from typing import Any, Literal
 from urllib.parse import urlsplit, urlunsplit
 
 import attrs
 
 from rankseam.errors import ConfigurationError
-from rankseam.plugin import check_options, is_int, is_real, resolve_env_refs
+from rankseam.plugin import OptionError, option, parse_options
 from rankseam.types import frozen_mapping
 
 __all__ = [
@@ -26,6 +28,7 @@ __all__ = [
     "ENV_BASE_URL",
     "ENV_MODEL",
     "JSON_MODES",
+    "OpenAIOptions",
     "OpenAISettings",
     "Secret",
     "settings_from_options",
@@ -43,7 +46,8 @@ DEFAULT_MAX_RESPONSE_BYTES = 1 << 20
 #: ``schema``: response_format json_schema; ``json_object``: JSON mode; ``none``: no
 #: response_format (the prompt alone asks for JSON); ``auto``: schema, falling back to
 #: json_object and then none when the server says it lacks the previous one.
-JSON_MODES = ("auto", "schema", "json_object", "none")
+JsonMode = Literal["auto", "schema", "json_object", "none"]
+JSON_MODES: tuple[str, ...] = typing.get_args(JsonMode)
 
 
 class Secret:
@@ -147,68 +151,94 @@ class OpenAISettings:
         }
 
 
-OPENAI_OPTIONS = (
-    "base_url",
-    "model",
-    "api_key",
-    "require_key",
-    "timeout_s",
-    "deadline_s",
-    "max_attempts",
-    "backoff_s",
-    "backoff_max_s",
-    "headers",
-    "json_mode",
-    "temperature",
-    "max_tokens",
-    "max_connections",
-    "max_response_bytes",
-)
+def _client_headers(_inst: object, _attr: object, headers: Mapping[str, str]) -> None:
+    for name in headers:
+        if not name:
+            raise OptionError("headers", "has a header without a name")
+        if name.lower() in ("content-type", "content-length", "host"):
+            raise OptionError("headers", f"{name!r} is set by the client; remove it")
 
 
-def _number(
-    what: str, name: str, value: Any, *, low: float, high: float, low_inclusive: bool = False
-) -> float:
-    ok = is_real(value)
-    if ok:
-        ok = (value >= low if low_inclusive else value > low) and value <= high
-    if not ok:
-        bound = "[" if low_inclusive else "("
-        raise ConfigurationError(
-            f"{what}: option {name!r} must be a number in {bound}{low}, {high}], got {value!r}"
-        )
-    return float(value)
+@attrs.frozen
+class OpenAIOptions:
+    """The options of the ``openai`` decision and generation backends
+    (``[decision_backends.openai]``, ``[generation_backends.openai]``)."""
 
-
-def _integer(what: str, name: str, value: Any, *, low: int, high: int) -> int:
-    if not is_int(value) or not low <= value <= high:
-        raise ConfigurationError(
-            f"{what}: option {name!r} must be an integer in {low}..{high}, got {value!r}"
-        )
-    return value
-
-
-def _string(what: str, name: str, value: Any) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise ConfigurationError(f"{what}: option {name!r} must be a non-empty string")
-    return value.strip()
+    base_url: str | None = option(
+        None,
+        nonempty=True,
+        env=True,
+        default_doc=f"${ENV_BASE_URL}, else {DEFAULT_BASE_URL}",
+        help="the server's OpenAI-compatible base URL, e.g. 'http://127.0.0.1:8080/v1'",
+    )
+    model: str | None = option(
+        None,
+        nonempty=True,
+        env=True,
+        default_doc=f"${ENV_MODEL}",
+        help="the model name the server serves (required here or in the environment)",
+    )
+    api_key: str | None = option(
+        attrs.Factory(lambda: os.environ.get(DEFAULT_KEY_ENV)),
+        env=True,
+        secret=True,
+        default_doc=f'{{"$env" = "{DEFAULT_KEY_ENV}"}}',
+        help='the API key; {"$env" = "NAME"} reads it from the environment',
+    )
+    require_key: bool | None = option(
+        None,
+        default_doc="true unless the server is on this machine",
+        help="refuse to start without an API key",
+    )
+    timeout_s: float = option(30.0, gt=0, le=3600, help="seconds for one HTTP request")
+    deadline_s: float = option(60.0, gt=0, le=86400, help="seconds for one call, retries included")
+    max_attempts: int = option(3, ge=1, le=20, help="tries per call (1 = no retry)")
+    backoff_s: float = option(0.5, ge=0, le=60, help="first wait between tries, in seconds")
+    backoff_max_s: float = option(8.0, ge=0, le=600, help="longest wait between tries")
+    headers: Mapping[str, str] = option(
+        MappingProxyType({}),
+        env=True,
+        secret=True,
+        validator=_client_headers,
+        help='extra HTTP headers, name = value or {"$env" = "NAME"}',
+    )
+    json_mode: JsonMode = option(
+        "auto",
+        help="'schema', 'json_object', 'none', or 'auto' (schema, falling back to the others)",
+    )
+    temperature: float = option(0.0, ge=0, le=2, help="sampling temperature")
+    max_tokens: int | None = option(
+        None,
+        ge=1,
+        le=1_000_000,
+        default_doc="64 for decisions, 1024 for generation",
+        help="most tokens of one reply",
+    )
+    max_connections: int = option(16, ge=1, le=1024, help="HTTP connections kept open")
+    max_response_bytes: int = option(
+        DEFAULT_MAX_RESPONSE_BYTES,
+        ge=1024,
+        le=1 << 30,
+        help="most bytes of one response body that are read",
+    )
 
 
 def settings_from_options(
-    options: Mapping[str, Any],
+    options: OpenAIOptions | Mapping[str, Any],
     *,
     what: str,
     table: str,
     default_max_tokens: int,
     environ: Mapping[str, str] | None = None,
 ) -> OpenAISettings:
-    """Validate a component's options. ``what`` names the component in messages
-    (e.g. ``"decision backend 'openai'"``), ``table`` its configuration table."""
+    """The settings of a backend from its options: as the host checked them, or the table
+    ``[table]`` (checked here). ``what`` names the component in messages (e.g.
+    ``"decision backend 'openai'"``)."""
     env = os.environ if environ is None else environ
-    check_options(f"{what} (table [{table}])", options, OPENAI_OPTIONS)
+    if not isinstance(options, OpenAIOptions):
+        options = parse_options(OpenAIOptions, options, table)
 
-    base_url = options.get("base_url") or env.get(ENV_BASE_URL) or DEFAULT_BASE_URL
-    base_url = _string(what, "base_url", resolve_env_refs(base_url, what=f"{what} base_url"))
+    base_url = options.base_url or env.get(ENV_BASE_URL) or DEFAULT_BASE_URL
     parts = urlsplit(base_url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ConfigurationError(
@@ -225,96 +255,39 @@ def settings_from_options(
     if base_url.endswith("/chat/completions"):
         base_url = base_url[: -len("/chat/completions")]
 
-    model = options.get("model") or env.get(ENV_MODEL)
+    model = options.model or env.get(ENV_MODEL, "").strip()
     if not model:
         raise ConfigurationError(
             f"{what}: no model given; set model = 'NAME' in [{table}] or the environment "
             f"variable {ENV_MODEL} (the name the server serves, e.g. 'gpt-4o-mini' or the "
             "model a local vLLM / llama.cpp server was started with)"
         )
-    model = _string(what, "model", resolve_env_refs(model, what=f"{what} model"))
 
-    raw_key = options.get("api_key", {"$env": DEFAULT_KEY_ENV})
-    key_source = (
-        f"environment variable {raw_key['$env']}"
-        if isinstance(raw_key, Mapping) and "$env" in raw_key
-        else "option api_key"
-    )
-    key = resolve_env_refs(raw_key, what=f"{what} api_key")
-    if key is not None and not isinstance(key, str):
-        raise ConfigurationError(
-            f'{what}: option \'api_key\' must be a string or {{"$env" = "NAME"}}, got a '
-            f"{type(key).__name__}"
-        )
-    key = key.strip() if key else None
+    key = options.api_key.strip() if options.api_key else None
     loopback = is_loopback_url(base_url)
-    require_key = options.get("require_key", not loopback)
-    if not isinstance(require_key, bool):
-        raise ConfigurationError(f"{what}: option 'require_key' must be true or false")
+    require_key = not loopback if options.require_key is None else options.require_key
     if require_key and not key:
         raise ConfigurationError(
-            f"{what}: no API key for {public_url(base_url)} ({key_source} is not set); export "
-            f'{DEFAULT_KEY_ENV}=..., or set api_key = {{"$env" = "NAME"}} in [{table}]; for a '
-            "server that needs no key (a local vLLM, llama.cpp or Ollama) set require_key = false"
-        )
-
-    headers_opt = options.get("headers", {})
-    if not isinstance(headers_opt, Mapping):
-        raise ConfigurationError(f"{what}: option 'headers' must be a table of name = value")
-    headers: dict[str, Secret] = {}
-    for name, value in headers_opt.items():
-        resolved = resolve_env_refs(value, what=f"{what} header {name!r}")
-        if not isinstance(name, str) or not name or not isinstance(resolved, str):
-            raise ConfigurationError(
-                f'{what}: header {name!r} needs a string value or {{"$env" = "NAME"}} '
-                "(is the variable set?)"
-            )
-        if name.lower() in ("content-type", "content-length", "host"):
-            raise ConfigurationError(f"{what}: header {name!r} is set by the client; remove it")
-        headers[name] = Secret(resolved)
-
-    timeout_s = _number(what, "timeout_s", options.get("timeout_s", 30.0), low=0, high=3600)
-    deadline_s = _number(what, "deadline_s", options.get("deadline_s", 60.0), low=0, high=86400)
-    json_mode = options.get("json_mode", "auto")
-    if json_mode not in JSON_MODES:
-        raise ConfigurationError(
-            f"{what}: option 'json_mode' must be one of {list(JSON_MODES)}, got {json_mode!r}"
+            f"{what}: no API key for {public_url(base_url)} (api_key is unset, or names an "
+            f"environment variable that is not set; by default it reads {DEFAULT_KEY_ENV}); "
+            f'export {DEFAULT_KEY_ENV}=..., or set api_key = {{"$env" = "NAME"}} in [{table}]; '
+            "for a server that needs no key (a local vLLM, llama.cpp or Ollama) set "
+            "require_key = false"
         )
     return OpenAISettings(
         base_url=base_url,
         model=model,
         api_key=Secret(key) if key else None,
-        headers=headers,
-        timeout_s=timeout_s,
-        deadline_s=deadline_s,
-        max_attempts=_integer(what, "max_attempts", options.get("max_attempts", 3), low=1, high=20),
-        backoff_s=_number(
-            what, "backoff_s", options.get("backoff_s", 0.5), low=0, high=60, low_inclusive=True
-        ),
-        backoff_max_s=_number(
-            what,
-            "backoff_max_s",
-            options.get("backoff_max_s", 8.0),
-            low=0,
-            high=600,
-            low_inclusive=True,
-        ),
-        json_mode=json_mode,
-        temperature=_number(
-            what, "temperature", options.get("temperature", 0.0), low=0, high=2, low_inclusive=True
-        ),
-        max_tokens=_integer(
-            what, "max_tokens", options.get("max_tokens", default_max_tokens), low=1, high=1_000_000
-        ),
-        max_connections=_integer(
-            what, "max_connections", options.get("max_connections", 16), low=1, high=1024
-        ),
-        max_response_bytes=_integer(
-            what,
-            "max_response_bytes",
-            options.get("max_response_bytes", DEFAULT_MAX_RESPONSE_BYTES),
-            low=1024,
-            high=1 << 30,
-        ),
+        headers={name: Secret(value) for name, value in options.headers.items()},
+        timeout_s=options.timeout_s,
+        deadline_s=options.deadline_s,
+        max_attempts=options.max_attempts,
+        backoff_s=options.backoff_s,
+        backoff_max_s=options.backoff_max_s,
+        json_mode=options.json_mode,
+        temperature=options.temperature,
+        max_tokens=default_max_tokens if options.max_tokens is None else options.max_tokens,
+        max_connections=options.max_connections,
+        max_response_bytes=options.max_response_bytes,
         query=query,
     )

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from rankseam.plugin import FactoryContext, StoreRegister, StoreTarget, hookimpl
+from rankseam_postgres.options import PostgresStoreOptions
 from rankseam_postgres.url import SCHEMES
 
 if TYPE_CHECKING:
@@ -23,14 +24,14 @@ if TYPE_CHECKING:
 
 __version__ = "0.1.0"
 
-__all__ = ["SCHEMES", "STORE_OPTIONS", "__version__", "open_store"]
-
-#: Options of ``[stores.postgres]``.
-STORE_OPTIONS = ("password", "schema", "pool_min", "pool_max", "text_search")
+__all__ = ["SCHEMES", "PostgresStoreOptions", "__version__", "open_store"]
 
 
 def open_store(
-    url: str, options: Mapping[str, Any] | None = None, *, create: bool = True
+    url: str,
+    options: PostgresStoreOptions | Mapping[str, Any] | None = None,
+    *,
+    create: bool = True,
 ) -> PostgresStore:
     """Open the store at ``url`` with ``[stores.postgres]`` ``options``: its schema is
     created (``create=True``) or migrated on open."""
@@ -40,7 +41,7 @@ def open_store(
     return PostgresStore(with_options(url, options or {}), create=create)
 
 
-def _store(target: StoreTarget, options: Mapping[str, Any], context: FactoryContext) -> Any:
+def _store(target: StoreTarget, options: PostgresStoreOptions, context: FactoryContext) -> Any:
     return open_store(target.url, options, create=target.create)
 
 
@@ -51,5 +52,5 @@ def register_stores(register: StoreRegister) -> None:
         _store,
         schemes=SCHEMES,
         summary="PostgreSQL + pgvector: one store for many processes and machines",
-        options=STORE_OPTIONS,
+        options=PostgresStoreOptions,
     )

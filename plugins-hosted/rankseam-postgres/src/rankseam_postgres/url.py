@@ -23,7 +23,8 @@ from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit, urlunsp
 import attrs
 
 from rankseam.errors import ConfigurationError
-from rankseam.plugin import StoreTarget, check_options, resolve_env_refs
+from rankseam.plugin import StoreTarget, parse_options
+from rankseam_postgres.options import PostgresStoreOptions
 
 __all__ = ["SCHEMES", "StoreURL", "parse_url", "redact", "with_options"]
 
@@ -141,37 +142,20 @@ def parse_url(url: str) -> StoreURL:
     )
 
 
-def with_options(url: str, options: Mapping[str, Any]) -> StoreURL:
+def with_options(url: str, options: PostgresStoreOptions | Mapping[str, Any]) -> StoreURL:
     """The store URL ``url`` with ``[stores.postgres]`` options applied (an option wins over
-    the URL's parameter). ``password`` may be ``{"$env" = "NAME"}``."""
-    check_options("store 'postgres'", options, ["password", *sorted(_OWN)])
+    the URL's parameter): as the host checked them, or the table (checked here)."""
+    if not isinstance(options, PostgresStoreOptions):
+        options = parse_options(PostgresStoreOptions, options, "stores.postgres")
     parsed = parse_url(url)
-    changes: dict[str, Any] = {}
-    for key in ("schema", "text_search"):
-        if key in options:
-            value = options[key]
-            if not isinstance(value, str) or not _IDENT.match(value):
-                raise ConfigurationError(
-                    f"[stores.postgres] {key} must be a lower-case SQL identifier, got {value!r}"
-                )
-            changes[key] = value
-    for key, low in (("pool_min", 0), ("pool_max", 1)):
-        if key in options:
-            value = options[key]
-            if isinstance(value, bool) or not isinstance(value, int) or value < low:
-                raise ConfigurationError(
-                    f"[stores.postgres] {key} must be an integer >= {low}, got {value!r}"
-                )
-            changes[key] = value
-    if "password" in options:
-        password = resolve_env_refs(options["password"], what="[stores.postgres] password")
-        if password is not None:
-            if not isinstance(password, str):
-                raise ConfigurationError(
-                    '[stores.postgres] password must be a string or {"$env" = "NAME"}'
-                )
-            changes["password"] = password
-            changes["secrets"] = (*parsed.secrets, password)
+    changes: dict[str, Any] = {
+        key: getattr(options, key)
+        for key in ("schema", "text_search", "pool_min", "pool_max")
+        if getattr(options, key) is not None
+    }
+    if options.password is not None:
+        changes["password"] = options.password
+        changes["secrets"] = (*parsed.secrets, options.password)
     out = attrs.evolve(parsed, **changes)
     if out.pool_max < out.pool_min:
         raise ConfigurationError(

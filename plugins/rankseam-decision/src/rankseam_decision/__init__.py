@@ -7,9 +7,9 @@ Registers the ``decision`` reranker. See :mod:`rankseam_decision.reranker` for t
 from __future__ import annotations
 
 from rankseam.plugin import RerankerRegister, hookimpl
-from rankseam_decision.reranker import OPTIONS, POLICY_ID, DecisionReranker, from_options
+from rankseam_decision.reranker import POLICY_ID, DecisionOptions, DecisionReranker, from_options
 
-__all__ = ["POLICY_ID", "DecisionReranker", "from_options"]
+__all__ = ["POLICY_ID", "DecisionOptions", "DecisionReranker", "from_options"]
 
 
 @hookimpl
@@ -18,7 +18,7 @@ def register_rerankers(register: RerankerRegister) -> None:
         "decision",
         from_options,
         summary="asks a decision backend about each coarse candidate; keeps yes/abstain in order",
-        options=OPTIONS,
+        options=DecisionOptions,
     )
 
 

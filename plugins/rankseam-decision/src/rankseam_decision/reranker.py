@@ -50,7 +50,9 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from rankseam.errors import ConfigurationError, RerankError
+import attrs
+
+from rankseam.errors import RerankError
 from rankseam.plugin import (
     MAX_POOL,
     RERANK_DECISION_KIND,
@@ -58,23 +60,30 @@ from rankseam.plugin import (
     DecisionBackend,
     DecisionOutcome,
     DecisionResult,
-    check_options,
+    OptionError,
     checked_result,
     is_int,
-    is_real,
+    option,
+    parse_options,
     rerank_request,
     unwrap,
 )
 from rankseam.types import Candidate, CandidateRecord, RerankDecision, Usage
 
-__all__ = ["DEFAULT_DEADLINE_S", "DEFAULT_KEEP", "POLICY_ID", "DecisionReranker", "from_options"]
+__all__ = [
+    "DEFAULT_DEADLINE_S",
+    "DEFAULT_KEEP",
+    "POLICY_ID",
+    "DecisionOptions",
+    "DecisionReranker",
+    "from_options",
+]
 
 log = logging.getLogger("rankseam_decision")
 
 POLICY_ID = "rankseam.rerank.decision.v1"
 DEFAULT_KEEP = frozenset({DecisionOutcome.YES, DecisionOutcome.ABSTAIN})
 DEFAULT_DEADLINE_S = 30.0
-OPTIONS = ("backend", "keep", "window", "deadline_s")
 
 _Answer = tuple[DecisionResult, float]  # the verdict and the call's latency in ms
 
@@ -174,8 +183,8 @@ class DecisionReranker:
     ) -> None:
         if not keep:
             raise ValueError("keep must name at least one outcome")
-        if not is_int(window) or window < 1:
-            raise ValueError(f"window must be an integer >= 1, got {window!r}")
+        if window < 1:
+            raise ValueError(f"window must be >= 1, got {window!r}")
         if deadline_s is not None and not (math.isfinite(deadline_s) and deadline_s > 0):
             raise ValueError(f"deadline_s must be a finite number > 0 or None, got {deadline_s!r}")
         self.backend = backend
@@ -350,68 +359,66 @@ def _attach_usage(exc: BaseException, usage: Usage) -> None:
 # configuration -------------------------------------------------------------------------------
 
 
-def _parse_keep(value: object) -> frozenset[DecisionOutcome]:
-    items: list[object]
-    if isinstance(value, str):
-        items = [part.strip() for part in value.split(",") if part.strip()]
-    elif isinstance(value, list | tuple | set | frozenset):
-        items = list(value)
-    else:
-        items = [value]
-    out = set()
+def _outcomes(keep: str | tuple[str, ...]) -> list[str]:
+    parts = keep.split(",") if isinstance(keep, str) else keep
+    return [part.strip().lower() for part in parts if part.strip()]
+
+
+def _known_outcomes(_inst: object, _attr: object, keep: str | tuple[str, ...]) -> None:
     choices = ", ".join(o.value for o in DecisionOutcome)
+    items = _outcomes(keep)
     for item in items:
-        try:
-            out.add(DecisionOutcome(str(item).strip().lower()))
-        except ValueError:
-            raise ConfigurationError(
-                f"reranker 'decision': keep has unknown outcome {item!r}; choose from {choices}, "
-                "e.g. keep = 'yes,abstain' (the default) or keep = 'yes'"
-            ) from None
-    if not out:
-        raise ConfigurationError(
-            f"reranker 'decision': keep must name at least one outcome ({choices}), "
-            "e.g. keep = 'yes,abstain'"
+        if item not in {o.value for o in DecisionOutcome}:
+            raise OptionError(
+                "keep",
+                f"has unknown outcome {item!r}; choose from {choices}, e.g. keep = 'yes,abstain' "
+                "(the default) or keep = 'yes'",
+            )
+    if not items:
+        raise OptionError(
+            "keep", f"must name at least one outcome ({choices}), e.g. keep = 'yes,abstain'"
         )
-    return frozenset(out)
 
 
-def _parse_window(value: object) -> int:
-    if not is_int(value) or not 1 <= value <= MAX_POOL:
-        raise ConfigurationError(
-            f"reranker 'decision': window must be an integer in 1..{MAX_POOL} (calls in flight "
-            f"at once; 1 = sequential), got {value!r}; e.g. --decision-window 4"
-        )
-    return value
+@attrs.frozen
+class DecisionOptions:
+    """The options of the ``decision`` reranker (``[rerankers.decision]``,
+    ``--decision-<option>``)."""
+
+    backend: str | None = option(
+        None, nonempty=True, help="the decision backend to ask, e.g. 'heuristic' (required)"
+    )
+    keep: str | tuple[str, ...] = option(
+        "yes,abstain",
+        validator=_known_outcomes,
+        help="outcomes kept, e.g. 'yes,abstain' or ['yes']",
+    )
+    window: int = option(1, ge=1, le=MAX_POOL, help="calls in flight at once (1 = sequential)")
+    deadline_s: float = option(
+        DEFAULT_DEADLINE_S, gt=0, help="seconds for the whole rerank (it fails closed)"
+    )
+
+    @property
+    def outcomes(self) -> frozenset[DecisionOutcome]:
+        """The outcomes ``keep`` names."""
+        return frozenset(DecisionOutcome(item) for item in _outcomes(self.keep))
 
 
-def _parse_deadline(value: object) -> float:
-    if not is_real(value) or value <= 0:
-        raise ConfigurationError(
-            "reranker 'decision': deadline_s must be a number of seconds > 0 (the whole "
-            f"rerank's deadline; it fails closed), got {value!r}; e.g. --decision-deadline-s 10"
-        )
-    return float(value)
-
-
-def from_options(options: Mapping[str, Any], context: Any) -> DecisionReranker:
-    """The factory: validate ``options`` and take the rerank role's (unwrapped) backend.
+def from_options(options: DecisionOptions | Mapping[str, Any], context: Any) -> DecisionReranker:
+    """The factory: take the rerank role's (unwrapped) backend. ``options``: as the host
+    checked them, or the ``[rerankers.decision]`` table (checked here).
 
     Options: ``backend`` (required: a decision backend name), ``keep`` (default
     ``"yes,abstain"``), ``window`` (default 1), ``deadline_s`` (default 30).
     """
-    check_options("reranker 'decision'", options, OPTIONS)
-    name = options.get("backend")
-    if name is not None and not isinstance(name, str):
-        raise ConfigurationError(
-            f"reranker 'decision': backend must be a decision backend name, got {name!r}; "
-            "e.g. [rerankers.decision] backend = 'heuristic'"
-        )
-    backend = context.decision_backend(name, RERANK_ROLE)  # ConfigurationError when unusable
+    if not isinstance(options, DecisionOptions):
+        options = parse_options(DecisionOptions, options, "rerankers.decision")
+    # ConfigurationError when unusable (also when no backend is named)
+    backend = context.decision_backend(options.backend, RERANK_ROLE)
     return DecisionReranker(
         backend,
-        keep=_parse_keep(options.get("keep", "yes,abstain")),
-        window=_parse_window(options.get("window", 1)),
-        deadline_s=_parse_deadline(options.get("deadline_s", DEFAULT_DEADLINE_S)),
-        backend_name=name,
+        keep=options.outcomes,
+        window=options.window,
+        deadline_s=options.deadline_s,
+        backend_name=options.backend,
     )

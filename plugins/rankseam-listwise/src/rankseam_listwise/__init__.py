@@ -27,7 +27,6 @@ from rankseam_listwise.local import LOCAL_POLICY_ID, LocalGenerationBackend, mak
 from rankseam_listwise.reranker import (
     DEFAULT_MAX_CALLS,
     DEFAULT_WINDOW,
-    LISTWISE_OPTIONS,
     POLICY_ID,
     CallBudgetError,
     ListwiseOptions,
@@ -64,7 +63,7 @@ def register_rerankers(register: RerankerRegister) -> None:
         "listwise",
         make_reranker,
         summary="one structured generation request over the pool, answered with ranks only",
-        options=LISTWISE_OPTIONS,
+        options=ListwiseOptions,
     )
 
 

@@ -20,7 +20,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from rankseam.errors import BackendUnavailableError, ConfigurationError
+from rankseam.errors import BackendUnavailableError
 from rankseam.plugin import GenerationRequest, GenerationResult, is_int, parse_output
 from rankseam.types import Usage
 
@@ -97,10 +97,6 @@ class LocalGenerationBackend:
 
 
 def make_local_backend(options: Mapping[str, Any], context: Any) -> LocalGenerationBackend:
-    """Factory of the ``local`` generation backend (it takes no options)."""
-    if options:
-        raise ConfigurationError(
-            f"the local generation backend takes no options, got {sorted(options)}; remove them "
-            "from [generation_backends.local]"
-        )
+    """Factory of the ``local`` generation backend (it takes no options: registered with
+    ``options=()``, so the host refuses any)."""
     return LocalGenerationBackend()

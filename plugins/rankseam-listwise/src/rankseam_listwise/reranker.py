@@ -22,9 +22,10 @@ from rankseam.plugin import (
     RERANK_ROLE,
     GenerationBackend,
     GenerationResult,
-    check_options,
-    is_int,
+    OptionError,
     normalize_ranks,
+    option,
+    parse_options,
     validate_output,
 )
 from rankseam.types import Candidate, RerankDecision, Usage
@@ -48,8 +49,6 @@ DEFAULT_WINDOW = 30
 #: Default budget: enough for a 200-candidate pool with the default window and stride (13).
 DEFAULT_MAX_CALLS = 20
 
-LISTWISE_OPTIONS = ("backend", "window", "stride", "max_calls", "max_chars")
-
 
 class CallBudgetError(RerankError):
     """The sliding-window plan needs more generation calls than ``max_calls`` allows.
@@ -58,46 +57,42 @@ class CallBudgetError(RerankError):
     """
 
 
-def _int_option(name: str, value: object, minimum: int) -> int:
-    if not is_int(value) or value < minimum:
-        raise ConfigurationError(
-            f"listwise option {name!r} must be an integer >= {minimum}, got {value!r}; "
-            f"e.g. [rerankers.listwise] {name} = {max(minimum, 1)}"
+def _below_window(inst: ListwiseOptions, _attr: object, stride: int) -> None:
+    if stride >= inst.window:
+        raise OptionError(
+            "stride",
+            f"({stride}) must be smaller than window ({inst.window}) so that consecutive "
+            f"windows overlap and good candidates can climb; e.g. stride = {inst.window // 2}",
         )
-    return value
 
 
 @attrs.frozen
 class ListwiseOptions:
-    """Validated options of the listwise reranker (see the package doc for their meaning)."""
+    """The options of the listwise reranker (``[rerankers.listwise]``,
+    ``--listwise-<option>``; the package doc explains them)."""
 
-    backend: str
-    window: int = DEFAULT_WINDOW
-    stride: int = DEFAULT_WINDOW // 2
-    max_calls: int = DEFAULT_MAX_CALLS
-    max_chars: int = DEFAULT_MAX_CHARS
+    backend: str = option(
+        nonempty=True,
+        help="the generation backend: 'local' (a deterministic non-model heuristic) or a model "
+        "backend, e.g. 'openai'",
+    )
+    window: int = option(DEFAULT_WINDOW, ge=2, help="most candidates per generation call")
+    stride: int = option(
+        attrs.Factory(lambda self: self.window // 2, takes_self=True),
+        ge=1,
+        validator=_below_window,
+        default_doc="window // 2",
+        help="how far each window moves up",
+    )
+    max_calls: int = option(
+        DEFAULT_MAX_CALLS, ge=1, help="generation calls per search, checked before any call"
+    )
+    max_chars: int = option(DEFAULT_MAX_CHARS, ge=1, help="characters of each candidate's text")
 
     @classmethod
     def from_mapping(cls, options: Mapping[str, Any]) -> ListwiseOptions:
-        check_options("reranker 'listwise'", options, LISTWISE_OPTIONS)
-        backend = options.get("backend")
-        if not isinstance(backend, str) or not backend.strip():
-            raise ConfigurationError(
-                "the listwise reranker needs a generation backend: set [rerankers.listwise] "
-                "backend = 'local' (a deterministic non-model heuristic) or the name of a model "
-                f"backend (e.g. --listwise-backend openai); got {backend!r}"
-            )
-        window = _int_option("window", options.get("window", DEFAULT_WINDOW), 2)
-        stride = _int_option("stride", options.get("stride", window // 2), 1)
-        if stride >= window:
-            raise ConfigurationError(
-                f"listwise option 'stride' ({stride}) must be smaller than 'window' ({window}) so "
-                "that consecutive windows overlap and good candidates can climb; e.g. "
-                f"stride = {window // 2}"
-            )
-        max_calls = _int_option("max_calls", options.get("max_calls", DEFAULT_MAX_CALLS), 1)
-        max_chars = _int_option("max_chars", options.get("max_chars", DEFAULT_MAX_CHARS), 1)
-        return cls(backend.strip(), window, stride, max_calls, max_chars)
+        """The options of the ``[rerankers.listwise]`` table ``options``, checked."""
+        return parse_options(cls, options, "rerankers.listwise")
 
     def calls_for(self, n: int) -> int:
         """Generation calls needed for a pool of ``n`` candidates."""
@@ -233,10 +228,13 @@ class ListwiseReranker:
         )
 
 
-def make_reranker(options: Mapping[str, Any], context: Any) -> ListwiseReranker:
-    """Factory: validate ``options``, fetch the generation backend for the rerank role (fail
-    closed: the unwrapped handle), and check the call budget against the configured pool."""
-    opts = ListwiseOptions.from_mapping(options)
+def make_reranker(options: ListwiseOptions | Mapping[str, Any], context: Any) -> ListwiseReranker:
+    """Factory: fetch the generation backend for the rerank role (fail closed: the unwrapped
+    handle), and check the call budget against the configured pool. ``options``: as the host
+    checked them, or the ``[rerankers.listwise]`` table (checked here)."""
+    opts = (
+        options if isinstance(options, ListwiseOptions) else ListwiseOptions.from_mapping(options)
+    )
     backend = context.generation_backend(opts.backend, RERANK_ROLE)
     pool = getattr(getattr(getattr(context, "config", None), "search", None), "pool", None)
     if isinstance(pool, int) and opts.calls_for(pool) > opts.max_calls:

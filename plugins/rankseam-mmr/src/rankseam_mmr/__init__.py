@@ -19,7 +19,6 @@ from rankseam.plugin import RerankerRegister, hookimpl
 from rankseam_mmr.reranker import (
     DEFAULT_LAMBDA,
     MAX_CANDIDATES,
-    MMR_OPTIONS,
     POLICY_ID,
     RELEVANCE_CHOICES,
     MMROptions,
@@ -38,10 +37,11 @@ __all__ = [
 ]
 
 
-def make_reranker(options: Mapping[str, Any], context: Any) -> MMRReranker:
-    """Factory: validate ``options``; for ``relevance = "query_cosine"`` (and only then) build
-    the configured embedder from ``context`` to embed the query."""
-    opts = MMROptions.from_mapping(options)
+def make_reranker(options: MMROptions | Mapping[str, Any], context: Any) -> MMRReranker:
+    """Factory: ``options`` as the host checked them (or a table, checked here); for
+    ``relevance = "query_cosine"`` (and only then) build the configured embedder from
+    ``context`` to embed the query."""
+    opts = options if isinstance(options, MMROptions) else MMROptions.from_mapping(options)
     embedder = None
     if opts.relevance == "query_cosine":
         name = context.config.embedder
@@ -60,7 +60,7 @@ def register_rerankers(register: RerankerRegister) -> None:
         "mmr",
         make_reranker,
         summary="maximal marginal relevance over stored vectors (λ=1 relevance, λ=0 diversity)",
-        options=MMR_OPTIONS,
+        options=MMROptions,
     )
 
 

@@ -23,15 +23,16 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+import typing
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 import attrs
 import numpy as np
 
 from rankseam.errors import ConfigurationError, ValidationError
-from rankseam.plugin import MAX_POOL, CandidateViews, check_options, is_real
+from rankseam.plugin import MAX_POOL, CandidateViews, option, parse_options
 from rankseam.types import Candidate, CandidateRecord, RerankDecision, Usage
 from rankseam_mmr.algorithm import minmax, select, select_raw, unit_rows
 
@@ -52,42 +53,31 @@ POLICY_ID = "rankseam.rerank.mmr.v1"
 #: hashed embedder, the only λ of the grid 0.45-0.65 that removes at least 40% of the coarse
 #: top 5's duplicate slots at no more than 0.01 Recall@5 loss).
 DEFAULT_LAMBDA = 0.51
-RELEVANCE_CHOICES = ("coarse", "query_cosine")
+Relevance = Literal["coarse", "query_cosine"]
+RELEVANCE_CHOICES: tuple[str, ...] = typing.get_args(Relevance)
 MAX_CANDIDATES = MAX_POOL
-MMR_OPTIONS = ("lambda", "relevance")
-
-
-def _lambda(_inst: object, _attr: object, value: object) -> None:
-    if not is_real(value) or not 0.0 <= value <= 1.0:
-        raise ConfigurationError(
-            f"mmr option 'lambda' must be a number in [0, 1] (1 = pure relevance, 0 = pure "
-            f"diversity), got {value!r}; e.g. [rerankers.mmr] lambda = {DEFAULT_LAMBDA} or "
-            f"--mmr-lambda {DEFAULT_LAMBDA}"
-        )
-
-
-def _relevance(_inst: object, _attr: object, value: object) -> None:
-    if value not in RELEVANCE_CHOICES:
-        raise ConfigurationError(
-            f"mmr option 'relevance' must be one of {list(RELEVANCE_CHOICES)}, got {value!r}; "
-            "'coarse' uses the normalised coarse score, 'query_cosine' the cosine to the query "
-            "vector (e.g. --mmr-relevance query_cosine)"
-        )
 
 
 @attrs.frozen
 class MMROptions:
-    """Validated options of the ``mmr`` reranker."""
+    """The options of the ``mmr`` reranker (``[rerankers.mmr]``, ``--mmr-<option>``)."""
 
-    lam: float = attrs.field(default=DEFAULT_LAMBDA, validator=_lambda)
-    relevance: str = attrs.field(default="coarse", validator=_relevance)
+    lam: float = option(
+        DEFAULT_LAMBDA,
+        key="lambda",
+        ge=0,
+        le=1,
+        help="1 = pure relevance (the coarse order), 0 = pure diversity",
+    )
+    relevance: Relevance = option(
+        "coarse",
+        help="'coarse': the normalised coarse score; 'query_cosine': the cosine to the query",
+    )
 
     @classmethod
     def from_mapping(cls, options: Mapping[str, Any]) -> MMROptions:
-        check_options("reranker 'mmr'", options, MMR_OPTIONS)
-        lam = options.get("lambda", DEFAULT_LAMBDA)
-        _lambda(None, None, lam)
-        return cls(lam=float(lam), relevance=options.get("relevance", "coarse"))
+        """The options of the ``[rerankers.mmr]`` table ``options``, checked."""
+        return parse_options(cls, options, "rerankers.mmr")
 
 
 Space = tuple[str | None, int]

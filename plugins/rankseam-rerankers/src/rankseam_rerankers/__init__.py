@@ -17,11 +17,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from rankseam.plugin import RerankerRegister, hookimpl
-from rankseam_rerankers.options import OPTION_NAMES, RerankersOptions
+from rankseam_rerankers.options import RerankersOptions
 from rankseam_rerankers.reranker import POLICY_ID, RerankersReranker, decision_from_results
 
 __all__ = [
-    "OPTION_NAMES",
     "POLICY_ID",
     "RerankersOptions",
     "RerankersReranker",
@@ -31,10 +30,13 @@ __all__ = [
 ]
 
 
-def make_reranker(options: Mapping[str, Any], context: Any) -> RerankersReranker:
-    """Factory: check the options, then load the model (or find it loaded), so a model that
-    cannot load is a configuration error when the reranker is assembled, not a failed search."""
-    return RerankersReranker(RerankersOptions.from_mapping(options))
+def make_reranker(options: RerankersOptions | Mapping[str, Any], context: Any) -> RerankersReranker:
+    """Factory: load the model (or find it loaded), so a model that cannot load is a
+    configuration error when the reranker is assembled, not a failed search. ``options``: as
+    the host checked them, or the ``[rerankers.rerankers]`` table (checked here)."""
+    if not isinstance(options, RerankersOptions):
+        options = RerankersOptions.from_mapping(options)
+    return RerankersReranker(options)
 
 
 @hookimpl
@@ -44,7 +46,7 @@ def register_rerankers(register: RerankerRegister) -> None:
         make_reranker,
         summary="relevance reranker via the rerankers library (cross-encoder, T5, ColBERT, "
         "APIs), with its scores; option model = local directory or hub name",
-        options=OPTION_NAMES,
+        options=RerankersOptions,
     )
 
 

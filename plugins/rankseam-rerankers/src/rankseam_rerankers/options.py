@@ -8,132 +8,77 @@ that says how to fix it; nothing is imported or loaded.
 
 from __future__ import annotations
 
+import typing
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import attrs
 
-from rankseam.errors import ConfigurationError
-from rankseam.plugin import check_options, is_int, resolve_env_refs
+from rankseam.plugin import OptionError, option, parse_options
 
-__all__ = ["DTYPES", "OPTION_NAMES", "RerankersOptions"]
+__all__ = ["DTYPES", "RerankersOptions"]
 
-_WHERE = "reranker 'rerankers'"
 #: dtypes the library understands by name (anything else it silently treats as float32).
-DTYPES = ("float32", "float16", "fp16", "bfloat16", "bf16")
-OPTION_NAMES = (
-    "model",
-    "model_type",
-    "lang",
-    "batch_size",
-    "device",
-    "dtype",
-    "max_length",
-    "local_files_only",
-    "api_key",
-    "url",
-    "deterministic",
-)
+Dtype = Literal["float32", "float16", "fp16", "bfloat16", "bf16"]
+DTYPES: tuple[str, ...] = typing.get_args(Dtype)
 _MAX_BATCH = 4096
 
 
-def _optional_str(options: Mapping[str, Any], name: str, hint: str) -> str | None:
-    value = options.get(name)
-    if value is None:
-        return None
-    if not isinstance(value, str) or not value.strip():
-        raise ConfigurationError(
-            f"{_WHERE}: {name} must be a non-empty string ({hint}), got {value!r}"
-        )
-    return value.strip()
-
-
-def _optional_int(options: Mapping[str, Any], name: str, low: int, high: int) -> int | None:
-    value = options.get(name)
-    if value is None:
-        return None
-    if not is_int(value) or not low <= value <= high:
-        raise ConfigurationError(
-            f"{_WHERE}: {name} must be an integer in {low}..{high}, got {value!r}"
-        )
-    return value
-
-
-def _optional_bool(options: Mapping[str, Any], name: str) -> bool | None:
-    value = options.get(name)
-    if value is None or isinstance(value, bool):
-        return value
-    raise ConfigurationError(f"{_WHERE}: {name} must be true or false, got {value!r}")
-
-
-def _model(value: object) -> str:
-    if value is None:
-        raise ConfigurationError(
-            f"{_WHERE} needs the option model: a local model directory or a model name as the "
-            "rerankers library takes it, e.g. --rerankers-model /models/ms-marco-MiniLM-L-6-v2 "
-            "or [rerankers.rerankers] model = 'cross-encoder/ms-marco-MiniLM-L-6-v2'"
-        )
-    if not isinstance(value, str) or not value.strip():
-        raise ConfigurationError(f"{_WHERE}: model must be a non-empty string, got {value!r}")
-    model = value.strip()
+def _model(model: str) -> str:
+    """A local model directory, made absolute; or a hub name or library alias as given."""
     path = Path(model).expanduser()
     if path.is_dir():
         return str(path.resolve())
     if model.startswith(("/", "./", "../", "~")) or "\\" in model:
-        raise ConfigurationError(
-            f"{_WHERE}: model {model!r} looks like a path but is not a directory; give the "
-            "directory a model was saved to (save_pretrained), or a hub name such as "
-            "'cross-encoder/ms-marco-MiniLM-L-6-v2'"
+        raise OptionError(
+            "model",
+            f"{model!r} looks like a path but is not a directory; give the directory a model "
+            "was saved to (save_pretrained), or a hub name such as "
+            "'cross-encoder/ms-marco-MiniLM-L-6-v2'",
         )
     return model  # a hub name or a library alias: the library resolves it when it loads
 
 
 @attrs.frozen
 class RerankersOptions:
-    """Checked options. ``None`` means "the library's default"."""
+    """The options of the ``rerankers`` reranker (``[rerankers.rerankers]``,
+    ``--rerankers-<option>``). ``None`` means "the library's default"."""
 
-    model: str
-    model_type: str | None = None
-    lang: str = "en"
-    batch_size: int | None = None
-    device: str | None = None
-    dtype: str | None = None
-    max_length: int | None = None
-    local_files_only: bool = False
-    api_key: str | None = attrs.field(default=None, repr=False)
-    url: str | None = None
-    deterministic: bool | None = None
+    model: str = option(
+        nonempty=True,
+        converter=_model,
+        help="a local model directory or a model name as the rerankers library takes it, e.g. "
+        "'cross-encoder/ms-marco-MiniLM-L-6-v2'",
+    )
+    model_type: str | None = option(
+        None, nonempty=True, help="as the rerankers library names it, e.g. 'cross-encoder'"
+    )
+    lang: str = option("en", nonempty=True, help="a language code such as 'en'")
+    batch_size: int | None = option(None, ge=1, le=_MAX_BATCH, help="texts per model batch")
+    device: str | None = option(None, nonempty=True, help="'cpu', 'cuda', 'cuda:N' or 'mps'")
+    dtype: Dtype | None = option(None, help="the model's float type")
+    max_length: int | None = option(
+        None, ge=8, le=1_000_000, help="tokens per query and text (longer is cut)"
+    )
+    local_files_only: bool = option(False, help="never download: load from local files only")
+    api_key: str | None = option(
+        None,
+        nonempty=True,
+        env=True,
+        secret=True,
+        help='the key of a hosted API; {"$env" = "NAME"} reads it from the environment',
+    )
+    url: str | None = option(None, nonempty=True, help="the rerank endpoint of a hosted API")
+    deterministic: bool | None = option(
+        None, help="whether the model answers the same for the same input (default: by type)"
+    )
 
     @classmethod
     def from_mapping(cls, options: Mapping[str, Any]) -> RerankersOptions:
-        check_options(_WHERE, options, OPTION_NAMES)
-        dtype = _optional_str(options, "dtype", f"one of {', '.join(DTYPES)}")
-        if dtype is not None and dtype not in DTYPES:
-            raise ConfigurationError(
-                f"{_WHERE}: dtype must be one of {', '.join(DTYPES)}, got {dtype!r}"
-            )
-        api_key = resolve_env_refs(options.get("api_key"), what=f"{_WHERE} api_key")
-        if api_key is not None and (not isinstance(api_key, str) or not api_key):
-            raise ConfigurationError(
-                f"{_WHERE}: api_key must be a string or {{'$env': 'VARIABLE'}} (read from the "
-                "environment), got a value of type " + type(api_key).__name__
-            )
-        return cls(
-            model=_model(options.get("model")),
-            model_type=_optional_str(
-                options, "model_type", "as the rerankers library names it, e.g. 'cross-encoder'"
-            ),
-            lang=_optional_str(options, "lang", "a language code such as 'en'") or "en",
-            batch_size=_optional_int(options, "batch_size", 1, _MAX_BATCH),
-            device=_optional_str(options, "device", "'cpu', 'cuda', 'cuda:N' or 'mps'"),
-            dtype=dtype,
-            max_length=_optional_int(options, "max_length", 8, 1_000_000),
-            local_files_only=bool(_optional_bool(options, "local_files_only")),
-            api_key=api_key,
-            url=_optional_str(options, "url", "the rerank endpoint of a hosted API"),
-            deterministic=_optional_bool(options, "deterministic"),
-        )
+        """The options of the ``[rerankers.rerankers]`` table ``options``, checked; nothing is
+        imported or loaded."""
+        return parse_options(cls, options, "rerankers.rerankers")
 
     def library_kwargs(self) -> dict[str, Any]:
         """Keyword arguments for ``rerankers.Reranker`` beyond the model name (only the ones

@@ -14,13 +14,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from rankseam.plugin import DecisionBackendRegister, EmbedderRegister, hookimpl
-from rankseam_sentence_transformers.embedder import EMBEDDER_OPTIONS, SentenceTransformerEmbedder
+from rankseam_sentence_transformers.embedder import SentenceTransformerEmbedder
 from rankseam_sentence_transformers.model import DEFAULT_MODEL
+from rankseam_sentence_transformers.options import EmbedderOptions, SimilarityOptions
 from rankseam_sentence_transformers.similarity import (
     DEFAULT_NO_THRESHOLD,
     DEFAULT_YES_THRESHOLD,
     POLICY_ID,
-    SIMILARITY_OPTIONS,
     SimilarityDecisionBackend,
 )
 
@@ -28,11 +28,11 @@ __all__ = [
     "DEFAULT_MODEL",
     "DEFAULT_NO_THRESHOLD",
     "DEFAULT_YES_THRESHOLD",
-    "EMBEDDER_OPTIONS",
     "POLICY_ID",
-    "SIMILARITY_OPTIONS",
+    "EmbedderOptions",
     "SentenceTransformerEmbedder",
     "SimilarityDecisionBackend",
+    "SimilarityOptions",
     "make_embedder",
     "make_similarity_backend",
     "register_decision_backends",
@@ -40,13 +40,17 @@ __all__ = [
 ]
 
 
-def make_embedder(options: Mapping[str, Any], context: Any) -> SentenceTransformerEmbedder:
-    """Factory: validate options; the model itself loads on the first ``embed``."""
+def make_embedder(
+    options: EmbedderOptions | Mapping[str, Any], context: Any
+) -> SentenceTransformerEmbedder:
+    """Factory: the model itself loads on the first ``embed``."""
     return SentenceTransformerEmbedder.from_options(options)
 
 
-def make_similarity_backend(options: Mapping[str, Any], context: Any) -> SimilarityDecisionBackend:
-    """Factory: validate options and load the model now, so a model that cannot load is a
+def make_similarity_backend(
+    options: SimilarityOptions | Mapping[str, Any], context: Any
+) -> SimilarityDecisionBackend:
+    """Factory: load the model now, so a model that cannot load is a
     configuration error at assembly rather than a failed search."""
     backend = SimilarityDecisionBackend.from_options(options)
     backend.model  # noqa: B018 - load eagerly (shared with the embedder when both are used)
@@ -59,7 +63,7 @@ def register_embedders(register: EmbedderRegister) -> None:
         "sentence-transformers",
         make_embedder,
         summary=f"local sentence-transformers model (default {DEFAULT_MODEL}), no download",
-        options=EMBEDDER_OPTIONS,
+        options=EmbedderOptions,
     )
 
 
@@ -69,7 +73,7 @@ def register_decision_backends(register: DecisionBackendRegister) -> None:
         "similarity",
         make_similarity_backend,
         summary="embedding cosine(query, candidate) vs two thresholds -> yes / abstain / no",
-        options=SIMILARITY_OPTIONS,
+        options=SimilarityOptions,
     )
 
 

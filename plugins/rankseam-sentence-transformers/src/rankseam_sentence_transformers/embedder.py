@@ -12,14 +12,12 @@ from typing import Any
 
 import numpy as np
 
-from rankseam.errors import ConfigurationError
-from rankseam.plugin import EmbedderDescriptor
+from rankseam.plugin import EmbedderDescriptor, parse_options
 from rankseam_sentence_transformers.model import LoadedModel, ModelFiles, load_model, resolve_model
-from rankseam_sentence_transformers.options import MODEL_OPTIONS, check_known, model_options
+from rankseam_sentence_transformers.options import EmbedderOptions
 
-__all__ = ["EMBEDDER_OPTIONS", "FUSION_SCALE", "FUSION_WEIGHT", "SentenceTransformerEmbedder"]
+__all__ = ["FUSION_SCALE", "FUSION_WEIGHT", "EmbedderOptions", "SentenceTransformerEmbedder"]
 
-EMBEDDER_OPTIONS = (*MODEL_OPTIONS, "normalize")
 #: How the vector channel counts in the default convex fusion (lexical BM25: weight 1, divided
 #: by the query's best). A semantic model's cosines crowd into a narrow band (unrelated texts
 #: still score 0.1-0.3 with all-MiniLM-L6-v2), so they are min-max scaled over the query's
@@ -27,7 +25,6 @@ EMBEDDER_OPTIONS = (*MODEL_OPTIONS, "normalize")
 #: (docs/benchmarks.md, "Fusion"). Choose your own with ``[search] weights`` / ``scales``.
 FUSION_WEIGHT = 0.7
 FUSION_SCALE = "minmax"
-_WHERE = "embedder 'sentence-transformers'"
 
 
 class SentenceTransformerEmbedder:
@@ -68,15 +65,19 @@ class SentenceTransformerEmbedder:
         return self.model.encode(texts, batch_size=self.batch_size, normalize=self.normalize)
 
     @classmethod
-    def from_options(cls, options: Mapping[str, Any]) -> SentenceTransformerEmbedder:
-        check_known(_WHERE, options, EMBEDDER_OPTIONS)
-        model, batch_size, device = model_options(_WHERE, options)
-        normalize = options.get("normalize", True)
-        if not isinstance(normalize, bool):
-            raise ConfigurationError(
-                f"{_WHERE}: normalize must be true or false, got {normalize!r}"
-            )
-        return cls(resolve_model(model), batch_size=batch_size, normalize=normalize, device=device)
+    def from_options(
+        cls, options: EmbedderOptions | Mapping[str, Any]
+    ) -> SentenceTransformerEmbedder:
+        """The embedder of ``options``: as the host checked them, or the
+        ``[embedders.sentence-transformers]`` table (checked here)."""
+        if not isinstance(options, EmbedderOptions):
+            options = parse_options(EmbedderOptions, options, "embedders.sentence-transformers")
+        return cls(
+            resolve_model(options.model),
+            batch_size=options.batch_size,
+            normalize=options.normalize,
+            device=options.device,
+        )
 
     def __repr__(self) -> str:
         return f"SentenceTransformerEmbedder({self.descriptor.key!r}, device={self.device!r})"

@@ -1,52 +1,64 @@
-"""Option validation shared by the embedder and the decision backend (fix-it messages)."""
+"""The options of the embedder and of the decision backend, declared once with their types;
+the host checks them (docs/writing-plugins.md, "Factories and options")."""
 
 from __future__ import annotations
 
-import re
-from collections.abc import Mapping
 from typing import Any
 
-from rankseam.errors import ConfigurationError
-from rankseam.plugin import check_options, is_int, is_real
+import attrs
+
+from rankseam.plugin import option
 from rankseam_sentence_transformers.model import DEFAULT_MODEL
 
-__all__ = ["MODEL_OPTIONS", "check_known", "fraction", "model_options"]
+__all__ = [
+    "DEFAULT_CACHE_SIZE",
+    "DEFAULT_NO_THRESHOLD",
+    "DEFAULT_YES_THRESHOLD",
+    "EmbedderOptions",
+    "SimilarityOptions",
+]
 
-#: Options every component of this plugin takes to pick and run its model.
-MODEL_OPTIONS = ("model", "batch_size", "device")
-_DEVICE = re.compile(r"^(cpu|mps|cuda(:\d+)?)$")
+#: Chosen on LoCoMo with all-MiniLM-L6-v2; see docs/plugins/sentence-transformers.md.
+DEFAULT_YES_THRESHOLD = 0.55
+DEFAULT_NO_THRESHOLD = 0.25
+#: Texts whose vectors are kept (384-d float32: 1.5 KiB each, 6 MiB in all).
+DEFAULT_CACHE_SIZE = 4096
 
-
-def check_known(where: str, options: Mapping[str, Any], known: tuple[str, ...]) -> None:
-    check_options(where, options, known)
-
-
-def model_options(where: str, options: Mapping[str, Any]) -> tuple[str, int, str]:
-    """``(model, batch_size, device)`` validated, with defaults."""
-    model = options.get("model", DEFAULT_MODEL)
-    if not isinstance(model, str) or not model.strip():
-        raise ConfigurationError(
-            f"{where}: model must be a local model directory or {DEFAULT_MODEL!r}, got {model!r}"
-        )
-    batch = options.get("batch_size", 32)
-    if not is_int(batch) or not 1 <= batch <= 4096:
-        raise ConfigurationError(
-            f"{where}: batch_size must be an integer in 1..4096, got {batch!r}; "
-            "e.g. batch_size = 32"
-        )
-    device = options.get("device", "cpu")
-    if not isinstance(device, str) or not _DEVICE.match(device):
-        raise ConfigurationError(
-            f"{where}: device must be 'cpu', 'cuda', 'cuda:N' or 'mps', got {device!r}"
-        )
-    return model, batch, device
+_DEVICE = r"cpu|mps|cuda(:\d+)?"
+_DEVICES = "'cpu', 'cuda', 'cuda:N' or 'mps'"
 
 
-def fraction(where: str, options: Mapping[str, Any], key: str, default: float) -> float:
-    """A number in [-1, 1] (a cosine threshold)."""
-    value = options.get(key, default)
-    if not is_real(value) or not -1.0 <= value <= 1.0:
-        raise ConfigurationError(
-            f"{where}: {key} must be a cosine in [-1, 1], got {value!r}; e.g. {key} = {default}"
-        )
-    return float(value)
+def _model() -> Any:
+    return option(
+        DEFAULT_MODEL,
+        nonempty=True,
+        help=f"a local sentence-transformers model directory, or {DEFAULT_MODEL!r} (packaged)",
+    )
+
+
+def _device() -> Any:
+    return option("cpu", pattern=_DEVICE, expect=_DEVICES, help="where the model runs")
+
+
+@attrs.frozen
+class EmbedderOptions:
+    """The options of the ``sentence-transformers`` embedder
+    (``[embedders.sentence-transformers]``)."""
+
+    model: str = _model()
+    batch_size: int = option(32, ge=1, le=4096, help="texts per model batch")
+    device: str = _device()
+    normalize: bool = option(True, help="L2-normalise the vectors")
+
+
+@attrs.frozen
+class SimilarityOptions:
+    """The options of the ``similarity`` decision backend (``[decision_backends.similarity]``)."""
+
+    model: str = _model()
+    device: str = _device()
+    yes_threshold: float = option(0.55, ge=-1, le=1, help="cosine from which a candidate is a yes")
+    no_threshold: float = option(
+        DEFAULT_NO_THRESHOLD, ge=-1, le=1, help="cosine below which a candidate is a no"
+    )
+    cache_size: int = option(DEFAULT_CACHE_SIZE, ge=2, help="texts whose vectors are kept")

@@ -35,32 +35,27 @@ from rankseam.plugin import (
     DecisionOutcome,
     DecisionRequest,
     DecisionResult,
-    is_int,
+    parse_options,
 )
 from rankseam.types import Usage
 from rankseam_sentence_transformers.model import LoadedModel, ModelFiles, load_model, resolve_model
 from rankseam_sentence_transformers.options import (
-    check_known,
-    fraction,
-    model_options,
+    DEFAULT_CACHE_SIZE,
+    DEFAULT_NO_THRESHOLD,
+    DEFAULT_YES_THRESHOLD,
+    SimilarityOptions,
 )
 
 __all__ = [
     "DEFAULT_NO_THRESHOLD",
     "DEFAULT_YES_THRESHOLD",
     "POLICY_ID",
-    "SIMILARITY_OPTIONS",
     "SimilarityDecisionBackend",
+    "SimilarityOptions",
 ]
 
 POLICY_ID = "rankseam.decision.similarity.v1"
-#: Chosen on LoCoMo with all-MiniLM-L6-v2; see docs/plugins/sentence-transformers.md.
-DEFAULT_YES_THRESHOLD = 0.55
-DEFAULT_NO_THRESHOLD = 0.25
-SIMILARITY_OPTIONS = ("model", "device", "yes_threshold", "no_threshold", "cache_size")
 _WHERE = "decision backend 'similarity'"
-#: Texts whose vectors are kept (384-d float32: 1.5 KiB each, 6 MiB in all).
-DEFAULT_CACHE_SIZE = 4096
 
 
 class SimilarityDecisionBackend:
@@ -165,23 +160,19 @@ class SimilarityDecisionBackend:
         return await asyncio.to_thread(self.decide, request)
 
     @classmethod
-    def from_options(cls, options: Mapping[str, Any]) -> SimilarityDecisionBackend:
-        check_known(_WHERE, options, SIMILARITY_OPTIONS)
-        model, _batch_size, device = model_options(_WHERE, options)
-        cache_size = options.get("cache_size", DEFAULT_CACHE_SIZE)
-        if not is_int(cache_size) or cache_size < 2:
-            raise ConfigurationError(
-                f"{_WHERE}: cache_size must be an integer >= 2 (texts whose vectors are kept), "
-                f"got {cache_size!r}; e.g. cache_size = {DEFAULT_CACHE_SIZE}"
-            )
-        yes = fraction(_WHERE, options, "yes_threshold", DEFAULT_YES_THRESHOLD)
-        no = fraction(_WHERE, options, "no_threshold", DEFAULT_NO_THRESHOLD)
+    def from_options(
+        cls, options: SimilarityOptions | Mapping[str, Any]
+    ) -> SimilarityDecisionBackend:
+        """The backend of ``options``: as the host checked them, or the
+        ``[decision_backends.similarity]`` table (checked here)."""
+        if not isinstance(options, SimilarityOptions):
+            options = parse_options(SimilarityOptions, options, "decision_backends.similarity")
         return cls(
-            resolve_model(model),
-            yes_threshold=yes,
-            no_threshold=no,
-            device=device,
-            cache_size=cache_size,
+            resolve_model(options.model),
+            yes_threshold=options.yes_threshold,
+            no_threshold=options.no_threshold,
+            device=options.device,
+            cache_size=options.cache_size,
         )
 
     def __repr__(self) -> str:

@@ -333,7 +333,14 @@ def _members(protocol: type) -> list[str]:
 
 
 def test_the_store_section_documents_every_member_of_the_contract() -> None:
-    from rankseam.plugin import ImportanceReader, LexicalReader, Store, StoreReader, VectorReader
+    from rankseam.plugin import (
+        BatchWriter,
+        ImportanceReader,
+        LexicalReader,
+        Store,
+        StoreReader,
+        VectorReader,
+    )
 
     readers = (StoreReader, LexicalReader, VectorReader, ImportanceReader)
     if not PAGE.exists():
@@ -342,13 +349,16 @@ def test_the_store_section_documents_every_member_of_the_contract() -> None:
     section = section.split("\n## ", 1)[0]
     missing = [
         f"{protocol.__name__}.{name}"
-        for protocol in (Store, *readers)
+        for protocol in (Store, BatchWriter, *readers)
         for name in _members(protocol)
         if f"`{name}" not in section and f", `{name}`" not in section
     ]
     assert not missing, f"docs/writing-plugins.md 'Writing a store' does not describe {missing}"
+    # the host plans every write; a store applies planned writes through its BatchWriter
+    assert {"add", "update", "delete", "write_batch"}.isdisjoint(_members(Store))
+    assert _members(BatchWriter) == ["heads", "retire", "tombstone", "write"]
     # the reader is the whole read contract: every method the host's channels use
-    assert len(_members(Store)) >= 20 and sorted(m for r in readers for m in _members(r)) == [
+    assert len(_members(Store)) >= 19 and sorted(m for r in readers for m in _members(r)) == [
         "document_frequency",
         "identities",
         "importance",
@@ -384,14 +394,16 @@ def test_the_console_script_takes_a_sqlite_url(tmp_path: Path) -> None:
 
 
 def test_plan_write_is_the_one_rule_of_what_a_record_does():
-    from rankseam.plugin import PreparedRecord, WritePlan, plan_write
+    import attrs
+
+    from rankseam.plugin import MemoryHead, PreparedRecord, WritePlan, plan_write
 
     def record(text="t", importance=None, metadata=None):
         return PreparedRecord("ns", "m", text, importance, metadata, 0.0, f"h:{text}")
 
     # a new memory: revision 1, the defaults where the record says nothing
     assert plan_write(record(), None) == WritePlan("added", 1, 0.5, "{}")
-    head = (7, 3, False, "h:t", 0.9, '{"a":1}')
+    head = MemoryHead("ns", "m", 7, 3, False, "h:t", 0.9, '{"a":1}')
     # the same content over a live head: nothing to write, the head's revision
     assert plan_write(record(), head) == WritePlan("unchanged", 3, 0.9, '{"a":1}')
     assert plan_write(record(importance=0.9), head).change == "unchanged"
@@ -400,5 +412,5 @@ def test_plan_write_is_the_one_rule_of_what_a_record_does():
     # new importance alone is a change too
     assert plan_write(record(importance=0.2), head) == WritePlan("updated", 4, 0.2, '{"a":1}', 7)
     # over a deleted memory: a new revision, no live head to retire, even with the same text
-    deleted = (7, 3, True, "h:t", 0.9, '{"a":1}')
+    deleted = attrs.evolve(head, deleted=True)
     assert plan_write(record(), deleted) == WritePlan("updated", 4, 0.9, '{"a":1}', None)

@@ -29,6 +29,8 @@ from rankseam.store.records import (
     new_memory_id,
     prepare,
 )
+from rankseam.store.rows import VectorItem
+from rankseam.store.writes import add_memory, delete_memory, update_memory, write_batch
 from rankseam.types import MemoryRef
 
 __all__ = [
@@ -148,13 +150,21 @@ class Writer:
         """Store ``rec`` as a new memory (revision 1); True when written. With
         ``same_is_ok``, an id that already holds exactly this memory is not an error: its ref
         comes back with False."""
-        return self._store.add(
-            self._embedded(rec), space=self._embedder.descriptor.key, same_is_ok=same_is_ok
+        added = add_memory(
+            self._store,
+            self._embedded(rec),
+            space=self._embedder.descriptor.key,
+            same_is_ok=same_is_ok,
         )
+        return added.ref, added.written
 
     def update(self, rec: PreparedRecord) -> MemoryRef:
         """Store ``rec`` as a new revision of its memory."""
-        return self._store.update(self._embedded(rec), space=self._embedder.descriptor.key)
+        return update_memory(self._store, self._embedded(rec), space=self._embedder.descriptor.key)
+
+    def delete(self, namespace: str, memory_id: str) -> MemoryRef:
+        """Tombstone a memory (its revisions stay readable)."""
+        return delete_memory(self._store, namespace, memory_id)
 
     def ingest(
         self,
@@ -194,7 +204,7 @@ class Writer:
             batch.clear()
             settle()
             future = self._write_thread().submit(
-                self._store.write_batch, recs, space=space, vectors=vectors
+                write_batch, self._store, recs, space=space, vectors=vectors
             )
             writing.append((future, len(recs)))
 
@@ -264,9 +274,9 @@ class Writer:
         started = time.perf_counter()
         total = 0
         for page in self._store.iter_missing_vectors(space.key, page=batch_size):
-            vectors = embed_checked(embedder, [t for _r, _n, t in page])
+            vectors = embed_checked(embedder, [p.text for p in page])
             self._store.put_vectors(
-                [(rid, ns, vec) for (rid, ns, _t), vec in zip(page, vectors, strict=True)],
+                [VectorItem(p.key, p.namespace, v) for p, v in zip(page, vectors, strict=True)],
                 space=space.key,
             )
             total += len(page)

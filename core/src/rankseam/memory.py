@@ -265,7 +265,7 @@ class Memory:
 
     def delete(self, memory_id: str, *, namespace: str | None = None) -> MemoryRef:
         """Tombstone a memory: search no longer finds it; its revisions stay readable."""
-        return self._store.delete(self._ns(namespace), check_memory_id(memory_id))
+        return self._writer.delete(self._ns(namespace), check_memory_id(memory_id))
 
     def ingest(
         self,

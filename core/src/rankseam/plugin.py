@@ -72,7 +72,7 @@ from rankseam.seam import (
     make_candidates,
     normalize_ranks,
 )
-from rankseam.store.contract import BulkReader, BulkWriter, Store, StoreReader, Vectors
+from rankseam.store.contract import BatchWriter, BulkReader, BulkWriter, Store, StoreReader, Vectors
 from rankseam.store.readers import ImportanceReader, LexicalQuery, LexicalReader, VectorReader
 from rankseam.store.records import (
     BatchCounts,
@@ -83,6 +83,17 @@ from rankseam.store.records import (
     StoredMemory,
     WritePlan,
     plan_write,
+)
+from rankseam.store.rows import (
+    BulkRevision,
+    MemoryHead,
+    MemoryKey,
+    PendingText,
+    RevisionDigest,
+    SpaceRow,
+    StoreCounts,
+    VectorItem,
+    WriteOrder,
 )
 from rankseam.store.target import StoreTarget
 from rankseam.store.vectors import decode_vectors, encode_vector
@@ -103,7 +114,9 @@ __all__ = [
     "WRITE_GATE_ROLE",
     "AssemblyConfig",
     "BatchCounts",
+    "BatchWriter",
     "BulkReader",
+    "BulkRevision",
     "BulkWriter",
     "CandidateSource",
     "CandidateSourceRegister",
@@ -125,25 +138,33 @@ __all__ = [
     "ImportanceReader",
     "LexicalQuery",
     "LexicalReader",
+    "MemoryHead",
+    "MemoryKey",
     "MemoryNotFoundError",
     "MemoryRows",
     "OptionError",
+    "PendingText",
     "PreparedRecord",
     "RerankedBatch",
     "Reranker",
     "RerankerRegister",
+    "RevisionDigest",
     "RevisionRow",
     "Role",
     "ScoreSpec",
     "ScoredKey",
     "SourceRequest",
+    "SpaceRow",
     "Store",
+    "StoreCounts",
     "StoreReader",
     "StoreRegister",
     "StoreTarget",
     "StoredMemory",
+    "VectorItem",
     "VectorReader",
     "Vectors",
+    "WriteOrder",
     "WritePlan",
     "checked_result",
     "decode_vectors",

@@ -35,16 +35,22 @@ from rankseam.store.readers import (
     StoreReader,
     VectorReader,
 )
-from rankseam.store.records import (
-    BatchCounts,
-    MemoryRows,
-    PreparedRecord,
-    RevisionRow,
-    StoredMemory,
+from rankseam.store.records import MemoryRows, PreparedRecord, RevisionRow, StoredMemory, WritePlan
+from rankseam.store.rows import (
+    BulkRevision,
+    MemoryHead,
+    MemoryKey,
+    PendingText,
+    RevisionDigest,
+    SpaceRow,
+    StoreCounts,
+    VectorItem,
+    WriteOrder,
 )
 from rankseam.types import MemoryRef
 
 __all__ = [
+    "BatchWriter",
     "BulkReader",
     "BulkWriter",
     "ImportanceReader",
@@ -66,25 +72,21 @@ Vectors = np.ndarray | list[np.ndarray | None]
 class BulkReader(Protocol):
     """The whole store in one read transaction: what a snapshot export reads."""
 
-    def spaces(self) -> list[tuple[str, dict[str, Any]]]:
-        """Every registered embedder space: ``(key, descriptor.to_dict())``, sorted by key."""
+    def spaces(self) -> list[SpaceRow]:
+        """Every registered embedder space, sorted by key."""
         ...
 
     def vectors_outside(self, spaces: Sequence[str], /) -> int:
         """How many stored vectors belong to none of ``spaces``."""
         ...
 
-    def write_order(self) -> tuple[np.ndarray | None, int]:
-        """``(keys, n)``: the row key of every revision, ascending (= write order), as an
-        int64 array, and the number of revisions; ``keys`` is None when they are exactly
-        ``1..n`` (a revision's position in write order is then its key)."""
+    def write_order(self) -> WriteOrder:
+        """The row key of every revision in write order and the number of revisions."""
         ...
 
-    def revisions(self, spaces: Sequence[str], /) -> Iterator[tuple[Any, ...]]:
-        """Every revision of every memory, ordered by (namespace, memory id, revision), as
-        tuples ``(namespace, memory_id, deleted, deleted_at, head_revision, key, revision,
-        text, importance, metadata_json, created_at, content_hash, live, *vector)`` with one
-        vector per space of ``spaces`` (little-endian float32 bytes, or None)."""
+    def revisions(self, spaces: Sequence[str], /) -> Iterator[BulkRevision]:
+        """Every revision of every memory, ordered by (namespace, memory id, revision), with
+        one vector per space of ``spaces`` (little-endian float32 bytes, or None)."""
         ...
 
 
@@ -104,8 +106,8 @@ class BulkWriter(Protocol):
         """Vectors written so far."""
         ...
 
-    def counts(self) -> tuple[int, int]:
-        """``(memories, revisions)`` the store holds now."""
+    def counts(self) -> StoreCounts:
+        """How many memories and revisions the store holds now."""
         ...
 
     def register_space(self, descriptor: EmbedderDescriptor, /) -> None:
@@ -118,15 +120,12 @@ class BulkWriter(Protocol):
         head is live unless the memory is deleted."""
         ...
 
-    def head(self, namespace: str, memory_id: str, /) -> tuple[int, int, bool] | None:
-        """``(head key, head revision, deleted)`` of a memory, or None when unknown."""
+    def head(self, namespace: str, memory_id: str, /) -> MemoryHead | None:
+        """A memory's head, or None when the store does not hold it."""
         ...
 
-    def history(
-        self, namespace: str, memory_id: str, upto: int, /
-    ) -> list[tuple[int, str, float, str]]:
-        """``(revision, content_hash, importance, metadata_json)`` of revisions ``1..upto``,
-        oldest first."""
+    def history(self, namespace: str, memory_id: str, upto: int, /) -> list[RevisionDigest]:
+        """Revisions ``1..upto`` of a memory, oldest first."""
         ...
 
     def retire(self, key: int, /) -> None:
@@ -136,6 +135,41 @@ class BulkWriter(Protocol):
     def append(self, memory: MemoryRows, revisions: Sequence[RevisionRow], /) -> None:
         """Add ``revisions`` (the newest part of ``memory``'s history) under fresh row keys
         and set the memory's head and tombstone to ``memory``'s."""
+        ...
+
+
+@runtime_checkable
+class BatchWriter(Protocol):
+    """The writes of one batch (``Store.batch``). The host reads the heads of the batch's
+    memories, plans each record over its memory's head (``plan_write``) and applies the plans
+    here, in input order (an id may occur several times)."""
+
+    def heads(self, keys: Sequence[MemoryKey], /) -> Sequence[MemoryHead]:
+        """The current head of every memory of ``keys`` (distinct) the store holds, read
+        together (an unknown memory has none)."""
+        ...
+
+    def retire(self, namespace: str, key: int, /) -> None:
+        """Take the live revision ``key`` of ``namespace`` out of search (written before or
+        earlier in this batch; it stays readable by its ref)."""
+        ...
+
+    def write(
+        self,
+        record: PreparedRecord,
+        plan: WritePlan,
+        /,
+        *,
+        space: str | None,
+        vector: np.ndarray | None,
+    ) -> int:
+        """Write revision ``plan.revision`` of ``record`` (with ``plan.importance`` and
+        ``plan.metadata``, and ``vector`` in ``space`` when both are given) as its memory's
+        live head, not deleted; its new row key."""
+        ...
+
+    def tombstone(self, namespace: str, memory_id: str, /) -> None:
+        """Mark the memory deleted, now (its live head was retired in this transaction)."""
         ...
 
 
@@ -176,49 +210,19 @@ class Store(Protocol):
         """Record an embedder space (``descriptor.key``; a known key is left alone)."""
         ...
 
-    # -- writes: each call is ONE transaction, all or nothing -----------------------------
+    # -- writes: each is ONE transaction, planned by the host ------------------------------
 
-    def add(
-        self, record: PreparedRecord, /, *, space: str | None, same_is_ok: bool = False
-    ) -> tuple[MemoryRef, bool]:
-        """Add a new memory: revision 1, or the next revision of a tombstoned id (which is
-        live again). Returns the ref and True. A live id is refused with a
-        :class:`~rankseam.errors.ValidationError` that says to use ``update``, except with
-        ``same_is_ok`` when its head has the same content hash, importance (None counts as
-        0.5) and metadata (None counts as ``"{}"``): then nothing is written and the answer is
-        the head's ref and False. ``space``: the space of ``record.vector``."""
+    def batch(self, namespaces: Sequence[str], /) -> AbstractContextManager[BatchWriter]:
+        """ONE write transaction for a batch of records of ``namespaces`` (an add, an
+        update, a delete or an ingest batch; the host plans every record,
+        :mod:`rankseam.store.writes`): all
+        or nothing, committed when the block ends without an exception, after which searches
+        of every namespace written to see the change. A process killed during it leaves the
+        batch wholly written or not at all."""
         ...
 
-    def update(self, record: PreparedRecord, /, *, space: str | None) -> MemoryRef:
-        """Write the next revision of a live memory (the previous head is retired from search
-        in the same transaction); importance and metadata left None keep the previous
-        revision's. :class:`~rankseam.plugin.MemoryNotFoundError` for an unknown or deleted
-        id."""
-        ...
-
-    def delete(self, namespace: str, memory_id: str, /) -> MemoryRef:
-        """Tombstone a memory: its head leaves search, every revision stays readable. Returns
-        the head's ref. :class:`~rankseam.plugin.MemoryNotFoundError` for an unknown or
-        already deleted id."""
-        ...
-
-    def write_batch(
-        self,
-        records: Sequence[PreparedRecord],
-        /,
-        *,
-        space: str | None,
-        vectors: np.ndarray | None = None,
-    ) -> BatchCounts:
-        """Write ``records`` in ONE transaction, in order (an id may occur several times). A
-        new id is added (revision 1); a known id gets the next revision when its content hash,
-        importance or metadata changed or it was deleted, else it is counted ``unchanged``.
-        ``vectors``: one row per record (else each record's ``vector``), stored in ``space``.
-        A process killed during the call leaves the batch wholly written or not at all."""
-        ...
-
-    def put_vectors(self, items: Sequence[tuple[int, str, np.ndarray]], /, *, space: str) -> None:
-        """Store vectors ``(key, namespace, vector)`` in ``space`` (replacing one the revision
+    def put_vectors(self, items: Sequence[VectorItem], /, *, space: str) -> None:
+        """Store each item's vector for its revision in ``space`` (replacing one the revision
         had in that space), in one transaction."""
         ...
 
@@ -226,9 +230,9 @@ class Store(Protocol):
 
     def iter_missing_vectors(
         self, space: str, /, *, page: int = 500
-    ) -> Iterator[list[tuple[int, str, str]]]:
-        """Pages (at most ``page`` long, key order) of live revisions ``(key, namespace,
-        text)`` that have no vector in ``space``; nothing is held open between pages."""
+    ) -> Iterator[list[PendingText]]:
+        """Pages (at most ``page`` long, key order) of live revisions that have no vector in
+        ``space``; nothing is held open between pages."""
         ...
 
     def get(self, namespace: str, memory_id: str, /) -> StoredMemory:

@@ -16,6 +16,7 @@ import numpy as np
 
 from rankseam.checks import is_real
 from rankseam.errors import ValidationError
+from rankseam.store.rows import MemoryHead
 from rankseam.types import MemoryRef, frozen_mapping
 
 __all__ = [
@@ -38,7 +39,10 @@ __all__ = [
     "check_unicode",
     "content_hash",
     "encode_metadata",
+    "live_head",
     "new_memory_id",
+    "plan_add",
+    "plan_update",
     "plan_write",
     "prepare",
 ]
@@ -127,30 +131,76 @@ class WritePlan:
     retire: int | None = None
 
 
-def plan_write(record: PreparedRecord, head: tuple[Any, ...] | None) -> WritePlan:
-    """The :class:`WritePlan` of ``record`` over ``head``, the memory's current head as
-    ``(head_rid, head_revision, deleted, content_hash, importance, metadata)`` or ``None``
-    when the memory does not exist."""
+def plan_write(record: PreparedRecord, head: MemoryHead | None) -> WritePlan:
+    """The :class:`WritePlan` of ``record`` over ``head``, the memory's current head, or
+    ``None`` when the memory does not exist."""
     importance, metadata = record.importance, record.metadata
     if head is None:
         return WritePlan("added", 1, 0.5 if importance is None else importance, metadata or "{}")
-    rid, revision, deleted, chash, old_importance, old_metadata = head
-    importance = old_importance if importance is None else importance
-    metadata = old_metadata if metadata is None else metadata
+    importance = head.importance if importance is None else importance
+    metadata = head.metadata if metadata is None else metadata
     if (
-        not deleted
-        and chash == record.content_hash
-        and old_importance == importance
-        and old_metadata == metadata
+        not head.deleted
+        and head.content_hash == record.content_hash
+        and head.importance == importance
+        and head.metadata == metadata
     ):
-        return WritePlan("unchanged", int(revision), importance, metadata)
+        return WritePlan("unchanged", int(head.revision), importance, metadata)
     return WritePlan(
         "updated",
-        int(revision) + 1,
+        int(head.revision) + 1,
         0.5 if importance is None else importance,
         metadata or "{}",
-        None if deleted else int(rid),
+        None if head.deleted else int(head.key),
     )
+
+
+def plan_add(record: PreparedRecord, head: MemoryHead | None, *, same_is_ok: bool) -> WritePlan:
+    """What ``Memory.add`` does over ``head``: ``"added"``, revision 1 or the next revision of
+    a tombstoned id (the record's importance and metadata, else 0.5 and ``"{}"``). A live id
+    is refused with a :class:`ValidationError` that says to use ``update``, except with
+    ``same_is_ok`` when its head has the same content hash, importance (None counts as 0.5)
+    and metadata (None counts as ``"{}"``): then ``"unchanged"`` at the head's revision."""
+    importance = 0.5 if record.importance is None else record.importance
+    metadata = record.metadata or "{}"
+    if head is None or head.deleted:
+        return WritePlan("added", 1 if head is None else head.revision + 1, importance, metadata)
+    same = (head.content_hash, head.importance, head.metadata) == (
+        record.content_hash,
+        importance,
+        metadata,
+    )
+    if same_is_ok and same:
+        return WritePlan("unchanged", head.revision, head.importance, head.metadata)
+    where = f"memory {record.memory_id!r} already exists in namespace {record.namespace!r}"
+    raise ValidationError(
+        f"{where} with a different text, importance or metadata; use update() to write a new "
+        "revision, or choose another id"
+        if same_is_ok
+        else f"{where}; use update() to write a new revision, or choose another id"
+    )
+
+
+def plan_update(record: PreparedRecord, head: MemoryHead | None) -> WritePlan:
+    """What ``Memory.update`` does over ``head``: the next revision, retiring the live head;
+    importance and metadata left None keep the head's. :class:`MemoryNotFoundError` for an
+    unknown or deleted id."""
+    head = live_head(head, record.namespace, record.memory_id)
+    return WritePlan(
+        "updated",
+        head.revision + 1,
+        head.importance if record.importance is None else record.importance,
+        record.metadata or head.metadata,
+        head.key,
+    )
+
+
+def live_head(head: MemoryHead | None, namespace: str, memory_id: str) -> MemoryHead:
+    """``head`` when the memory exists and is not deleted, else the
+    :class:`MemoryNotFoundError` an update or delete raises."""
+    if head is None or head.deleted:
+        raise MemoryNotFoundError.no_head(namespace, memory_id, deleted=head is not None)
+    return head
 
 
 @attrs.frozen

@@ -1,36 +1,135 @@
-"""Row-level writes that every writer of the store shares (the store's own writes and its bulk
-writer): one place for retiring a revision and for announcing a namespace's change."""
+"""The typed rows of the store contract: what store methods take and answer besides records
+(:mod:`rankseam.store.records`). No store method takes or returns a positional tuple."""
 
 from __future__ import annotations
 
-import sqlite3
+from collections.abc import Mapping
+from typing import Any
 
-__all__ = ["bump", "retire"]
+import attrs
+import numpy as np
+
+from rankseam.types import MemoryRef, frozen_mapping
+
+__all__ = [
+    "Added",
+    "BulkRevision",
+    "MemoryHead",
+    "MemoryKey",
+    "PendingText",
+    "RevisionDigest",
+    "SpaceRow",
+    "StoreCounts",
+    "VectorItem",
+    "WriteOrder",
+]
 
 
-def bump(conn: sqlite3.Connection, namespace: str, *, vectors: bool = False) -> None:
-    """Announce a committed change of ``namespace``: a new version (retired rows drop out of
-    every process's caches) and, with ``vectors=True``, a new vector epoch (vectors were written
-    for revisions that may be cached elsewhere)."""
-    conn.execute(
-        "INSERT INTO namespaces(name, version) VALUES (?, 1) "
-        "ON CONFLICT(name) DO UPDATE SET version = version + 1",
-        (namespace,),
-    )
-    if vectors:
-        conn.execute(
-            "UPDATE namespaces SET vector_epoch = vector_epoch + 1 WHERE name = ?", (namespace,)
-        )
+@attrs.frozen
+class MemoryKey:
+    """A memory's identity: ``namespace`` and ``memory_id``."""
+
+    namespace: str
+    memory_id: str
 
 
-def retire(conn: sqlite3.Connection, rid: int) -> None:
-    """Take a revision out of search (it stays readable by its ref)."""
-    ns, text = conn.execute(
-        "SELECT namespace, text FROM revisions WHERE rid = ?", (rid,)
-    ).fetchone()
-    row = conn.execute("SELECT version FROM namespaces WHERE name = ?", (ns,)).fetchone()
-    next_version = (row[0] if row else 0) + 1  # the version this transaction commits
-    conn.execute(
-        "UPDATE revisions SET live = 0, retired_version = ? WHERE rid = ?", (next_version, rid)
-    )
-    conn.execute("INSERT INTO fts(fts, rowid, text) VALUES ('delete', ?, ?)", (rid, text))
+@attrs.frozen
+class MemoryHead:
+    """A memory's current head as a write sees it: ``key`` and ``revision`` of the head,
+    ``deleted`` (tombstoned), and the head's ``content_hash``, ``importance`` and
+    ``metadata`` (canonical JSON)."""
+
+    namespace: str
+    memory_id: str
+    key: int
+    revision: int
+    deleted: bool
+    content_hash: str
+    importance: float
+    metadata: str
+
+
+@attrs.frozen
+class Added:
+    """What ``Store.add`` did: the memory's ``ref`` and whether a revision was ``written``
+    (False: the id already held exactly this memory)."""
+
+    ref: MemoryRef
+    written: bool
+
+
+@attrs.frozen
+class VectorItem:
+    """A vector for the revision ``key`` of ``namespace`` (``Store.put_vectors``)."""
+
+    key: int
+    namespace: str
+    vector: np.ndarray = attrs.field(eq=False)
+
+
+@attrs.frozen
+class PendingText:
+    """A live revision that has no vector in a space yet (``Store.iter_missing_vectors``)."""
+
+    key: int
+    namespace: str
+    text: str
+
+
+@attrs.frozen
+class SpaceRow:
+    """A registered embedder space: its ``key`` and ``EmbedderDescriptor.to_dict()``."""
+
+    key: str
+    descriptor: Mapping[str, Any] = attrs.field(converter=frozen_mapping)
+
+
+@attrs.frozen
+class WriteOrder:
+    """The row key of every revision in write order (ascending, an int64 array) and the
+    number of revisions; ``keys`` is None when they are exactly ``1..count`` (a revision's
+    position in write order is then its key)."""
+
+    keys: np.ndarray | None = attrs.field(eq=False)
+    count: int
+
+
+@attrs.frozen
+class StoreCounts:
+    """How many memories and revisions a store holds."""
+
+    memories: int
+    revisions: int
+
+
+@attrs.frozen
+class RevisionDigest:
+    """What a merge compares of a stored revision: number, content hash, importance and
+    metadata (canonical JSON)."""
+
+    revision: int
+    content_hash: str
+    importance: float
+    metadata: str
+
+
+@attrs.frozen
+class BulkRevision:
+    """One revision as a snapshot export reads it, with its memory's tombstone and head:
+    ``key`` is its row key, ``live`` whether it is searchable, ``vectors`` one entry per space
+    asked for (little-endian float32 bytes, or None)."""
+
+    namespace: str
+    memory_id: str
+    deleted: bool
+    deleted_at: float | None
+    head_revision: int
+    key: int
+    revision: int
+    text: str
+    importance: float
+    metadata: str
+    created_at: float
+    content_hash: str
+    live: bool
+    vectors: tuple[bytes | None, ...]

@@ -18,8 +18,16 @@ import numpy as np
 import psycopg
 
 from rankseam.errors import ValidationError
+from rankseam.plugin import (
+    BulkRevision,
+    MemoryHead,
+    RevisionDigest,
+    SpaceRow,
+    StoreCounts,
+    WriteOrder,
+)
 from rankseam_postgres.schema import ensure_space_index
-from rankseam_postgres.store import as_array, copy_vectors, count_tokens
+from rankseam_postgres.tables import as_array, copy_vectors, count_tokens
 
 if TYPE_CHECKING:
     from rankseam_postgres.store import PostgresStore
@@ -45,11 +53,11 @@ class PostgresBulkReader:
         self._conn = conn
         self._t = store.tables
 
-    def spaces(self) -> list[tuple[str, dict[str, Any]]]:
+    def spaces(self) -> list[SpaceRow]:
         rows = self._conn.execute(
             self._t('SELECT key, descriptor FROM {spaces} ORDER BY key COLLATE "C"')
         ).fetchall()
-        return [(key, json.loads(desc)) for key, desc in rows]
+        return [SpaceRow(key, json.loads(desc)) for key, desc in rows]
 
     def vectors_outside(self, spaces: Sequence[str]) -> int:
         row = self._conn.execute(
@@ -57,24 +65,23 @@ class PostgresBulkReader:
         ).fetchone()
         return int(row[0]) if row else 0
 
-    def write_order(self) -> tuple[np.ndarray | None, int]:
+    def write_order(self) -> WriteOrder:
         row = self._conn.execute(
             self._t("SELECT count(*), min(rid), max(rid) FROM {revisions}")
         ).fetchone()
         n, lo, hi = row if row else (0, None, None)
         if n == 0 or (lo == 1 and hi == n):
-            return None, int(n)
+            return WriteOrder(None, int(n))
         rids = np.fromiter(
             (r for (r,) in self._conn.execute(self._t("SELECT rid FROM {revisions} ORDER BY rid"))),
             dtype=np.int64,
             count=int(n),
         )
-        return rids, int(n)
+        return WriteOrder(rids, int(n))
 
-    def revisions(self, spaces: Sequence[str]) -> Iterator[tuple[Any, ...]]:
-        """Every revision of every memory, ordered by (namespace, memory id, revision):
-        ``(namespace, memory_id, deleted, deleted_at, head_revision, rid, revision, text,
-        importance, metadata, created_at, content_hash, live, *vector bytes per space)``."""
+    def revisions(self, spaces: Sequence[str]) -> Iterator[BulkRevision]:
+        """Every revision of every memory, ordered by (namespace, memory id, revision), with
+        its vector (bytes or None) in each of ``spaces``."""
         joins = "".join(
             f" LEFT JOIN {{vectors}} v{i} ON v{i}.namespace = r.namespace AND v{i}.space = %s "
             f"AND v{i}.rid = r.rid"
@@ -92,8 +99,23 @@ class PostgresBulkReader:
             cur.itersize = 2000
             cur.execute(query, list(spaces))
             for row in cur:
-                head = row[:13]
-                yield (*head, *(_blob(v) for v in row[13:]))
+                ns, mid, deleted, deleted_at, head, rid, rev, text, imp, meta, created = row[:11]
+                yield BulkRevision(
+                    namespace=ns,
+                    memory_id=mid,
+                    deleted=bool(deleted),
+                    deleted_at=deleted_at,
+                    head_revision=int(head),
+                    key=int(rid),
+                    revision=int(rev),
+                    text=text,
+                    importance=imp,
+                    metadata=meta,
+                    created_at=created,
+                    content_hash=row[11],
+                    live=bool(row[12]),
+                    vectors=tuple(_blob(v) for v in row[13:]),
+                )
 
 
 class PostgresBulkWriter:
@@ -134,10 +156,10 @@ class PostgresBulkWriter:
         entry[0] += rows
         entry[1] += tokens
 
-    def counts(self) -> tuple[int, int]:
+    def counts(self) -> StoreCounts:
         memories = self._conn.execute(self._t("SELECT count(*) FROM {memories}")).fetchone()
         revisions = self._conn.execute(self._t("SELECT count(*) FROM {revisions}")).fetchone()
-        return int(memories[0]), int(revisions[0])  # type: ignore[index]
+        return StoreCounts(int(memories[0]), int(revisions[0]))  # type: ignore[index]
 
     def register_space(self, descriptor: Any) -> None:
         ensure_space_index(
@@ -165,19 +187,23 @@ class PostgresBulkWriter:
         if len(self._revisions) >= _BATCH:
             self._flush()
 
-    def head(self, namespace: str, memory_id: str) -> tuple[int, int, bool] | None:
+    def head(self, namespace: str, memory_id: str) -> MemoryHead | None:
         row = self._conn.execute(
             self._t(
-                "SELECT head_rid, head_revision, deleted FROM {memories} WHERE namespace = %s "
-                "AND memory_id = %s"
+                "SELECT m.head_rid, m.head_revision, m.deleted, r.content_hash, r.importance, "
+                "r.metadata FROM {memories} m JOIN {revisions} r ON r.namespace = m.namespace "
+                "AND r.rid = m.head_rid WHERE m.namespace = %s AND m.memory_id = %s"
             ),
             (namespace, memory_id),
         ).fetchone()
-        return None if row is None else (int(row[0]), int(row[1]), bool(row[2]))
+        if row is None:
+            return None
+        rid, rev, deleted, chash, importance, meta = row
+        return MemoryHead(
+            namespace, memory_id, int(rid), int(rev), bool(deleted), chash, float(importance), meta
+        )
 
-    def history(
-        self, namespace: str, memory_id: str, upto: int
-    ) -> list[tuple[int, str, float, str]]:
+    def history(self, namespace: str, memory_id: str, upto: int) -> list[RevisionDigest]:
         rows = self._conn.execute(
             self._t(
                 "SELECT revision, content_hash, importance, metadata FROM {revisions} WHERE "
@@ -185,7 +211,7 @@ class PostgresBulkWriter:
             ),
             (namespace, memory_id, upto),
         ).fetchall()
-        return [(int(r), h, float(i), m) for r, h, i, m in rows]
+        return [RevisionDigest(int(r), h, float(i), m) for r, h, i, m in rows]
 
     def _retire(self, namespace: str, rid: int) -> None:
         row = self._conn.execute(
@@ -233,7 +259,7 @@ class PostgresBulkWriter:
         self._flush()
         if rid == 0:  # nothing newer: only the tombstone may change
             head = self.head(mem.namespace, mem.memory_id)
-            rid = head[0] if head else 0
+            rid = head.key if head else 0
         self._conn.execute(
             self._t(
                 "INSERT INTO {memories}(namespace, memory_id, head_rid, head_revision, deleted, "

@@ -1,4 +1,5 @@
-"""The PostgreSQL store: namespaces, immutable revisions, tombstones, full text and pgvector.
+"""The PostgreSQL store: namespaces, immutable revisions, tombstones, full text and pgvector
+(its search snapshot is :mod:`.reader`, the rows of a write transaction :mod:`.writer`).
 
 It keeps the embedded store's semantics (docs/store.md) on a server that many processes and
 machines share:
@@ -19,471 +20,41 @@ machines share:
 
 from __future__ import annotations
 
-import json
-import logging
-import re
 import threading
 import time
-from collections import deque
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from typing import Any
 
 import numpy as np
 import psycopg
 from pgvector.psycopg import register_vector
-from psycopg import sql
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from rankseam.errors import ConfigurationError, ValidationError
 from rankseam.plugin import (
-    BatchCounts,
     EmbedderDescriptor,
-    LexicalQuery,
     MemoryNotFoundError,
-    PreparedRecord,
-    ScoredKey,
+    PendingText,
     StoredMemory,
-    plan_write,
+    VectorItem,
 )
 from rankseam.types import MemoryRef
+from rankseam_postgres.reader import EXACT_BELOW, PostgresReader
 from rankseam_postgres.schema import (
     SCHEMA_VERSION,
     build_space_index,
     ensure_schema,
     ensure_space_index,
     index_name,
-    space_index_state,
 )
+from rankseam_postgres.tables import COLUMNS, Tables, row_to_memory, vector_array
 from rankseam_postgres.url import StoreURL, parse_url
+from rankseam_postgres.writer import RowWriter
 
-__all__ = [
-    "EXACT_BELOW",
-    "PostgresReader",
-    "PostgresStore",
-    "as_array",
-    "copy_vectors",
-    "count_tokens",
-]
+__all__ = ["PostgresStore"]
 
-T = TypeVar("T")
-
-log = logging.getLogger("rankseam.postgres")
-
-#: A namespace with fewer live memories than this is searched exactly (a sequential scan of
-#: its vectors); from this size on through the space's HNSW index.
-EXACT_BELOW = 20_000
-#: ``hnsw.ef_search`` of an index search (the candidate list; the over-fetch is at most 800).
-EF_SEARCH = 512
-
-_TOKEN = re.compile(r"[^\W_]+")
-#: Planner methods turned off for the statement that searches an HNSW index.
-_NO_SCAN = ("enable_seqscan", "enable_bitmapscan", "enable_sort")
 _PAGE = 500
-_COLUMNS = (
-    "r.rid, r.namespace, r.memory_id, r.revision, r.text, r.importance, r.metadata, "
-    "r.created_at, r.content_hash"
-)
-
-
-def count_tokens(text: str) -> int:
-    """The document length BM25 uses: word tokens as FTS5's ``unicode61`` cuts them (letters
-    and digits; everything else separates)."""
-    return len(_TOKEN.findall(text))
-
-
-def _row_to_memory(row: Sequence[Any], deleted: bool = False) -> StoredMemory:
-    _rid, ns, mid, rev, text, importance, meta, created, chash = row[:9]
-    return StoredMemory(
-        ref=MemoryRef(ns, mid, int(rev)),
-        text=text,
-        importance=float(importance),
-        metadata=json.loads(meta),
-        created_at=float(created),
-        content_hash=chash,
-        deleted=deleted,
-    )
-
-
-def as_array(value: Any) -> np.ndarray:
-    """A stored vector as float32 (the adapter answers ``pgvector.Vector`` or an array)."""
-    to_numpy = getattr(value, "to_numpy", None)
-    return np.asarray(to_numpy() if to_numpy is not None else value, dtype=np.float32)
-
-
-def _vector_array(values: Sequence[Any], dims: int) -> np.ndarray | list[np.ndarray | None]:
-    """Stored vectors as the embedded store returns them: one read-only float32 matrix when
-    every row has one, else a vector or ``None`` per row."""
-    rows = [None if v is None else as_array(v) for v in values]
-    if rows and all(r is not None and r.shape == (dims,) for r in rows):
-        matrix = np.stack(rows)  # type: ignore[arg-type]
-        matrix.flags.writeable = False
-        return matrix
-    out: list[np.ndarray | None] = []
-    for r in rows:
-        if r is not None:
-            r.flags.writeable = False
-        out.append(r)
-    return out
-
-
-class PostgresReader:
-    """Read access bound to one read transaction (one snapshot): the reader protocols
-    (``rankseam.plugin.StoreReader``) in PostgreSQL's dialect. The host's candidate sources
-    run on it."""
-
-    def __init__(self, store: PostgresStore, conn: psycopg.Connection[Any]) -> None:
-        self._store = store
-        self._conn = conn
-        self._t = store.tables
-        self._namespaces: dict[str, tuple[int, int, int, int]] = {}
-        self._indexed: dict[str, bool] = {}
-        self._lexeme_memo: dict[str, tuple[str, ...]] = {}
-
-    # -- namespace statistics --------------------------------------------------------------
-
-    def _ns_row(self, namespace: str) -> tuple[int, int, int, int]:
-        """``(version, vector epoch, live count, token total)`` of ``namespace``, read once
-        per snapshot (it cannot change within one)."""
-        row = self._namespaces.get(namespace)
-        if row is None:
-            found = self._conn.execute(
-                self._t(
-                    "SELECT version, vector_epoch, live_count, live_tokens FROM {namespaces} "
-                    "WHERE name = %s"
-                ),
-                (namespace,),
-            ).fetchone()
-            row = (
-                (int(found[0]), int(found[1]), int(found[2]), int(found[3]))
-                if found
-                else (0, 0, 0, 0)
-            )
-            self._namespaces[namespace] = row
-        return row
-
-    def namespace_version(self, namespace: str) -> int:
-        return self._ns_row(namespace)[0]
-
-    def live_count(self, namespace: str, /) -> int:
-        """Live revisions of ``namespace`` (kept by every write; no count at search time):
-        BM25's ``N`` and what document frequencies count over."""
-        return self._ns_row(namespace)[2]
-
-    # -- lexical -----------------------------------------------------------------------------
-
-    def _lexemes(self, terms: Sequence[str]) -> dict[str, tuple[str, ...]]:
-        """Each term's lexemes under the store's text search configuration (none for a term
-        the configuration drops as a stop word), memoised per term for this snapshot."""
-        missing = [t for t in dict.fromkeys(terms) if t not in self._lexeme_memo]
-        if missing:
-            rows = self._conn.execute(
-                "SELECT u.t, tsvector_to_array(to_tsvector(%s::regconfig, u.t)) "
-                "FROM unnest(%s::text[]) AS u(t)",
-                (self._store.text_search, missing),
-            ).fetchall()
-            for term, lexemes in rows:
-                self._lexeme_memo[term] = tuple(lexemes)
-        return {t: self._lexeme_memo[t] for t in terms}
-
-    def document_frequency(self, namespace: str, term: str, cap: int, /) -> int:
-        """How many live revisions of ``namespace`` hold any lexeme of the word ``term``,
-        counted up to ``cap`` (0 for a word the text search configuration drops)."""
-        lexemes = self._lexemes([term])[term]
-        if not lexemes:
-            return 0
-        version = self.namespace_version(namespace)
-        return self._store.cached_count(
-            ("df", namespace, version, lexemes, cap),
-            lambda: int(
-                self._conn.execute(
-                    self._t(
-                        "SELECT count(*) FROM (SELECT 1 FROM {revisions} WHERE namespace = %s "
-                        "AND live AND tsv @@ %s::tsquery LIMIT %s) AS hits"
-                    ),
-                    (namespace, _tsquery(lexemes), cap),
-                ).fetchone()[0]  # type: ignore[index]
-            ),
-        )
-
-    def lexical(self, query: LexicalQuery, /) -> list[ScoredKey]:
-        """Okapi BM25 (:meth:`bm25`) of the query's words: each word counts through its
-        lexemes (a lexeme that stands for two words of the query counts twice, as FTS5
-        counts a stem twice); the revisions that hold a lexeme of ``query.terms`` are found
-        (and, with ``require_scoring``, one of ``query.scoring`` too)."""
-        lexemes = self._lexemes([*query.terms, *query.scoring])
-        weights: dict[str, float] = {}
-        for term in (*query.terms, *query.scoring):
-            for lex in dict.fromkeys(lexemes[term]):
-                weights[lex] = weights.get(lex, 0.0) + 1.0
-        finding = sorted({lex for t in query.terms for lex in lexemes[t]})
-        required = sorted({lex for t in query.scoring for lex in lexemes[t]})
-        if not finding or (query.require_scoring and not required):
-            return []
-        return self.bm25(
-            query.namespace,
-            weights,
-            query.k,
-            finding=finding,
-            required=required if query.require_scoring else None,
-        )
-
-    def bm25(
-        self,
-        namespace: str,
-        weights: Mapping[str, float],
-        k: int,
-        *,
-        finding: Sequence[str] | None = None,
-        required: Sequence[str] | None = None,
-        k1: float = 1.2,
-        b: float = 0.75,
-    ) -> list[ScoredKey]:
-        """Okapi BM25 over the live revisions of ``namespace`` that hold any of the lexemes
-        ``finding`` (default: every lexeme of ``weights``) and, when given, one of
-        ``required``; scored over every lexeme ``weights`` names (lexeme -> how many query
-        words it stands for), FTS5's formula: ``idf = ln((N - n + 0.5) / (n + 0.5))`` (at
-        least 1e-6), ``k1 = 1.2``, ``b = 0.75``, document length in word tokens. Best ``k``
-        ``(rid, score)``, ties by rid."""
-        if not weights:
-            return []
-        _version, _epoch, live, tokens = self._ns_row(namespace)
-        if live == 0:
-            return []
-        avgdl = max(tokens / live, 1e-9)
-        lexemes = sorted(weights)
-        idf = []
-        for lex in lexemes:
-            n = self._lexeme_frequency(namespace, lex, live + 1)
-            idf.append(max(float(np.log((live - n + 0.5) / (n + 0.5))), 1e-6) * weights[lex])
-        # tf of each lexeme: ts_rank_cd with every weight 1 counts a single lexeme's positions
-        params: dict[str, Any] = {
-            "ns": namespace,
-            "q": _tsquery(lexemes if finding is None else finding),
-            "k": k,
-            "ones": [1.0, 1.0, 1.0, 1.0],
-            "k1": k1,
-            "b": b,
-            "avgdl": avgdl,
-        }
-        tfs, terms = [], []
-        for n, (lex, weight) in enumerate(zip(lexemes, idf, strict=True)):
-            params[f"q{n}"] = _tsquery([lex])
-            params[f"idf{n}"] = weight
-            tfs.append(
-                sql.SQL("ts_rank_cd(%(ones)s::float4[], r.tsv, {}::tsquery, 0) AS {}").format(
-                    sql.Placeholder(f"q{n}"), sql.Identifier(f"t{n}")
-                )
-            )
-            terms.append(
-                sql.SQL("{idf} * f.{t} * (%(k1)s + 1) / (f.{t} + f.kd)").format(
-                    idf=sql.Placeholder(f"idf{n}"), t=sql.Identifier(f"t{n}")
-                )
-            )
-        also = sql.SQL("")
-        if required is not None:
-            params["r"] = _tsquery(required)
-            also = sql.SQL(" AND r.tsv @@ %(r)s::tsquery")
-        # OFFSET 0 keeps the planner from inlining the tf subquery (each tf once per row)
-        query = sql.SQL(
-            "SELECT rid, {score} AS s FROM (SELECT r.rid, {tfs}, "
-            "%(k1)s * (1 - %(b)s + %(b)s * r.tokens / %(avgdl)s) AS kd FROM {s}.revisions r "
-            "WHERE r.namespace = %(ns)s AND r.live AND r.tsv @@ %(q)s::tsquery{also} "
-            "OFFSET 0) AS f ORDER BY s DESC, rid LIMIT %(k)s"
-        ).format(
-            score=sql.SQL(" + ").join(terms),
-            s=sql.Identifier(self._store.schema),
-            tfs=sql.SQL(", ").join(tfs),
-            also=also,
-        )
-        rows = self._conn.execute(query, params).fetchall()
-        return [(int(r), float(s)) for r, s in rows]
-
-    def _lexeme_frequency(self, namespace: str, lexeme: str, cap: int) -> int:
-        """How many live revisions of ``namespace`` hold ``lexeme``, counted up to ``cap``."""
-        version = self.namespace_version(namespace)
-        return self._store.cached_count(
-            ("df", namespace, version, (lexeme,), cap),
-            lambda: int(
-                self._conn.execute(
-                    self._t(
-                        "SELECT count(*) FROM (SELECT 1 FROM {revisions} WHERE namespace = %s "
-                        "AND live AND tsv @@ %s::tsquery LIMIT %s) AS hits"
-                    ),
-                    (namespace, _tsquery([lexeme]), cap),
-                ).fetchone()[0]  # type: ignore[index]
-            ),
-        )
-
-    # -- vector ------------------------------------------------------------------------------
-
-    def vector(
-        self,
-        namespace: str,
-        descriptor: EmbedderDescriptor,
-        query: np.ndarray,
-        k: int,
-        /,
-        *,
-        exact: bool = False,
-    ) -> list[ScoredKey]:
-        """Cosine over the live vectors of ``namespace`` in ``descriptor``'s space only: the
-        best ``k`` ``(rid, score)``, ties by rid. L2-normalised spaces score the inner product
-        (their cosine, as the embedded store computes it); a zero vector scores 0. Below
-        :data:`EXACT_BELOW` live memories (or with ``exact=True``) every vector is compared;
-        from there on the space's HNSW index proposes them once it is built
-        (:meth:`PostgresStore.maintain_index`; iterative scan, so the namespace filter cannot
-        starve it)."""
-        q = np.asarray(query, dtype=np.float32).reshape(-1)
-        if q.shape[0] != descriptor.dimensions:
-            raise ValidationError(
-                f"query vector has {q.shape[0]} dimensions; the space {descriptor.key!r} has "
-                f"{descriptor.dimensions}"
-            )
-        l2 = descriptor.normalization == "l2"
-        if not l2:
-            norm = float(np.linalg.norm(q))
-            q = q / norm if norm > 0 else q
-        op = sql.SQL("<#>" if l2 else "<=>")
-        score = sql.SQL("-d" if l2 else "CASE WHEN d = 'NaN' THEN 0 ELSE 1 - d END")
-        indexed = (
-            not exact
-            and self.live_count(namespace) >= self._store.exact_below
-            and self._index_ready(descriptor.key)
-        )
-        if indexed:
-            self._conn.execute(
-                sql.SQL("SET LOCAL hnsw.ef_search = {}").format(sql.Literal(max(EF_SEARCH, k)))
-            )
-            self._conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-            # with ef_search 512 pgvector's cost estimate favours a scan and sort below a few
-            # hundred thousand rows: make the planner walk the graph (reset right after)
-            for setting in _NO_SCAN:
-                self._conn.execute(f"SET LOCAL {setting} = off")
-            # the index's own expression, so the planner walks the HNSW graph
-            dims = sql.Literal(descriptor.dimensions)
-            distance = sql.SQL("(v.vector::vector({d}) {op} %(q)s::vector({d}))").format(
-                d=dims, op=op
-            )
-        else:
-            # an exact scan: no cast per row (the space's vectors all have its dimensions)
-            distance = sql.SQL("(v.vector {op} %(q)s::vector)").format(op=op)
-        order = distance
-        query_sql = sql.SQL(
-            "SELECT rid, {score} FROM (SELECT v.rid, {distance} AS d FROM {s}.vectors v "
-            "WHERE v.space = {key} AND v.live AND v.namespace = %(ns)s ORDER BY {order} "
-            "LIMIT %(k)s) AS hits"
-        ).format(
-            score=score,
-            distance=distance,
-            s=sql.Identifier(self._store.schema),
-            key=sql.Literal(descriptor.key),
-            order=order,
-        )
-        rows = self._conn.execute(query_sql, {"q": q, "ns": namespace, "k": k}).fetchall()
-        if indexed:
-            for setting in _NO_SCAN:
-                self._conn.execute(f"SET LOCAL {setting} = on")
-        hits = [(int(r), float(s)) for r, s in rows]
-        hits.sort(key=lambda h: (-h[1], h[0]))
-        return hits[:k]
-
-    def _index_ready(self, space: str) -> bool:
-        ready = self._indexed.get(space)
-        if ready is None:
-            state = space_index_state(self._conn, self._store.schema, space)
-            ready = self._indexed[space] = state is True
-        return ready
-
-    # -- rows --------------------------------------------------------------------------------
-
-    def importance(self, rids: Sequence[int], /) -> dict[int, float]:
-        rows = self._conn.execute(
-            self._t("SELECT rid, importance FROM {revisions} WHERE rid = ANY(%s)"),
-            (list(rids),),
-        ).fetchall()
-        return {int(r): float(i) for r, i in rows}
-
-    def top_importance(self, namespace: str, k: int, /) -> list[ScoredKey]:
-        rows = self._conn.execute(
-            self._t(
-                "SELECT rid, importance FROM {revisions} WHERE namespace = %s AND live "
-                "ORDER BY importance DESC, rid LIMIT %s"
-            ),
-            (namespace, k),
-        ).fetchall()
-        return [(int(r), float(s)) for r, s in rows]
-
-    def identities(self, rids: Sequence[int], /) -> dict[int, MemoryRef]:
-        """The identity of each *live* revision among ``rids``; others are left out."""
-        rows = self._conn.execute(
-            self._t(
-                "SELECT rid, namespace, memory_id, revision FROM {revisions} "
-                "WHERE live AND rid = ANY(%s)"
-            ),
-            (list(rids),),
-        ).fetchall()
-        return {int(rid): MemoryRef(ns, mid, int(rev)) for rid, ns, mid, rev in rows}
-
-    def memories(self, rids: Sequence[int], /) -> dict[int, StoredMemory]:
-        rows = self._conn.execute(
-            self._t(f"SELECT {_COLUMNS} FROM {{revisions}} r WHERE r.rid = ANY(%s)"),
-            (list(rids),),
-        ).fetchall()
-        return {int(row[0]): _row_to_memory(row) for row in rows}
-
-    def resolve(self, ref: MemoryRef, /) -> int | None:
-        row = self._conn.execute(
-            self._t(
-                "SELECT rid FROM {revisions} WHERE namespace = %s AND memory_id = %s "
-                "AND revision = %s"
-            ),
-            (ref.namespace, ref.memory_id, ref.revision),
-        ).fetchone()
-        return int(row[0]) if row else None
-
-
-def copy_vectors(
-    conn: psycopg.Connection[Any],
-    tables: Callable[[str], sql.Composed],
-    rows: Sequence[tuple[str, str, int, bool, np.ndarray]],
-) -> None:
-    """Insert vector rows ``(namespace, space, rid, live, vector)`` with one binary ``COPY``
-    (several times faster than one ``INSERT`` per row)."""
-    with conn.cursor() as cur:
-        with cur.copy(
-            tables(
-                "COPY {vectors} (namespace, space, rid, live, vector) FROM STDIN (FORMAT BINARY)"
-            )
-        ) as copy:
-            copy.set_types(["text", "text", "int8", "bool", "vector"])
-            for row in rows:
-                copy.write_row(row)
-
-
-def _tsquery(lexemes: Sequence[str]) -> str:
-    """An OR of lexemes as ``tsquery`` text (each quoted: nothing in it is an operator)."""
-    return " | ".join("'" + lex.replace("\\", "\\\\").replace("'", "''") + "'" for lex in lexemes)
-
-
-class _Tables:
-    """Formats SQL with the store's schema-qualified table names (``{revisions}`` ...)."""
-
-    NAMES = ("meta", "namespaces", "spaces", "memories", "revisions", "vectors", "rid_seq")
-
-    def __init__(self, schema: str) -> None:
-        quoted = sql.Identifier(schema)
-        self._names = {
-            name: sql.SQL("{}.{}").format(quoted, sql.Identifier(name)) for name in self.NAMES
-        }
-        self._cache: dict[str, sql.Composed] = {}
-
-    def __call__(self, text: str) -> sql.Composed:
-        out = self._cache.get(text)
-        if out is None:
-            out = sql.SQL(text).format(**self._names)  # type: ignore[arg-type]
-            self._cache[text] = out
-        return out
 
 
 class PostgresStore:
@@ -498,7 +69,7 @@ class PostgresStore:
         self.url = url if isinstance(url, StoreURL) else parse_url(url)
         self.schema = self.url.schema
         self.exact_below = exact_below
-        self.tables = _Tables(self.schema)
+        self.tables = Tables(self.schema)
         self._memo: dict[tuple[Any, ...], int] = {}
         self._memo_lock = threading.Lock()
         self._closed = False
@@ -607,14 +178,14 @@ class PostgresStore:
                 raise ValidationError(f"a write to {self.url.display} conflicted: {exc}") from None
 
     @contextmanager
-    def _write(self, namespaces: Sequence[str], *, vectors: bool = False) -> Iterator[_RowWriter]:
+    def _write(self, namespaces: Sequence[str], *, vectors: bool = False) -> Iterator[RowWriter]:
         """One write transaction that first locks each namespace it writes to, in sorted
         order (the writers of one namespace take turns; others run in parallel). Yields the
         transaction's row writer; the namespaces it wrote to get a new version (and, with
         ``vectors``, a new vector epoch) when it commits."""
         with self._transaction("BEGIN") as conn:
             versions = {ns: self._lock(conn, ns) for ns in sorted(set(namespaces))}
-            writer = _RowWriter(self, conn, versions, vectors=vectors)
+            writer = RowWriter(self, conn, versions, vectors=vectors)
             try:
                 yield writer
                 writer.finish()
@@ -660,144 +231,19 @@ class PostgresStore:
 
     # -- writes ------------------------------------------------------------------------------
 
-    def _head(
-        self, conn: psycopg.Connection[Any], namespace: str, memory_id: str
-    ) -> tuple[Any, ...] | None:
-        return conn.execute(
-            self.tables(
-                "SELECT m.head_rid, m.head_revision, m.deleted, r.content_hash, r.importance, "
-                "r.metadata FROM {memories} m JOIN {revisions} r ON r.namespace = m.namespace "
-                "AND r.rid = m.head_rid WHERE m.namespace = %s AND m.memory_id = %s"
-            ),
-            (namespace, memory_id),
-        ).fetchone()
+    @contextmanager
+    def batch(self, namespaces: Sequence[str], /) -> Iterator[RowWriter]:
+        """ONE write transaction in which the host applies planned writes; the namespaces
+        are locked first, in sorted order."""
+        with self._write(namespaces) as writer:
+            yield writer
 
-    def add(
-        self, rec: PreparedRecord, *, space: str | None, same_is_ok: bool = False
-    ) -> tuple[MemoryRef, bool]:
-        """Add a new memory (see the embedded store's ``add``: same semantics)."""
-        with self._write([rec.namespace]) as writer:
-            head = self._head(writer.conn, rec.namespace, rec.memory_id)
-            if head is not None and not head[2]:
-                _rid, rev, _deleted, chash, importance, metadata = head
-                same = (chash, importance, metadata) == (
-                    rec.content_hash,
-                    0.5 if rec.importance is None else rec.importance,
-                    rec.metadata or "{}",
-                )
-                if same_is_ok and same:
-                    return MemoryRef(rec.namespace, rec.memory_id, int(rev)), False
-                raise ValidationError(
-                    f"memory {rec.memory_id!r} already exists in namespace {rec.namespace!r} "
-                    "with a different text, importance or metadata; use update() to write a new "
-                    "revision, or choose another id"
-                    if same_is_ok
-                    else f"memory {rec.memory_id!r} already exists in namespace "
-                    f"{rec.namespace!r}; use update() to write a new revision, or choose another id"
-                )
-            revision = int(head[1]) + 1 if head else 1
-            writer.revision(
-                rec,
-                revision,
-                0.5 if rec.importance is None else rec.importance,
-                rec.metadata or "{}",
-                space,
-                rec.vector,
-            )
-        return MemoryRef(rec.namespace, rec.memory_id, revision), True
-
-    def _live_head(
-        self, conn: psycopg.Connection[Any], namespace: str, memory_id: str
-    ) -> tuple[Any, ...]:
-        head = self._head(conn, namespace, memory_id)
-        if head is None or head[2]:
-            raise MemoryNotFoundError.no_head(namespace, memory_id, deleted=head is not None)
-        return head
-
-    def update(self, rec: PreparedRecord, *, space: str | None) -> MemoryRef:
-        with self._write([rec.namespace]) as writer:
-            rid, revision, _d, _h, old_importance, old_meta = self._live_head(
-                writer.conn, rec.namespace, rec.memory_id
-            )
-            writer.retire(rec.namespace, int(rid))
-            importance = old_importance if rec.importance is None else rec.importance
-            writer.revision(
-                rec, int(revision) + 1, importance, rec.metadata or old_meta, space, rec.vector
-            )
-        return MemoryRef(rec.namespace, rec.memory_id, int(revision) + 1)
-
-    def delete(self, namespace: str, memory_id: str) -> MemoryRef:
-        with self._write([namespace]) as writer:
-            rid, revision, *_rest = self._live_head(writer.conn, namespace, memory_id)
-            writer.retire(namespace, int(rid))
-            writer.conn.execute(
-                self.tables(
-                    "UPDATE {memories} SET deleted = true, deleted_at = %s "
-                    "WHERE namespace = %s AND memory_id = %s"
-                ),
-                (time.time(), namespace, memory_id),
-            )
-        return MemoryRef(namespace, memory_id, int(revision))
-
-    def _heads(
-        self, conn: psycopg.Connection[Any], records: Sequence[PreparedRecord]
-    ) -> dict[tuple[str, str], tuple[Any, ...]]:
-        keys = list(dict.fromkeys((r.namespace, r.memory_id) for r in records))
-        rows = conn.execute(
-            self.tables(
-                "SELECT m.namespace, m.memory_id, m.head_rid, m.head_revision, m.deleted, "
-                "r.content_hash, r.importance, r.metadata FROM unnest(%s::text[], %s::text[]) "
-                "AS w(namespace, memory_id) JOIN {memories} m ON m.namespace = w.namespace "
-                "AND m.memory_id = w.memory_id JOIN {revisions} r ON r.namespace = m.namespace "
-                "AND r.rid = m.head_rid"
-            ),
-            ([k[0] for k in keys], [k[1] for k in keys]),
-        ).fetchall()
-        return {(ns, mid): tuple(head) for ns, mid, *head in rows}
-
-    def write_batch(
-        self,
-        records: Sequence[PreparedRecord],
-        *,
-        space: str | None,
-        vectors: np.ndarray | None = None,
-    ) -> BatchCounts:
-        """Write records in ONE transaction (all or nothing), with the embedded store's
-        semantics: a new id is added; a known id gets a new revision when its text,
-        importance or metadata changed, else nothing."""
-        added = updated = unchanged = 0
-        refs: list[MemoryRef] = []
-        if not records:
-            return BatchCounts()
-        with self._write([r.namespace for r in records]) as writer:
-            heads = self._heads(writer.conn, records)
-            writer.reserve(len(records))
-            for i, rec in enumerate(records):
-                key = (rec.namespace, rec.memory_id)
-                plan = plan_write(rec, heads.get(key))
-                if plan.change == "unchanged":
-                    unchanged += 1
-                    refs.append(MemoryRef(rec.namespace, rec.memory_id, plan.revision))
-                    continue
-                if plan.change == "added":
-                    added += 1
-                else:
-                    updated += 1
-                if plan.retire is not None:
-                    writer.retire(rec.namespace, plan.retire)
-                revision, importance, metadata = plan.revision, plan.importance, plan.metadata
-                vector = rec.vector if vectors is None else vectors[i]
-                rid = writer.revision(rec, revision, importance, metadata, space, vector)
-                heads[key] = (rid, revision, False, rec.content_hash, importance, metadata)
-                refs.append(MemoryRef(rec.namespace, rec.memory_id, revision))
-        return BatchCounts(added, updated, unchanged, tuple(refs))
-
-    def put_vectors(self, items: Sequence[tuple[int, str, np.ndarray]], *, space: str) -> None:
-        """Store vectors ``(rid, namespace, vector)`` in ``space`` (one transaction)."""
+    def put_vectors(self, items: Sequence[VectorItem], /, *, space: str) -> None:
+        """Store each item's vector in ``space`` (one transaction)."""
         if not items:
             return
-        with self._write([ns for _r, ns, _v in items], vectors=True) as writer:
-            for ns in {ns for _r, ns, _v in items}:
+        with self._write([item.namespace for item in items], vectors=True) as writer:
+            for ns in {item.namespace for item in items}:
                 writer.touch(ns)
             with writer.conn.cursor() as cur:
                 cur.executemany(
@@ -808,7 +254,10 @@ class PostgresStore:
                         "ON CONFLICT (namespace, space, rid) DO UPDATE SET vector = "
                         "excluded.vector"
                     ),
-                    [(space, np.asarray(vec, dtype=np.float32), ns, rid) for rid, ns, vec in items],
+                    [
+                        (space, np.asarray(item.vector, dtype=np.float32), item.namespace, item.key)
+                        for item in items
+                    ],
                 )
 
     # -- reads -------------------------------------------------------------------------------
@@ -817,7 +266,7 @@ class PostgresStore:
         with self._connection() as conn:
             row = conn.execute(
                 self.tables(
-                    f"SELECT {_COLUMNS}, m.deleted FROM {{memories}} m JOIN {{revisions}} r "
+                    f"SELECT {COLUMNS}, m.deleted FROM {{memories}} m JOIN {{revisions}} r "
                     "ON r.namespace = m.namespace AND r.rid = m.head_rid "
                     "WHERE m.namespace = %s AND m.memory_id = %s"
                 ),
@@ -825,13 +274,13 @@ class PostgresStore:
             ).fetchone()
         if row is None:
             raise MemoryNotFoundError.no_memory(namespace, memory_id)
-        return _row_to_memory(row, bool(row[9]))
+        return row_to_memory(row, bool(row[9]))
 
     def get_ref(self, ref: MemoryRef) -> StoredMemory:
         with self._connection() as conn:
             row = conn.execute(
                 self.tables(
-                    f"SELECT {_COLUMNS}, m.deleted FROM {{revisions}} r JOIN {{memories}} m "
+                    f"SELECT {COLUMNS}, m.deleted FROM {{revisions}} r JOIN {{memories}} m "
                     "ON m.namespace = r.namespace AND m.memory_id = r.memory_id "
                     "WHERE r.namespace = %s AND r.memory_id = %s AND r.revision = %s"
                 ),
@@ -839,7 +288,7 @@ class PostgresStore:
             ).fetchone()
         if row is None:
             raise MemoryNotFoundError.no_revision(ref)
-        return _row_to_memory(row, bool(row[9]))
+        return row_to_memory(row, bool(row[9]))
 
     def iter_memories(
         self, namespace: str, *, include_deleted: bool = False
@@ -848,7 +297,7 @@ class PostgresStore:
         last = 0
         cond = "(r.live OR (m.deleted AND m.head_rid = r.rid))" if include_deleted else "r.live"
         query = self.tables(
-            f"SELECT {_COLUMNS}, m.deleted FROM {{revisions}} r JOIN {{memories}} m "
+            f"SELECT {COLUMNS}, m.deleted FROM {{revisions}} r JOIN {{memories}} m "
             "ON m.namespace = r.namespace AND m.memory_id = r.memory_id "
             f"WHERE r.namespace = %s AND r.rid > %s AND {cond} ORDER BY r.rid LIMIT %s"
         )
@@ -858,13 +307,13 @@ class PostgresStore:
             if not rows:
                 return
             for row in rows:
-                yield _row_to_memory(row, bool(row[9]))
+                yield row_to_memory(row, bool(row[9]))
             last = int(rows[-1][0])
 
     def iter_missing_vectors(
-        self, space: str, *, page: int = _PAGE
-    ) -> Iterator[list[tuple[int, str, str]]]:
-        """Pages of live revisions ``(rid, namespace, text)`` without a vector in ``space``."""
+        self, space: str, /, *, page: int = _PAGE
+    ) -> Iterator[list[PendingText]]:
+        """Pages of live revisions without a vector in ``space``."""
         last = 0
         query = self.tables(
             "SELECT r.rid, r.namespace, r.text FROM {revisions} r WHERE r.rid > %s AND r.live "
@@ -876,7 +325,7 @@ class PostgresStore:
                 rows = conn.execute(query, (last, space, page)).fetchall()
             if not rows:
                 return
-            yield [(int(r), ns, t) for r, ns, t in rows]
+            yield [PendingText(int(r), ns, t) for r, ns, t in rows]
             last = int(rows[-1][0])
 
     def fetch_vectors(
@@ -902,7 +351,7 @@ class PostgresStore:
                 ),
             ).fetchall()
         found = {int(i): v for i, v in rows}
-        return _vector_array([found.get(i + 1) for i in range(len(refs))], descriptor.dimensions)
+        return vector_array([found.get(i + 1) for i in range(len(refs))], descriptor.dimensions)
 
     def vectors_of(
         self, rids: Sequence[int | None], descriptor: EmbedderDescriptor
@@ -919,7 +368,7 @@ class PostgresStore:
                     (descriptor.key, wanted),
                 ).fetchall()
             found = {int(r): v for r, v in rows}
-        return _vector_array(
+        return vector_array(
             [None if rid is None else found.get(rid) for rid in rids], descriptor.dimensions
         )
 
@@ -1029,160 +478,3 @@ class PostgresStore:
             writer = PostgresBulkWriter(self, conn)
             yield writer
             writer.finish()
-
-
-class _RowWriter:
-    """Rows of one write transaction, inserted together: revisions (with their ``tsvector``),
-    vectors, heads; and the namespaces' live counts and token totals."""
-
-    def __init__(
-        self,
-        store: PostgresStore,
-        conn: psycopg.Connection[Any],
-        versions: dict[str, int],
-        *,
-        vectors: bool = False,
-    ) -> None:
-        self._store = store
-        self.conn = self._conn = conn
-        self._versions = versions
-        self._vectors_changed = vectors
-        self._touched: set[str] = set()
-        self._t = store.tables
-        self._revisions: list[tuple[Any, ...]] = []
-        self._vectors: list[tuple[Any, ...]] = []
-        self._heads: dict[tuple[str, str], tuple[int, int]] = {}
-        self._live: dict[str, list[int]] = {}
-        self._pending: dict[int, tuple[str, int]] = {}
-        self._rids: deque[int] = deque()
-
-    def touch(self, namespace: str) -> None:
-        """Mark ``namespace`` as written (it gets a new version on commit)."""
-        self._touched.add(namespace)
-
-    def _count(self, namespace: str, rows: int, tokens: int) -> None:
-        self._touched.add(namespace)
-        entry = self._live.setdefault(namespace, [0, 0])
-        entry[0] += rows
-        entry[1] += tokens
-
-    def reserve(self, n: int) -> None:
-        """Take ``n`` row keys from the sequence with one statement (unused ones are gaps)."""
-        rows = self._conn.execute(
-            self._t("SELECT nextval('{rid_seq}') FROM generate_series(1, %s)"), (n,)
-        ).fetchall()
-        self._rids.extend(int(r[0]) for r in rows)
-
-    def _next_rid(self) -> int:
-        if not self._rids:
-            self.reserve(1)
-        return self._rids.popleft()
-
-    def revision(
-        self,
-        rec: PreparedRecord,
-        revision: int,
-        importance: float,
-        metadata: str,
-        space: str | None,
-        vector: np.ndarray | None,
-    ) -> int:
-        rid = self._next_rid()
-        tokens = count_tokens(rec.text)
-        self._revisions.append(
-            (
-                rec.namespace,
-                rid,
-                rec.memory_id,
-                revision,
-                rec.text,
-                float(importance),
-                metadata,
-                float(rec.created_at),
-                rec.content_hash,
-                tokens,
-            )
-        )
-        if vector is not None and space is not None:
-            self._vectors.append((rec.namespace, space, rid, True, np.asarray(vector, np.float32)))
-        self._heads[(rec.namespace, rec.memory_id)] = (rid, revision)
-        self._pending[rid] = (rec.namespace, tokens)
-        self._count(rec.namespace, 1, tokens)
-        return rid
-
-    def retire(self, namespace: str, rid: int) -> None:
-        """Take a revision out of search (it stays readable by its ref)."""
-        if rid in self._pending:
-            self.flush()
-        self._touched.add(namespace)
-        row = self._conn.execute(
-            self._t(
-                "UPDATE {revisions} SET live = false, retired_version = %s "
-                "WHERE namespace = %s AND rid = %s AND live RETURNING tokens"
-            ),
-            (self._versions[namespace], namespace, rid),
-        ).fetchone()
-        self._conn.execute(
-            self._t("UPDATE {vectors} SET live = false WHERE namespace = %s AND rid = %s"),
-            (namespace, rid),
-        )
-        if row is not None:
-            self._count(namespace, -1, -int(row[0]))
-
-    def flush(self) -> None:
-        t = self._t
-        if self._revisions:
-            cols = list(zip(*self._revisions, strict=True))
-            self._conn.execute(
-                t(
-                    "INSERT INTO {revisions}(namespace, rid, memory_id, revision, text, "
-                    "importance, metadata, created_at, content_hash, live, tokens, tsv) "
-                    "SELECT u.ns, u.rid, u.mid, u.rev, u.text, u.imp, u.meta, u.created, u.hash, "
-                    "true, u.tokens, to_tsvector(%s::regconfig, u.text) FROM unnest(%s::text[], "
-                    "%s::bigint[], %s::text[], %s::int[], %s::text[], %s::float8[], %s::text[], "
-                    "%s::float8[], %s::text[], %s::int[]) AS u(ns, rid, mid, rev, text, imp, "
-                    "meta, created, hash, tokens)"
-                ),
-                [self._store.text_search, *[list(c) for c in cols]],
-            )
-        if self._vectors:
-            copy_vectors(self._conn, t, self._vectors)
-        if self._heads:
-            keys = list(self._heads)
-            self._conn.execute(
-                t(
-                    "INSERT INTO {memories}(namespace, memory_id, head_rid, head_revision, "
-                    "deleted, deleted_at) SELECT ns, mid, rid, rev, false, NULL FROM "
-                    "unnest(%s::text[], %s::text[], %s::bigint[], %s::int[]) AS u(ns, mid, rid, "
-                    "rev) ON CONFLICT (namespace, memory_id) DO UPDATE SET head_rid = "
-                    "excluded.head_rid, head_revision = excluded.head_revision, deleted = false, "
-                    "deleted_at = NULL"
-                ),
-                (
-                    [k[0] for k in keys],
-                    [k[1] for k in keys],
-                    [self._heads[k][0] for k in keys],
-                    [self._heads[k][1] for k in keys],
-                ),
-            )
-        self._revisions.clear()
-        self._vectors.clear()
-        self._heads.clear()
-        self._pending.clear()
-
-    def finish(self) -> None:
-        """Write what is pending; give every namespace written to its new version (and vector
-        epoch), live count and token total. Called before the transaction commits."""
-        self.flush()
-        for ns in sorted(self._touched):
-            rows, tokens = self._live.get(ns, (0, 0))
-            self._conn.execute(
-                self._t(
-                    "UPDATE {namespaces} SET version = version + 1, vector_epoch = "
-                    "vector_epoch + %s, live_count = live_count + %s, live_tokens = "
-                    "live_tokens + %s WHERE name = %s"
-                ),
-                (int(self._vectors_changed), rows, tokens, ns),
-            )
-        self._live.clear()
-        self._touched.clear()

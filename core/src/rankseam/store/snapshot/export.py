@@ -22,6 +22,7 @@ import numpy as np
 
 from rankseam.checks import json_shape
 from rankseam.store.contract import BulkReader, Store
+from rankseam.store.rows import SpaceRow
 from rankseam.store.snapshot.format import (
     DATA_NAME,
     FORMAT_NAME,
@@ -89,7 +90,7 @@ def export_snapshot(
     try:
         with store.bulk_read() as bulk:
             spaces = bulk.spaces()
-            _check_store(bulk, [key for key, _d in spaces])
+            _check_store(bulk, [space.key for space in spaces])
             with data_path.open("wb") as raw:
                 stream: io.BufferedIOBase = (
                     gzip_module.GzipFile(
@@ -113,8 +114,12 @@ def export_snapshot(
                 "tokenizer": store.tokenizer,
             },
             "spaces": [
-                {"key": key, "descriptor": desc, "vectors": vectors.get(key, 0)}
-                for key, desc in spaces
+                {
+                    "key": space.key,
+                    "descriptor": dict(space.descriptor),
+                    "vectors": vectors.get(space.key, 0),
+                }
+                for space in spaces
             ],
             "counts": counts,
             "files": [
@@ -177,10 +182,11 @@ def _created_by() -> str:
 
 
 def _write_records(
-    bulk: BulkReader, stream: io.BufferedIOBase, spaces: Sequence[tuple[str, Any]]
+    bulk: BulkReader, stream: io.BufferedIOBase, spaces: Sequence[SpaceRow]
 ) -> tuple[dict[str, Any], dict[str, int], str, int]:
-    seq_rids, total_revisions = bulk.write_order()
-    keys = [key for key, _d in spaces]
+    order = bulk.write_order()
+    seq_rids, total_revisions = order.keys, order.count
+    keys = [space.key for space in spaces]
     cursor = bulk.revisions(keys)
     digest = hashlib.sha256()
     per_ns: dict[str, dict[str, int]] = {}
@@ -215,16 +221,15 @@ def _write_records(
         lines += 1
 
     for row in cursor:
-        ns, mid, deleted, deleted_at, head, rid, rev, text, imp, meta, created, chash, live = row[
-            :13
-        ]
+        ns, mid, deleted = row.namespace, row.memory_id, row.deleted
+        head, rev, rid = row.head_revision, row.revision, row.key
         if current is None or current["namespace"] != ns or current["id"] != mid:
             flush(current)
             current = {
                 "namespace": ns,
                 "id": mid,
                 "deleted": bool(deleted),
-                "deleted_at": deleted_at if deleted else None,
+                "deleted_at": row.deleted_at if deleted else None,
                 "revisions": [],
                 "_head": head,
             }
@@ -234,14 +239,14 @@ def _write_records(
             totals["memories"] += 1
             totals["deleted"] += int(bool(deleted))
         expect_live = rev == head and not deleted
-        if bool(live) != expect_live:
+        if row.live != expect_live:
             raise SnapshotError(
                 f"revision {rev} of memory {mid!r} in namespace {ns!r} has an inconsistent live "
                 "flag; the store is inconsistent (restore it from a backup)",
                 reason="store",
             )
         vecs = {}
-        for key, blob in zip(keys, row[13:], strict=True):
+        for key, blob in zip(keys, row.vectors, strict=True):
             if blob is not None:
                 vecs[key] = base64.b64encode(blob).decode("ascii")
                 vectors[key] = vectors.get(key, 0) + 1
@@ -250,11 +255,11 @@ def _write_records(
             {
                 "revision": rev,
                 "seq": seq,
-                "text": text,
-                "importance": imp,
-                "metadata": json.loads(meta),
-                "created_at": created,
-                "content_hash": chash,
+                "text": row.text,
+                "importance": row.importance,
+                "metadata": json.loads(row.metadata),
+                "created_at": row.created_at,
+                "content_hash": row.content_hash,
                 "vectors": vecs,
             }
         )

@@ -13,6 +13,7 @@ import attrs
 from rankseam.embedding import EmbedderDescriptor
 from rankseam.store.contract import BulkWriter, Store
 from rankseam.store.records import MemoryRows
+from rankseam.store.rows import RevisionDigest
 from rankseam.store.snapshot.format import SnapshotError
 from rankseam.store.snapshot.reports import ImportReport
 from rankseam.store.snapshot.verify import RecordReader, open_snapshot
@@ -38,9 +39,11 @@ def _merge_one(bulk: BulkWriter, mem: MemoryRows, n: _MergeCounts) -> None:
         bulk.append(mem, mem.revisions)
         n.added += 1
         return
-    head_rid, head_rev, head_deleted = head
+    head_rid, head_rev, head_deleted = head.key, head.revision, head.deleted
     theirs = bulk.history(mem.namespace, mem.memory_id, min(head_rev, len(mem.revisions)))
-    ours = [(r.revision, r.content_hash, r.importance, r.metadata) for r in mem.revisions]
+    ours = [
+        RevisionDigest(r.revision, r.content_hash, r.importance, r.metadata) for r in mem.revisions
+    ]
     if theirs != ours[: len(theirs)]:
         n.conflicts += 1
         return
@@ -83,8 +86,9 @@ def import_snapshot(
     counts = _MergeCounts()
     reader = RecordReader(snap)
     with store.bulk_write() as bulk:  # one transaction: all or nothing
-        existing, revisions = bulk.counts()
-        if (existing or revisions) and not merge:
+        held = bulk.counts()
+        existing = held.memories
+        if (held.memories or held.revisions) and not merge:
             raise SnapshotError(
                 f"the target store already holds {existing} memories; import into a new "
                 "database (--db NEW), or merge into this one (--merge / merge=True)",

@@ -21,8 +21,9 @@ import numpy as np
 from rankseam.checks import is_int, is_real, parse_json
 from rankseam.embedding import EmbedderDescriptor
 from rankseam.errors import ValidationError
-from rankseam.store.bulk import MemoryRows, RevisionRow
 from rankseam.store.records import (
+    MemoryRows,
+    RevisionRow,
     check_importance,
     check_memory_id,
     check_namespace,

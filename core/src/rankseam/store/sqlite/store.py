@@ -20,7 +20,6 @@ import shutil
 import sqlite3
 import tempfile
 import threading
-import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -32,22 +31,18 @@ from rankseam.embedding import EmbedderDescriptor
 from rankseam.errors import ConfigurationError, StoreError, ValidationError
 from rankseam.store import ann as ann_module
 from rankseam.store.ann import AnnIndexes, AnnManifest
-from rankseam.store.bulk import SQLiteBulkReader, SQLiteBulkWriter
-from rankseam.store.records import (
-    BatchCounts,
-    MemoryNotFoundError,
-    PreparedRecord,
-    StoredMemory,
-    plan_write,
-)
-from rankseam.store.rows import bump, retire
+from rankseam.store.records import MemoryNotFoundError, StoredMemory
+from rankseam.store.rows import PendingText, VectorItem
 from rankseam.store.schema import (
     PAGE_SIZE,
     SCHEMA_VERSION,
     check_identity,
     ensure_schema,
 )
+from rankseam.store.sqlite.bulk import SQLiteBulkReader, SQLiteBulkWriter
 from rankseam.store.sqlite.reader import ROW_COLUMNS, SQLiteReader, chunks, row_to_memory
+from rankseam.store.sqlite.rows import bump
+from rankseam.store.sqlite.writer import SQLiteBatchWriter
 from rankseam.store.vectors import VectorCache, decode_vectors, encode_vector
 from rankseam.types import MemoryRef
 
@@ -314,45 +309,6 @@ class SQLiteStore:
 
     # -- writes ----------------------------------------------------------------------------
 
-    @staticmethod
-    def _insert(
-        conn: sqlite3.Connection,
-        rec: PreparedRecord,
-        revision: int,
-        importance: float,
-        metadata: str,
-        space: str | None,
-    ) -> int:
-        cur = conn.execute(
-            "INSERT INTO revisions(namespace, memory_id, revision, text, importance, metadata, "
-            "created_at, content_hash, live) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 1)",
-            (
-                rec.namespace,
-                rec.memory_id,
-                revision,
-                rec.text,
-                importance,
-                metadata,
-                rec.created_at,
-                rec.content_hash,
-            ),
-        )
-        rid = int(cur.lastrowid or 0)
-        conn.execute("INSERT INTO fts(rowid, text) VALUES (?, ?)", (rid, rec.text))
-        if rec.vector is not None and space is not None:
-            conn.execute(
-                "INSERT INTO vectors(space, rid, vector) VALUES (?, ?, ?)",
-                (space, rid, encode_vector(rec.vector)),
-            )
-        conn.execute(
-            "INSERT INTO memories(namespace, memory_id, head_rid, head_revision, deleted, "
-            "deleted_at) VALUES (?, ?, ?, ?, 0, NULL) ON CONFLICT(namespace, memory_id) DO UPDATE "
-            "SET head_rid = excluded.head_rid, head_revision = excluded.head_revision, "
-            "deleted = 0, deleted_at = NULL",
-            (rec.namespace, rec.memory_id, rid, revision),
-        )
-        return rid
-
     def register_space(self, descriptor: EmbedderDescriptor) -> None:
         with self._write() as conn:
             conn.execute(
@@ -360,218 +316,23 @@ class SQLiteStore:
                 (descriptor.key, json.dumps(descriptor.to_dict(), sort_keys=True)),
             )
 
-    def add(
-        self, rec: PreparedRecord, *, space: str | None, same_is_ok: bool = False
-    ) -> tuple[MemoryRef, bool]:
-        """Add a new memory; returns its ref and True. An id that is live is refused, except
-        with ``same_is_ok`` when its head revision has the same text, importance and metadata:
-        then nothing is written and the answer is that revision's ref and False."""
+    @contextmanager
+    def batch(self, namespaces: Sequence[str], /) -> Iterator[SQLiteBatchWriter]:
+        """ONE write transaction in which the host applies planned writes (the write lock
+        serialises all writers; ``namespaces`` need no lock of their own)."""
         with self._write() as conn:
-            head = conn.execute(
-                "SELECT m.head_revision, m.deleted, r.content_hash, r.importance, r.metadata "
-                "FROM memories m JOIN revisions r ON r.rid = m.head_rid "
-                "WHERE m.namespace = ? AND m.memory_id = ?",
-                (rec.namespace, rec.memory_id),
-            ).fetchone()
-            if head is not None and not head[1]:
-                rev, _deleted, chash, importance, metadata = head
-                same = (chash, importance, metadata) == (
-                    rec.content_hash,
-                    0.5 if rec.importance is None else rec.importance,
-                    rec.metadata or "{}",
-                )
-                if same_is_ok and same:
-                    return MemoryRef(rec.namespace, rec.memory_id, rev), False
-                raise ValidationError(
-                    f"memory {rec.memory_id!r} already exists in namespace {rec.namespace!r} "
-                    "with a different text, importance or metadata; use update() to write a new "
-                    "revision, or choose another id"
-                    if same_is_ok
-                    else f"memory {rec.memory_id!r} already exists in namespace "
-                    f"{rec.namespace!r}; use update() to write a new revision, or choose another id"
-                )
-            revision = head[0] + 1 if head else 1
-            self._insert(
-                conn,
-                rec,
-                revision,
-                rec.importance if rec.importance is not None else 0.5,
-                rec.metadata or "{}",
-                space,
-            )
-            bump(conn, rec.namespace)
-        return MemoryRef(rec.namespace, rec.memory_id, revision), True
+            writer = SQLiteBatchWriter(conn)
+            yield writer
+            writer.finish()
 
-    def _live_head(
-        self, conn: sqlite3.Connection, namespace: str, memory_id: str
-    ) -> tuple[int, int]:
-        head = conn.execute(
-            "SELECT head_rid, head_revision, deleted FROM memories "
-            "WHERE namespace = ? AND memory_id = ?",
-            (namespace, memory_id),
-        ).fetchone()
-        if head is None or head[2]:
-            raise MemoryNotFoundError.no_head(namespace, memory_id, deleted=head is not None)
-        return int(head[0]), int(head[1])
-
-    def update(self, rec: PreparedRecord, *, space: str | None) -> MemoryRef:
-        with self._write() as conn:
-            rid, revision = self._live_head(conn, rec.namespace, rec.memory_id)
-            old_importance, old_meta = conn.execute(
-                "SELECT importance, metadata FROM revisions WHERE rid = ?", (rid,)
-            ).fetchone()
-            retire(conn, rid)
-            importance = old_importance if rec.importance is None else rec.importance
-            self._insert(conn, rec, revision + 1, importance, rec.metadata or old_meta, space)
-            bump(conn, rec.namespace)
-        return MemoryRef(rec.namespace, rec.memory_id, revision + 1)
-
-    def delete(self, namespace: str, memory_id: str) -> MemoryRef:
-        with self._write() as conn:
-            rid, revision = self._live_head(conn, namespace, memory_id)
-            retire(conn, rid)
-            conn.execute(
-                "UPDATE memories SET deleted = 1, deleted_at = ? "
-                "WHERE namespace = ? AND memory_id = ?",
-                (time.time(), namespace, memory_id),
-            )
-            bump(conn, namespace)
-        return MemoryRef(namespace, memory_id, revision)
-
-    _HEAD_CHUNK = 400  # identities per head lookup (2 parameters each)
-
-    def _heads(
-        self, conn: sqlite3.Connection, records: Sequence[PreparedRecord]
-    ) -> dict[tuple[str, str], tuple[Any, ...]]:
-        """The head of every memory of ``records`` that exists: ``(namespace, memory_id) ->
-        (head_rid, head_revision, deleted, content_hash, importance, metadata)``, read with one
-        statement per :attr:`_HEAD_CHUNK` identities through the memories' primary key."""
-        keys = list(dict.fromkeys((r.namespace, r.memory_id) for r in records))
-        out: dict[tuple[str, str], tuple[Any, ...]] = {}
-        for i in range(0, len(keys), self._HEAD_CHUNK):
-            chunk = keys[i : i + self._HEAD_CHUNK]
-            wanted = ", ".join("(?, ?)" for _ in chunk)
-            args = [value for key in chunk for value in key]
-            for ns, mid, *head in conn.execute(
-                f"WITH wanted(namespace, memory_id) AS (VALUES {wanted}) "
-                "SELECT m.namespace, m.memory_id, m.head_rid, m.head_revision, m.deleted, "
-                "r.content_hash, r.importance, r.metadata FROM wanted w CROSS JOIN memories m "
-                "ON m.namespace = w.namespace AND m.memory_id = w.memory_id "
-                "JOIN revisions r ON r.rid = m.head_rid",
-                args,
-            ):
-                out[(ns, mid)] = tuple(head)
-        return out
-
-    def write_batch(
-        self,
-        records: Sequence[PreparedRecord],
-        *,
-        space: str | None,
-        vectors: np.ndarray | None = None,
-    ) -> BatchCounts:
-        """Write records in ONE transaction (all or nothing). A new id is added; a known id
-        gets a new revision when its text, importance or metadata changed, else nothing.
-        ``vectors``: one row per record (else each record's own ``vector``).
-
-        The heads of the batch's memories are read together, new rows get consecutive keys
-        after the highest one (the write lock is held), and revisions, FTS rows, vectors and
-        heads are inserted with one ``executemany`` each.
-        """
-        added = updated = unchanged = 0
-        refs: list[MemoryRef] = []
-        revision_rows: list[tuple[Any, ...]] = []
-        vector_rows: list[tuple[str, int, bytes]] = []
-        head_rows: list[tuple[str, str, int, int]] = []
-        pending: set[int] = set()
-
-        def flush(conn: sqlite3.Connection) -> None:
-            conn.executemany(
-                "INSERT INTO revisions(rid, namespace, memory_id, revision, text, importance, "
-                "metadata, created_at, content_hash, live) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 1)",
-                revision_rows,
-            )
-            if revision_rows:  # indexed from the rows just written (their keys are consecutive)
-                conn.execute(
-                    "INSERT INTO fts(rowid, text) SELECT rid, text FROM revisions "
-                    "WHERE rid BETWEEN ? AND ? ORDER BY rid",
-                    (revision_rows[0][0], revision_rows[-1][0]),
-                )
-            conn.executemany(
-                "INSERT INTO vectors(space, rid, vector) VALUES (?, ?, ?)", vector_rows
-            )
-            conn.executemany(
-                "INSERT INTO memories(namespace, memory_id, head_rid, head_revision, deleted, "
-                "deleted_at) VALUES (?, ?, ?, ?, 0, NULL) ON CONFLICT(namespace, memory_id) "
-                "DO UPDATE SET head_rid = excluded.head_rid, head_revision = "
-                "excluded.head_revision, deleted = 0, deleted_at = NULL",
-                head_rows,
-            )
-            for rows in (revision_rows, vector_rows, head_rows):
-                rows.clear()
-            pending.clear()
-
-        # the batch's vectors in the stored format at once (each row's bytes are sliced off)
-        stored = None if vectors is None else np.ascontiguousarray(vectors, dtype="<f4")
-        with self._write() as conn:
-            touched: set[str] = set()
-            heads = self._heads(conn, records)
-            next_rid = int(
-                conn.execute("SELECT coalesce(max(rid), 0) FROM revisions").fetchone()[0]
-            )
-            for i, rec in enumerate(records):
-                key = (rec.namespace, rec.memory_id)
-                plan = plan_write(rec, heads.get(key))
-                if plan.change == "unchanged":
-                    unchanged += 1
-                    refs.append(MemoryRef(rec.namespace, rec.memory_id, plan.revision))
-                    continue
-                if plan.change == "added":
-                    added += 1
-                else:
-                    updated += 1
-                if plan.retire is not None:
-                    if plan.retire in pending:  # written earlier in this batch
-                        flush(conn)
-                    retire(conn, plan.retire)
-                revision, importance, metadata = plan.revision, plan.importance, plan.metadata
-                next_rid += 1
-                revision_rows.append(
-                    (
-                        next_rid,
-                        rec.namespace,
-                        rec.memory_id,
-                        revision,
-                        rec.text,
-                        importance,
-                        metadata,
-                        rec.created_at,
-                        rec.content_hash,
-                    )
-                )
-                if space is not None:
-                    if stored is not None:
-                        vector_rows.append((space, next_rid, stored[i].tobytes()))
-                    elif rec.vector is not None:
-                        vector_rows.append((space, next_rid, encode_vector(rec.vector)))
-                head_rows.append((rec.namespace, rec.memory_id, next_rid, revision))
-                heads[key] = (next_rid, revision, 0, rec.content_hash, importance, metadata)
-                pending.add(next_rid)
-                refs.append(MemoryRef(rec.namespace, rec.memory_id, revision))
-                touched.add(rec.namespace)
-            flush(conn)
-            for ns in sorted(touched):
-                bump(conn, ns)
-        return BatchCounts(added, updated, unchanged, tuple(refs))
-
-    def put_vectors(self, items: Sequence[tuple[int, str, np.ndarray]], *, space: str) -> None:
-        """Store vectors ``(rid, namespace, vector)`` in ``space`` (one transaction)."""
+    def put_vectors(self, items: Sequence[VectorItem], /, *, space: str) -> None:
+        """Store each item's vector in ``space`` (one transaction)."""
         with self._write() as conn:
             conn.executemany(
                 "INSERT OR REPLACE INTO vectors(space, rid, vector) VALUES (?, ?, ?)",
-                [(space, rid, encode_vector(vec)) for rid, _ns, vec in items],
+                [(space, item.key, encode_vector(item.vector)) for item in items],
             )
-            for ns in sorted({ns for _rid, ns, _vec in items}):
+            for ns in sorted({item.namespace for item in items}):
                 bump(conn, ns, vectors=True)
 
     # -- reads -----------------------------------------------------------------------------
@@ -627,9 +388,9 @@ class SQLiteStore:
             last = int(rows[-1][0])
 
     def iter_missing_vectors(
-        self, space: str, *, page: int = _PAGE
-    ) -> Iterator[list[tuple[int, str, str]]]:
-        """Pages of live revisions ``(rid, namespace, text)`` without a vector in ``space``."""
+        self, space: str, /, *, page: int = _PAGE
+    ) -> Iterator[list[PendingText]]:
+        """Pages of live revisions without a vector in ``space``."""
         last = 0
         while True:
             rows = (
@@ -644,7 +405,7 @@ class SQLiteStore:
             )
             if not rows:
                 return
-            yield [(int(r), ns, t) for r, ns, t in rows]
+            yield [PendingText(int(r), ns, t) for r, ns, t in rows]
             last = int(rows[-1][0])
 
     def fetch_vectors(

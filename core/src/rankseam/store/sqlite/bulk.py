@@ -13,12 +13,41 @@ import numpy as np
 
 from rankseam.embedding import EmbedderDescriptor
 from rankseam.store.records import MemoryRows, RevisionRow
-from rankseam.store.rows import bump, retire
+from rankseam.store.rows import (
+    BulkRevision,
+    MemoryHead,
+    RevisionDigest,
+    SpaceRow,
+    StoreCounts,
+    WriteOrder,
+)
+from rankseam.store.sqlite.rows import bump, retire
 
-__all__ = ["MemoryRows", "RevisionRow", "SQLiteBulkReader", "SQLiteBulkWriter"]
+__all__ = ["SQLiteBulkReader", "SQLiteBulkWriter", "bulk_revision"]
 
 #: Revisions per batched insert of a clean import.
 _BATCH = 2000
+
+
+def bulk_revision(row: Sequence[Any]) -> BulkRevision:
+    """A :class:`BulkRevision` from the columns :meth:`SQLiteBulkReader.revisions` reads."""
+    ns, mid, deleted, deleted_at, head, rid, rev, text, imp, meta, created, chash, live = row[:13]
+    return BulkRevision(
+        namespace=ns,
+        memory_id=mid,
+        deleted=bool(deleted),
+        deleted_at=deleted_at,
+        head_revision=int(head),
+        key=int(rid),
+        revision=int(rev),
+        text=text,
+        importance=imp,
+        metadata=meta,
+        created_at=created,
+        content_hash=chash,
+        live=bool(live),
+        vectors=tuple(row[13:]),
+    )
 
 
 class SQLiteBulkReader:
@@ -27,10 +56,10 @@ class SQLiteBulkReader:
     def __init__(self, conn: sqlite3.Connection) -> None:
         self._conn = conn
 
-    def spaces(self) -> list[tuple[str, dict[str, Any]]]:
-        """Every registered embedder space: ``(key, descriptor as a dict)``, by key."""
+    def spaces(self) -> list[SpaceRow]:
+        """Every registered embedder space, by key."""
         return [
-            (key, json.loads(desc))
+            SpaceRow(key, json.loads(desc))
             for key, desc in self._conn.execute("SELECT key, descriptor FROM spaces ORDER BY key")
         ]
 
@@ -46,40 +75,38 @@ class SQLiteBulkReader:
             ).fetchone()[0]
         )
 
-    def write_order(self) -> tuple[np.ndarray | None, int]:
+    def write_order(self) -> WriteOrder:
         """The row keys in write order and the number of revisions; ``None`` when the keys are
         already ``1..N`` (a revision's position is then its key)."""
         n, lo, hi = self._conn.execute(
             "SELECT count(*), min(rid), max(rid) FROM revisions"
         ).fetchone()
         if n == 0 or (lo == 1 and hi == n):
-            return None, int(n)
+            return WriteOrder(None, int(n))
         rids = np.fromiter(
             (r for (r,) in self._conn.execute("SELECT rid FROM revisions ORDER BY rid")),
             dtype=np.int64,
             count=n,
         )
-        return rids, int(n)
+        return WriteOrder(rids, int(n))
 
-    def revisions(self, spaces: Sequence[str]) -> Iterator[tuple[Any, ...]]:
-        """Every revision of every memory, ordered by (namespace, memory id, revision):
-        ``(namespace, memory_id, deleted, deleted_at, head_revision, rid, revision, text,
-        importance, metadata, created_at, content_hash, live, *vector blob per space)``."""
+    def revisions(self, spaces: Sequence[str]) -> Iterator[BulkRevision]:
+        """Every revision of every memory, ordered by (namespace, memory id, revision), with
+        its vector (bytes or None) in each of ``spaces``."""
         joins = "".join(
             f" LEFT JOIN vectors v{i} ON v{i}.space = ? AND v{i}.rid = r.rid"
             for i in range(len(spaces))
         )
         vector_cols = "".join(f", v{i}.vector" for i in range(len(spaces)))
-        return iter(
-            self._conn.execute(
-                "SELECT m.namespace, m.memory_id, m.deleted, m.deleted_at, m.head_revision, "
-                "r.rid, r.revision, r.text, r.importance, r.metadata, r.created_at, "
-                f"r.content_hash, r.live{vector_cols} FROM memories m JOIN revisions r "
-                f"ON r.namespace = m.namespace AND r.memory_id = m.memory_id{joins} "
-                "ORDER BY m.namespace, m.memory_id, r.revision",
-                list(spaces),
-            )
-        )
+        for row in self._conn.execute(
+            "SELECT m.namespace, m.memory_id, m.deleted, m.deleted_at, m.head_revision, "
+            "r.rid, r.revision, r.text, r.importance, r.metadata, r.created_at, "
+            f"r.content_hash, r.live{vector_cols} FROM memories m JOIN revisions r "
+            f"ON r.namespace = m.namespace AND r.memory_id = m.memory_id{joins} "
+            "ORDER BY m.namespace, m.memory_id, r.revision",
+            list(spaces),
+        ):
+            yield bulk_revision(row)
 
 
 class SQLiteBulkWriter:
@@ -97,11 +124,11 @@ class SQLiteBulkWriter:
         self.revisions_written = 0
         self.vectors_written = 0
 
-    def counts(self) -> tuple[int, int]:
-        """``(memories, revisions)`` the store holds now."""
+    def counts(self) -> StoreCounts:
+        """How many memories and revisions the store holds now."""
         memories = self._conn.execute("SELECT count(*) FROM memories").fetchone()[0]
         revisions = self._conn.execute("SELECT count(*) FROM revisions").fetchone()[0]
-        return int(memories), int(revisions)
+        return StoreCounts(int(memories), int(revisions))
 
     def register_space(self, descriptor: EmbedderDescriptor) -> None:
         self._conn.execute(
@@ -126,21 +153,23 @@ class SQLiteBulkWriter:
         if len(self._revisions) >= _BATCH:
             self._flush()
 
-    def head(self, namespace: str, memory_id: str) -> tuple[int, int, bool] | None:
-        """``(head row key, head revision, deleted)`` of a memory, or None when unknown."""
+    def head(self, namespace: str, memory_id: str) -> MemoryHead | None:
+        """A memory's head, or None when the store does not hold it."""
         row = self._conn.execute(
-            "SELECT head_rid, head_revision, deleted FROM memories WHERE namespace = ? AND "
-            "memory_id = ?",
+            "SELECT m.head_rid, m.head_revision, m.deleted, r.content_hash, r.importance, "
+            "r.metadata FROM memories m JOIN revisions r ON r.rid = m.head_rid "
+            "WHERE m.namespace = ? AND m.memory_id = ?",
             (namespace, memory_id),
         ).fetchone()
-        return None if row is None else (int(row[0]), int(row[1]), bool(row[2]))
+        if row is None:
+            return None
+        rid, rev, deleted, chash, importance, meta = row
+        return MemoryHead(namespace, memory_id, rid, rev, bool(deleted), chash, importance, meta)
 
-    def history(
-        self, namespace: str, memory_id: str, upto: int
-    ) -> list[tuple[int, str, float, str]]:
-        """``(revision, content_hash, importance, metadata)`` of revisions ``1..upto``."""
+    def history(self, namespace: str, memory_id: str, upto: int) -> list[RevisionDigest]:
+        """Revisions ``1..upto`` of a memory, oldest first."""
         return [
-            tuple(row)  # type: ignore[misc]
+            RevisionDigest(*row)
             for row in self._conn.execute(
                 "SELECT revision, content_hash, importance, metadata FROM revisions WHERE "
                 "namespace = ? AND memory_id = ? AND revision <= ? ORDER BY revision",

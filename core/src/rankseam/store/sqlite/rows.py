@@ -1,0 +1,36 @@
+"""Row-level writes that every writer of the store shares (the store's own writes and its bulk
+writer): one place for retiring a revision and for announcing a namespace's change."""
+
+from __future__ import annotations
+
+import sqlite3
+
+__all__ = ["bump", "retire"]
+
+
+def bump(conn: sqlite3.Connection, namespace: str, *, vectors: bool = False) -> None:
+    """Announce a committed change of ``namespace``: a new version (retired rows drop out of
+    every process's caches) and, with ``vectors=True``, a new vector epoch (vectors were written
+    for revisions that may be cached elsewhere)."""
+    conn.execute(
+        "INSERT INTO namespaces(name, version) VALUES (?, 1) "
+        "ON CONFLICT(name) DO UPDATE SET version = version + 1",
+        (namespace,),
+    )
+    if vectors:
+        conn.execute(
+            "UPDATE namespaces SET vector_epoch = vector_epoch + 1 WHERE name = ?", (namespace,)
+        )
+
+
+def retire(conn: sqlite3.Connection, rid: int) -> None:
+    """Take a revision out of search (it stays readable by its ref)."""
+    ns, text = conn.execute(
+        "SELECT namespace, text FROM revisions WHERE rid = ?", (rid,)
+    ).fetchone()
+    row = conn.execute("SELECT version FROM namespaces WHERE name = ?", (ns,)).fetchone()
+    next_version = (row[0] if row else 0) + 1  # the version this transaction commits
+    conn.execute(
+        "UPDATE revisions SET live = 0, retired_version = ? WHERE rid = ?", (next_version, rid)
+    )
+    conn.execute("INSERT INTO fts(fts, rowid, text) VALUES ('delete', ?, ?)", (rid, text))

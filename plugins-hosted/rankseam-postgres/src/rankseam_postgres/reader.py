@@ -1,0 +1,355 @@
+"""A search's read snapshot of the PostgreSQL store: the reader protocols
+(``rankseam.plugin.StoreReader``) in PostgreSQL's dialect: BM25 over ``tsvector``, pgvector
+cosine (exact, or through the space's HNSW index), importances and identities."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import psycopg
+from psycopg import sql
+
+from rankseam.errors import ValidationError
+from rankseam.plugin import (
+    EmbedderDescriptor,
+    LexicalQuery,
+    ScoredKey,
+    StoredMemory,
+)
+from rankseam.types import MemoryRef
+from rankseam_postgres.schema import (
+    space_index_state,
+)
+from rankseam_postgres.tables import COLUMNS, row_to_memory, tsquery
+
+if TYPE_CHECKING:
+    from rankseam_postgres.store import PostgresStore
+
+__all__ = ["EF_SEARCH", "EXACT_BELOW", "PostgresReader"]
+
+#: A namespace with fewer live memories than this is searched exactly (a sequential scan of
+#: its vectors); from this size on through the space's HNSW index.
+EXACT_BELOW = 20_000
+#: ``hnsw.ef_search`` of an index search (the candidate list; the over-fetch is at most 800).
+EF_SEARCH = 512
+
+#: Planner methods turned off for the statement that searches an HNSW index.
+_NO_SCAN = ("enable_seqscan", "enable_bitmapscan", "enable_sort")
+
+
+class PostgresReader:
+    """Read access bound to one read transaction (one snapshot): the reader protocols
+    (``rankseam.plugin.StoreReader``) in PostgreSQL's dialect. The host's candidate sources
+    run on it."""
+
+    def __init__(self, store: PostgresStore, conn: psycopg.Connection[Any]) -> None:
+        self._store = store
+        self._conn = conn
+        self._t = store.tables
+        self._namespaces: dict[str, tuple[int, int, int, int]] = {}
+        self._indexed: dict[str, bool] = {}
+        self._lexeme_memo: dict[str, tuple[str, ...]] = {}
+
+    # -- namespace statistics --------------------------------------------------------------
+
+    def _ns_row(self, namespace: str) -> tuple[int, int, int, int]:
+        """``(version, vector epoch, live count, token total)`` of ``namespace``, read once
+        per snapshot (it cannot change within one)."""
+        row = self._namespaces.get(namespace)
+        if row is None:
+            found = self._conn.execute(
+                self._t(
+                    "SELECT version, vector_epoch, live_count, live_tokens FROM {namespaces} "
+                    "WHERE name = %s"
+                ),
+                (namespace,),
+            ).fetchone()
+            row = (
+                (int(found[0]), int(found[1]), int(found[2]), int(found[3]))
+                if found
+                else (0, 0, 0, 0)
+            )
+            self._namespaces[namespace] = row
+        return row
+
+    def namespace_version(self, namespace: str) -> int:
+        return self._ns_row(namespace)[0]
+
+    def live_count(self, namespace: str, /) -> int:
+        """Live revisions of ``namespace`` (kept by every write; no count at search time):
+        BM25's ``N`` and what document frequencies count over."""
+        return self._ns_row(namespace)[2]
+
+    # -- lexical -----------------------------------------------------------------------------
+
+    def _lexemes(self, terms: Sequence[str]) -> dict[str, tuple[str, ...]]:
+        """Each term's lexemes under the store's text search configuration (none for a term
+        the configuration drops as a stop word), memoised per term for this snapshot."""
+        missing = [t for t in dict.fromkeys(terms) if t not in self._lexeme_memo]
+        if missing:
+            rows = self._conn.execute(
+                "SELECT u.t, tsvector_to_array(to_tsvector(%s::regconfig, u.t)) "
+                "FROM unnest(%s::text[]) AS u(t)",
+                (self._store.text_search, missing),
+            ).fetchall()
+            for term, lexemes in rows:
+                self._lexeme_memo[term] = tuple(lexemes)
+        return {t: self._lexeme_memo[t] for t in terms}
+
+    def document_frequency(self, namespace: str, term: str, cap: int, /) -> int:
+        """How many live revisions of ``namespace`` hold any lexeme of the word ``term``,
+        counted up to ``cap`` (0 for a word the text search configuration drops)."""
+        lexemes = self._lexemes([term])[term]
+        if not lexemes:
+            return 0
+        version = self.namespace_version(namespace)
+        return self._store.cached_count(
+            ("df", namespace, version, lexemes, cap),
+            lambda: int(
+                self._conn.execute(
+                    self._t(
+                        "SELECT count(*) FROM (SELECT 1 FROM {revisions} WHERE namespace = %s "
+                        "AND live AND tsv @@ %s::tsquery LIMIT %s) AS hits"
+                    ),
+                    (namespace, tsquery(lexemes), cap),
+                ).fetchone()[0]  # type: ignore[index]
+            ),
+        )
+
+    def lexical(self, query: LexicalQuery, /) -> list[ScoredKey]:
+        """Okapi BM25 (:meth:`bm25`) of the query's words: each word counts through its
+        lexemes (a lexeme that stands for two words of the query counts twice, as FTS5
+        counts a stem twice); the revisions that hold a lexeme of ``query.terms`` are found
+        (and, with ``require_scoring``, one of ``query.scoring`` too)."""
+        lexemes = self._lexemes([*query.terms, *query.scoring])
+        weights: dict[str, float] = {}
+        for term in (*query.terms, *query.scoring):
+            for lex in dict.fromkeys(lexemes[term]):
+                weights[lex] = weights.get(lex, 0.0) + 1.0
+        finding = sorted({lex for t in query.terms for lex in lexemes[t]})
+        required = sorted({lex for t in query.scoring for lex in lexemes[t]})
+        if not finding or (query.require_scoring and not required):
+            return []
+        return self.bm25(
+            query.namespace,
+            weights,
+            query.k,
+            finding=finding,
+            required=required if query.require_scoring else None,
+        )
+
+    def bm25(
+        self,
+        namespace: str,
+        weights: Mapping[str, float],
+        k: int,
+        *,
+        finding: Sequence[str] | None = None,
+        required: Sequence[str] | None = None,
+        k1: float = 1.2,
+        b: float = 0.75,
+    ) -> list[ScoredKey]:
+        """Okapi BM25 over the live revisions of ``namespace`` that hold any of the lexemes
+        ``finding`` (default: every lexeme of ``weights``) and, when given, one of
+        ``required``; scored over every lexeme ``weights`` names (lexeme -> how many query
+        words it stands for), FTS5's formula: ``idf = ln((N - n + 0.5) / (n + 0.5))`` (at
+        least 1e-6), ``k1 = 1.2``, ``b = 0.75``, document length in word tokens. Best ``k``
+        ``(rid, score)``, ties by rid."""
+        if not weights:
+            return []
+        _version, _epoch, live, tokens = self._ns_row(namespace)
+        if live == 0:
+            return []
+        avgdl = max(tokens / live, 1e-9)
+        lexemes = sorted(weights)
+        idf = []
+        for lex in lexemes:
+            n = self._lexeme_frequency(namespace, lex, live + 1)
+            idf.append(max(float(np.log((live - n + 0.5) / (n + 0.5))), 1e-6) * weights[lex])
+        # tf of each lexeme: ts_rank_cd with every weight 1 counts a single lexeme's positions
+        params: dict[str, Any] = {
+            "ns": namespace,
+            "q": tsquery(lexemes if finding is None else finding),
+            "k": k,
+            "ones": [1.0, 1.0, 1.0, 1.0],
+            "k1": k1,
+            "b": b,
+            "avgdl": avgdl,
+        }
+        tfs, terms = [], []
+        for n, (lex, weight) in enumerate(zip(lexemes, idf, strict=True)):
+            params[f"q{n}"] = tsquery([lex])
+            params[f"idf{n}"] = weight
+            tfs.append(
+                sql.SQL("ts_rank_cd(%(ones)s::float4[], r.tsv, {}::tsquery, 0) AS {}").format(
+                    sql.Placeholder(f"q{n}"), sql.Identifier(f"t{n}")
+                )
+            )
+            terms.append(
+                sql.SQL("{idf} * f.{t} * (%(k1)s + 1) / (f.{t} + f.kd)").format(
+                    idf=sql.Placeholder(f"idf{n}"), t=sql.Identifier(f"t{n}")
+                )
+            )
+        also = sql.SQL("")
+        if required is not None:
+            params["r"] = tsquery(required)
+            also = sql.SQL(" AND r.tsv @@ %(r)s::tsquery")
+        # OFFSET 0 keeps the planner from inlining the tf subquery (each tf once per row)
+        query = sql.SQL(
+            "SELECT rid, {score} AS s FROM (SELECT r.rid, {tfs}, "
+            "%(k1)s * (1 - %(b)s + %(b)s * r.tokens / %(avgdl)s) AS kd FROM {s}.revisions r "
+            "WHERE r.namespace = %(ns)s AND r.live AND r.tsv @@ %(q)s::tsquery{also} "
+            "OFFSET 0) AS f ORDER BY s DESC, rid LIMIT %(k)s"
+        ).format(
+            score=sql.SQL(" + ").join(terms),
+            s=sql.Identifier(self._store.schema),
+            tfs=sql.SQL(", ").join(tfs),
+            also=also,
+        )
+        rows = self._conn.execute(query, params).fetchall()
+        return [(int(r), float(s)) for r, s in rows]
+
+    def _lexeme_frequency(self, namespace: str, lexeme: str, cap: int) -> int:
+        """How many live revisions of ``namespace`` hold ``lexeme``, counted up to ``cap``."""
+        version = self.namespace_version(namespace)
+        return self._store.cached_count(
+            ("df", namespace, version, (lexeme,), cap),
+            lambda: int(
+                self._conn.execute(
+                    self._t(
+                        "SELECT count(*) FROM (SELECT 1 FROM {revisions} WHERE namespace = %s "
+                        "AND live AND tsv @@ %s::tsquery LIMIT %s) AS hits"
+                    ),
+                    (namespace, tsquery([lexeme]), cap),
+                ).fetchone()[0]  # type: ignore[index]
+            ),
+        )
+
+    # -- vector ------------------------------------------------------------------------------
+
+    def vector(
+        self,
+        namespace: str,
+        descriptor: EmbedderDescriptor,
+        query: np.ndarray,
+        k: int,
+        /,
+        *,
+        exact: bool = False,
+    ) -> list[ScoredKey]:
+        """Cosine over the live vectors of ``namespace`` in ``descriptor``'s space only: the
+        best ``k`` ``(rid, score)``, ties by rid. L2-normalised spaces score the inner product
+        (their cosine, as the embedded store computes it); a zero vector scores 0. Below
+        :data:`EXACT_BELOW` live memories (or with ``exact=True``) every vector is compared;
+        from there on the space's HNSW index proposes them once it is built
+        (:meth:`PostgresStore.maintain_index`; iterative scan, so the namespace filter cannot
+        starve it)."""
+        q = np.asarray(query, dtype=np.float32).reshape(-1)
+        if q.shape[0] != descriptor.dimensions:
+            raise ValidationError(
+                f"query vector has {q.shape[0]} dimensions; the space {descriptor.key!r} has "
+                f"{descriptor.dimensions}"
+            )
+        l2 = descriptor.normalization == "l2"
+        if not l2:
+            norm = float(np.linalg.norm(q))
+            q = q / norm if norm > 0 else q
+        op = sql.SQL("<#>" if l2 else "<=>")
+        score = sql.SQL("-d" if l2 else "CASE WHEN d = 'NaN' THEN 0 ELSE 1 - d END")
+        indexed = (
+            not exact
+            and self.live_count(namespace) >= self._store.exact_below
+            and self._index_ready(descriptor.key)
+        )
+        if indexed:
+            self._conn.execute(
+                sql.SQL("SET LOCAL hnsw.ef_search = {}").format(sql.Literal(max(EF_SEARCH, k)))
+            )
+            self._conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+            # with ef_search 512 pgvector's cost estimate favours a scan and sort below a few
+            # hundred thousand rows: make the planner walk the graph (reset right after)
+            for setting in _NO_SCAN:
+                self._conn.execute(f"SET LOCAL {setting} = off")
+            # the index's own expression, so the planner walks the HNSW graph
+            dims = sql.Literal(descriptor.dimensions)
+            distance = sql.SQL("(v.vector::vector({d}) {op} %(q)s::vector({d}))").format(
+                d=dims, op=op
+            )
+        else:
+            # an exact scan: no cast per row (the space's vectors all have its dimensions)
+            distance = sql.SQL("(v.vector {op} %(q)s::vector)").format(op=op)
+        order = distance
+        query_sql = sql.SQL(
+            "SELECT rid, {score} FROM (SELECT v.rid, {distance} AS d FROM {s}.vectors v "
+            "WHERE v.space = {key} AND v.live AND v.namespace = %(ns)s ORDER BY {order} "
+            "LIMIT %(k)s) AS hits"
+        ).format(
+            score=score,
+            distance=distance,
+            s=sql.Identifier(self._store.schema),
+            key=sql.Literal(descriptor.key),
+            order=order,
+        )
+        rows = self._conn.execute(query_sql, {"q": q, "ns": namespace, "k": k}).fetchall()
+        if indexed:
+            for setting in _NO_SCAN:
+                self._conn.execute(f"SET LOCAL {setting} = on")
+        hits = [(int(r), float(s)) for r, s in rows]
+        hits.sort(key=lambda h: (-h[1], h[0]))
+        return hits[:k]
+
+    def _index_ready(self, space: str) -> bool:
+        ready = self._indexed.get(space)
+        if ready is None:
+            state = space_index_state(self._conn, self._store.schema, space)
+            ready = self._indexed[space] = state is True
+        return ready
+
+    # -- rows --------------------------------------------------------------------------------
+
+    def importance(self, rids: Sequence[int], /) -> dict[int, float]:
+        rows = self._conn.execute(
+            self._t("SELECT rid, importance FROM {revisions} WHERE rid = ANY(%s)"),
+            (list(rids),),
+        ).fetchall()
+        return {int(r): float(i) for r, i in rows}
+
+    def top_importance(self, namespace: str, k: int, /) -> list[ScoredKey]:
+        rows = self._conn.execute(
+            self._t(
+                "SELECT rid, importance FROM {revisions} WHERE namespace = %s AND live "
+                "ORDER BY importance DESC, rid LIMIT %s"
+            ),
+            (namespace, k),
+        ).fetchall()
+        return [(int(r), float(s)) for r, s in rows]
+
+    def identities(self, rids: Sequence[int], /) -> dict[int, MemoryRef]:
+        """The identity of each *live* revision among ``rids``; others are left out."""
+        rows = self._conn.execute(
+            self._t(
+                "SELECT rid, namespace, memory_id, revision FROM {revisions} "
+                "WHERE live AND rid = ANY(%s)"
+            ),
+            (list(rids),),
+        ).fetchall()
+        return {int(rid): MemoryRef(ns, mid, int(rev)) for rid, ns, mid, rev in rows}
+
+    def memories(self, rids: Sequence[int], /) -> dict[int, StoredMemory]:
+        rows = self._conn.execute(
+            self._t(f"SELECT {COLUMNS} FROM {{revisions}} r WHERE r.rid = ANY(%s)"),
+            (list(rids),),
+        ).fetchall()
+        return {int(row[0]): row_to_memory(row) for row in rows}
+
+    def resolve(self, ref: MemoryRef, /) -> int | None:
+        row = self._conn.execute(
+            self._t(
+                "SELECT rid FROM {revisions} WHERE namespace = %s AND memory_id = %s "
+                "AND revision = %s"
+            ),
+            (ref.namespace, ref.memory_id, ref.revision),
+        ).fetchone()
+        return int(row[0]) if row else None

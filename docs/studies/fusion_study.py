@@ -42,8 +42,9 @@ from rankseam.bench.datasets import find_locomo, load_dataset
 from rankseam.bench.quality import _kept_store, score_query
 from rankseam.embedding import embed_checked
 from rankseam.retrieval.base import SourceRequest, over_fetch
-from rankseam.retrieval.lexical import STOPWORDS, LexicalSource, _fts5_string, query_terms
+from rankseam.retrieval.lexical import STOPWORDS, LexicalSource, query_terms
 from rankseam.retrieval.vector import VectorSource
+from rankseam.store.sqlite.reader import fts5_string as _fts5_string
 
 DATASETS = {"locomo": "locomo", "scifact": "beir:../shared/data/scifact-train@train"}
 K = over_fetch(30)  # 120: each channel's list for the default coarse pool of 30
@@ -71,7 +72,7 @@ def _rows(store_dir: Path, ds: str, embedder: str, texts: Callable[[Any], Any] |
         lexical, vector = LexicalSource(), VectorSource()
         qvecs = embed_checked(memory.embedder, [q.text for q in coll.queries])
         with memory.store.read() as reader:
-            n = reader.live_count()
+            n = reader.live_count("default")
             for q, qv in zip(coll.queries, qvecs, strict=True):
                 req = SourceRequest(reader, "default", q.text, K, qv, memory.embedder.descriptor)
                 lists = {
@@ -106,7 +107,7 @@ def _rows(store_dir: Path, ds: str, embedder: str, texts: Callable[[Any], Any] |
 
 
 def _fts(reader: Any, parts: list[str]) -> list[tuple[int, float]]:
-    return reader.lexical(" OR ".join(parts), "default", K) if parts else []
+    return reader.fts(" OR ".join(parts), "default", K) if parts else []
 
 
 def _prf_terms(reader: Any, top: list[tuple[int, float]], query: set[str], n: int) -> list[str]:
@@ -129,7 +130,7 @@ def _prf_terms(reader: Any, top: list[tuple[int, float]], query: set[str], n: in
     for t, w in weight.most_common(60):
         if t in query:
             continue
-        df = reader.document_frequency(_fts5_string(t), n + 1)
+        df = reader.document_frequency("default", t, n + 1)
         if df:
             scored.append((w * math.log(1 + (n - df + 0.5) / (df + 0.5)), t))
     return [t for _, t in sorted(scored, reverse=True)[:20]]

@@ -98,15 +98,18 @@ class SQLiteReader:
         scored as by the OR of both (BM25 is a sum over the query's terms), but FTS5 computes
         BM25 only for the rows the finding terms find, never for the long posting lists of
         the scoring terms alone."""
-        match = or_joined(query.terms)
+        match, ns, k = or_joined(query.terms), query.namespace, query.k
         if query.scoring and query.require_scoring:
-            return self._lexical(f"{match} AND ({or_joined(query.scoring)})", query)
-        return self._lexical(match, query, or_joined(query.scoring) if query.scoring else None)
+            return self.fts(f"{match} AND ({or_joined(query.scoring)})", ns, k)
+        scoring = or_joined(query.scoring) if query.scoring else None
+        return self.fts(match, ns, k, scoring=scoring)
 
-    def _lexical(
-        self, match: str, query: LexicalQuery, scoring: str | None = None
+    def fts(
+        self, match: str, namespace: str, k: int, *, scoring: str | None = None
     ) -> list[ScoredKey]:
-        namespace, k = query.namespace, query.k
+        """:meth:`lexical` for FTS5 query text (SQLite's own query language, for a source
+        registered for this store or a study): ``scoring``, more query text whose terms only
+        add their BM25 to the rows ``match`` finds."""
         names = self._conn.execute("SELECT name FROM namespaces LIMIT 2").fetchall()
         # The only namespace: no join needed to filter (it halves the cost at 100k).
         only = names == [(namespace,)]

@@ -124,7 +124,7 @@ def test_a_plugin_importing_a_built_in_source_fails(tree: Path) -> None:
 
 def test_a_layer_importing_upward_fails(tree: Path) -> None:
     # The seam sits below memory: make it import memory.
-    seam = tree / "core/src/rankseam/seam.py"
+    seam = tree / "core/src/rankseam/seam/__init__.py"
     seam.write_text(
         seam.read_text(encoding="utf-8") + "\nfrom rankseam.memory import Memory  # noqa: E402\n",
         encoding="utf-8",

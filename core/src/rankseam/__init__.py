@@ -36,9 +36,9 @@ from rankseam.types import (
 from rankseam.version import __version__
 
 if TYPE_CHECKING:
-    from rankseam.compose import find_config
     from rankseam.documents import DocumentReranker, DocumentResult, open_reranker
     from rankseam.memory import Memory, open_memory
+    from rankseam.resolve import find_config
 
 
 __all__ = [
@@ -80,9 +80,13 @@ def __getattr__(name: str) -> Any:
 
         return getattr(memory, name)
     if name == "find_config":
-        from rankseam import compose
+        from rankseam.resolve import find_config
 
-        return compose.find_config
+        return find_config
+    if name == "compose":  # the module code has always reached as rankseam.compose
+        import rankseam.compose
+
+        return rankseam.compose
     if name in ("open_reranker", "DocumentReranker", "DocumentResult"):
         from rankseam import documents
 

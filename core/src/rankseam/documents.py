@@ -13,26 +13,29 @@ position when none is given. ``open_reranker("none")`` keeps the input order (no
 
 from __future__ import annotations
 
-import asyncio
 import os
+import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import attrs
 import numpy as np
 
-from rankseam.compose import ComponentContext, Config
+from rankseam.assembly import ComponentContext
+from rankseam.config import Config
 from rankseam.embedding import Embedder
 from rankseam.errors import ConfigurationError, ValidationError
+from rankseam.loop import LoopRunner
 from rankseam.seam import (
     DEFAULT_MAX_CHARS,
     MAX_POOL,
     NO_RERANKER,
     Reranker,
+    RerankStage,
     Vectors,
-    as_async_reranker,
-    rerank_pool,
+    check_reranker,
+    prepare_reranker,
     reranker_choice,
     trace_candidates,
     validate_limit,
@@ -95,30 +98,31 @@ def open_reranker(
     cfg = _config(config, config_file)
     context = ComponentContext(cfg)
     chosen = validate_on_error(cfg.search.on_error if on_error is None else on_error)
-    if reranker_choice(reranker) is None:
+    reranker = reranker_choice(reranker)
+    if reranker is None:
         if options:
             raise ConfigurationError(
                 "options were given but no reranker is chosen ('none'); name an installed "
                 "reranker, e.g. 'mmr', or drop the options"
             )
         return DocumentReranker(NO_RERANKER, None, context, chosen, cfg.search.max_chars)
-    if isinstance(reranker, str) and reranker:
+    if isinstance(reranker, str):
         merged = {**cfg.options("reranker", reranker), **(options or {})}
         built = context.reranker(reranker, merged)
         return DocumentReranker(reranker, built, context, chosen, cfg.search.max_chars)
-    if isinstance(reranker, str) or options:
+    if options:
         raise ConfigurationError(
             "reranker must be the name of an installed reranker, e.g. 'mmr' "
             "(`rankseam plugins --options` lists them); options apply only to a name"
         )
     try:
-        built = as_async_reranker(reranker)
+        check_reranker(reranker)
     except TypeError as exc:
         raise ConfigurationError(
             f"reranker does not implement the Reranker protocol: {exc}"
         ) from None
     name = type(reranker).__name__
-    return DocumentReranker(name, built, context, chosen, cfg.search.max_chars)
+    return DocumentReranker(name, reranker, context, chosen, cfg.search.max_chars)
 
 
 class DocumentReranker:
@@ -136,7 +140,7 @@ class DocumentReranker:
         max_chars: int = DEFAULT_MAX_CHARS,
     ) -> None:
         self._name = name
-        self._reranker = reranker
+        self._reranker = None if reranker is None else prepare_reranker(reranker)
         self._context = context
         self._on_error = on_error
         self._max_chars = max_chars
@@ -151,7 +155,7 @@ class DocumentReranker:
         """The reranker's policy id (``"none"`` when no reranker runs)."""
         if self._reranker is None:
             return NO_RERANKER
-        return str(getattr(self._reranker, "policy_id", self._name))
+        return str(getattr(self._reranker.component, "policy_id", self._name))
 
     def __repr__(self) -> str:
         return f"DocumentReranker({self._name!r}, policy_id={self.policy_id!r})"
@@ -204,8 +208,8 @@ class DocumentReranker:
 
     def _fetcher(
         self, pool: tuple[Hit, ...], vectors: Sequence[Sequence[float]] | np.ndarray | None
-    ) -> Any:
-        def fetch(refs: Sequence[MemoryRef]) -> Vectors:
+    ) -> Callable[[], Vectors]:
+        def fetch() -> Vectors:
             if vectors is not None:
                 matrix = np.asarray(vectors, dtype=np.float32)
                 if matrix.ndim != 2 or matrix.shape[0] != len(pool):
@@ -219,6 +223,39 @@ class DocumentReranker:
             return out
 
         return fetch
+
+    def _stage(
+        self,
+        query: str,
+        texts: Sequence[str],
+        limit: int | None,
+        ids: Sequence[str] | None,
+        scores: Sequence[float] | None,
+        vectors: Sequence[Sequence[float]] | np.ndarray | None,
+        namespace: str,
+    ) -> _Call:
+        """One call's checked arguments and, when a reranker runs, its rerank stage (the
+        seam, entered once)."""
+        started = time.perf_counter()
+        if not isinstance(query, str) or not query.strip():
+            raise ValidationError("query must be a non-empty string")
+        pool = self._pool(texts, ids, scores, namespace)
+        k = max(len(pool) if limit is None else validate_limit(limit), 1)
+        stage = None
+        if self._reranker is not None and pool:
+            config = self._context.config
+            stage = RerankStage(
+                query,
+                pool,
+                k,
+                self._reranker,
+                on_error=self._on_error,  # type: ignore[arg-type]
+                deadline_s=config.search.rerank_deadline_s,
+                max_chars=self._max_chars,
+                vectors=self._fetcher(pool, vectors),
+                embedding_space=config.embedder if vectors is None else "caller",
+            )
+        return _Call(query, namespace, pool, k, stage, started)
 
     async def arerank(
         self,
@@ -239,34 +276,10 @@ class DocumentReranker:
         ``vectors``: one embedding per document for rerankers that use vectors (default: the
         configured embedder embeds the texts when the reranker asks for vectors).
         """
-        started = time.perf_counter()
-        if not isinstance(query, str) or not query.strip():
-            raise ValidationError("query must be a non-empty string")
-        pool = self._pool(texts, ids, scores, namespace)
-        k = len(pool) if limit is None else validate_limit(limit)
-        space = self._context.config.embedder if vectors is None else "caller"
-        hits, rerank_trace = await rerank_pool(
-            query,
-            pool,
-            max(k, 1),
-            self._reranker,
-            on_error=self._on_error,  # type: ignore[arg-type]
-            max_chars=self._max_chars,
-            fetch_vectors=self._fetcher(pool, vectors),
-            embedding_space=space,
-            deadline_s=self._context.config.search.rerank_deadline_s,
-        )
-        trace = SearchTrace(
-            query=query,
-            namespace=namespace,
-            limit=max(k, 1),
-            pool_size=len(pool),
-            coarse=trace_candidates(pool),
-            rerank=rerank_trace,
-            latency_ms=(time.perf_counter() - started) * 1000.0,
-            channels=("caller",),
-        )
-        return DocumentResult(hits, trace, _positions(hits, rerank_trace))
+        call = self._stage(query, texts, limit, ids, scores, vectors, namespace)
+        if call.stage is None:
+            return call.result(call.pool[: call.k], None)
+        return call.result(*await call.stage.run())
 
     def rerank(
         self,
@@ -279,19 +292,52 @@ class DocumentReranker:
         vectors: Sequence[Sequence[float]] | np.ndarray | None = None,
         namespace: str = DOCUMENTS_NAMESPACE,
     ) -> DocumentResult:
-        """:meth:`arerank` for synchronous callers (safe inside a running event loop: it runs
-        on a fresh loop in a worker thread there)."""
-        coro = self.arerank(
-            query, texts, limit, ids=ids, scores=scores, vectors=vectors, namespace=namespace
-        )
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            return asyncio.run(coro)
-        from concurrent.futures import ThreadPoolExecutor
+        """:meth:`arerank` for synchronous callers, inside a running event loop too: the
+        reranker runs where a synchronous search runs it (the host's one runner,
+        :mod:`rankseam.loop`), with the same deadline and failure policy."""
+        call = self._stage(query, texts, limit, ids, scores, vectors, namespace)
+        if call.stage is None:
+            return call.result(call.pool[: call.k], None)
+        return call.result(*call.stage.run_sync(_runner()))
 
-        with ThreadPoolExecutor(max_workers=1) as pool:
-            return pool.submit(asyncio.run, coro).result()
+
+@attrs.frozen
+class _Call:
+    """One call of a :class:`DocumentReranker`: its checked arguments and its stage."""
+
+    query: str
+    namespace: str
+    pool: tuple[Hit, ...]
+    k: int
+    stage: RerankStage | None
+    started: float
+
+    def result(self, hits: tuple[Hit, ...], rerank_trace: RerankTrace | None) -> DocumentResult:
+        trace = SearchTrace(
+            query=self.query,
+            namespace=self.namespace,
+            limit=self.k,
+            pool_size=len(self.pool),
+            coarse=trace_candidates(self.pool),
+            rerank=rerank_trace,
+            latency_ms=(time.perf_counter() - self.started) * 1000.0,
+            channels=("caller",),
+        )
+        return DocumentResult(hits, trace, _positions(hits, rerank_trace))
+
+
+_RUNNER: LoopRunner | None = None
+_RUNNER_LOCK = threading.Lock()
+
+
+def _runner() -> LoopRunner:
+    """The one runner of every DocumentReranker in the process (its loop thread starts on
+    the first call that needs it)."""
+    global _RUNNER
+    with _RUNNER_LOCK:
+        if _RUNNER is None:
+            _RUNNER = LoopRunner()
+        return _RUNNER
 
 
 def _positions(hits: tuple[Hit, ...], trace: RerankTrace | None) -> tuple[int, ...]:

@@ -3,7 +3,7 @@
 A generation backend receives a :class:`GenerationRequest` (instructions, a JSON input object
 and a JSON schema for the output) and returns a :class:`GenerationResult` (the parsed object,
 the raw text and the usage). Backends are registered through the ``register_generation_backends``
-hook and handed to roles by :meth:`rankseam.compose.ComponentContext.generation_backend`.
+hook and handed to roles by :meth:`rankseam.assembly.ComponentContext.generation_backend`.
 
 On failure a backend raises the typed errors of :mod:`rankseam.errors`:
 

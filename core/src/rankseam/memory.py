@@ -14,19 +14,11 @@ import builtins
 import logging
 import os
 import threading
-import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from rankseam.compose import (
-    ComponentContext,
-    Config,
-    assemble,
-    check_embedder,
-    default_db_path,
-    open_store,
-    resolve_config,
-)
+from rankseam.assembly import ComponentContext, assemble, check_embedder, open_store
+from rankseam.config import Config, default_db_path
 from rankseam.decision import (
     GATE_BLOCKED_MARGIN_S,
     DecisionBackend,
@@ -36,10 +28,17 @@ from rankseam.decision import (
 from rankseam.embedding import Embedder, EmbedderDescriptor
 from rankseam.errors import ConfigurationError
 from rankseam.ingest import AddResult, IngestError, IngestReport, ReembedReport, Writer
-from rankseam.loop import LoopRunner, LoopTimeout, complete_now
+from rankseam.loop import LoopRunner, LoopStopped, LoopTimeout
+from rankseam.resolve import resolve_config
 from rankseam.retrieval.base import CandidateSource
-from rankseam.seam import Reranker, as_async_reranker, runs_inline
-from rankseam.search import MAX_QUERY_BYTES, SearchPipeline, SearchPlan
+from rankseam.seam import check_reranker
+from rankseam.search import (
+    CONFIG_DEFAULT,
+    MAX_QUERY_BYTES,
+    RerankerChooser,
+    SearchPipeline,
+    SearchPlan,
+)
 from rankseam.store.contract import Store
 from rankseam.store.records import MemoryNotFoundError, StoredMemory, check_memory_id
 from rankseam.types import MemoryRef, SearchResult
@@ -63,14 +62,6 @@ __all__ = [
 log = logging.getLogger("rankseam.memory")
 
 
-class _ConfigDefault:
-    def __repr__(self) -> str:
-        return "<config default>"
-
-
-_CONFIG_DEFAULT: Any = _ConfigDefault()
-
-
 def open_memory(
     target: str | os.PathLike[str] | None = None,
     *,
@@ -86,7 +77,7 @@ def open_memory(
     store) or a URL whose scheme picks an installed store plugin (``sqlite:///ABSOLUTE/PATH``,
     ``postgresql://user@host/db`` with rankseam-postgres); the password of a URL never
     appears in messages, logs or ``repr``. ``config`` is a
-    :class:`~rankseam.compose.Config` or a mapping of the ``rankseam.toml`` layout;
+    :class:`~rankseam.config.Config` or a mapping of the ``rankseam.toml`` layout;
     ``config_file`` is a ``rankseam.toml``. Environment overrides (``RANKSEAM_*``, see
     :meth:`Config.with_env`) apply, then keyword ``overrides`` (``namespace``, ``embedder``,
     ``pool``, ``reranker``, ``fusion``, ``sources``, ``on_error``, ...). ``create=False``
@@ -94,8 +85,9 @@ def open_memory(
     """
     default_reranker = None
     if overrides.get("reranker") is not None and not isinstance(overrides["reranker"], str):
+        default_reranker = overrides["reranker"]
         try:
-            default_reranker = as_async_reranker(overrides["reranker"])
+            check_reranker(default_reranker)
         except TypeError as exc:
             raise ConfigurationError(
                 "open_memory(reranker=...) takes a registered reranker name (e.g. 'mmr'), None "
@@ -134,10 +126,10 @@ class Memory:
         sources: list[tuple[str, CandidateSource]],
         gate: DecisionBackend | None = None,
         *,
-        default_reranker: Reranker | None = None,
+        default_reranker: Any = None,
     ) -> None:
         self._store = store
-        self._default_reranker = default_reranker
+        self._rerankers = RerankerChooser(context, default_reranker)
         self._config = config
         self._context = context
         self._embedder = embedder
@@ -237,6 +229,12 @@ class Memory:
                     role,
                     str(getattr(backend, "policy_id", "unknown")),
                     f"its backend blocked the event-loop thread past timeout_s={role.timeout_s}",
+                )
+            except LoopStopped:  # the backend stopped the loop; the next call gets a fresh one
+                verdict = gate_without_verdict(
+                    role,
+                    str(getattr(backend, "policy_id", "unknown")),
+                    "its backend stopped the event loop (loop.stop())",
                 )
             if not verdict.store:
                 log.info("write gate declined a memory", extra={"event": "write_gate.no"})
@@ -372,18 +370,13 @@ class Memory:
         on_error: str | None,
         rerank_deadline_s: float | None,
     ) -> SearchPlan:
-        notes: tuple[str, ...] = ()
-        if reranker is _CONFIG_DEFAULT:
-            if self._default_reranker is not None and not reranker_options:
-                reranker = self._default_reranker
-            else:
-                reranker = self._config.search.reranker
-                notes = self._config.notes
+        ns = self._ns(namespace)
+        chosen, notes = self._rerankers.choose(reranker, reranker_options)
         return self._search.plan(
             query,
             limit,
-            self._ns(namespace),
-            self._context.search_reranker(reranker, reranker_options),
+            ns,
+            chosen,
             pool,
             on_error,
             rerank_deadline_s,
@@ -396,7 +389,7 @@ class Memory:
         limit: int = 10,
         *,
         namespace: str | None = None,
-        reranker: Any = _CONFIG_DEFAULT,
+        reranker: Any = CONFIG_DEFAULT,
         reranker_options: Mapping[str, Any] | None = None,
         pool: int | None = None,
         on_error: str | None = None,
@@ -410,15 +403,7 @@ class Memory:
         plan = self._plan(
             query, limit, namespace, reranker, reranker_options, pool, on_error, rerank_deadline_s
         )
-        pool_hits, rids = self._search.coarse(plan)
-        if plan.reranker is None or runs_inline(plan.reranker):
-            # no reranker, or one that never suspends: no hop to the loop thread
-            return complete_now(self._search.finish(plan, pool_hits, rids))
-        started = time.perf_counter()
-        try:
-            return self._runner.run(self._search.finish(plan, pool_hits, rids), plan.wait_s)
-        except LoopTimeout:  # a plugin blocked the loop thread; it was replaced
-            return self._search.expired(plan, pool_hits, time.perf_counter() - started)
+        return self._search.finish(plan, self._search.coarse(plan), self._runner)
 
     async def asearch(
         self,
@@ -426,7 +411,7 @@ class Memory:
         limit: int = 10,
         *,
         namespace: str | None = None,
-        reranker: Any = _CONFIG_DEFAULT,
+        reranker: Any = CONFIG_DEFAULT,
         reranker_options: Mapping[str, Any] | None = None,
         pool: int | None = None,
         on_error: str | None = None,
@@ -439,5 +424,5 @@ class Memory:
         plan = self._plan(
             query, limit, namespace, reranker, reranker_options, pool, on_error, rerank_deadline_s
         )
-        pool_hits, rids = await asyncio.to_thread(self._search.coarse, plan)
-        return await self._search.finish(plan, pool_hits, rids)
+        coarse = await asyncio.to_thread(self._search.coarse, plan)
+        return await self._search.afinish(plan, coarse)

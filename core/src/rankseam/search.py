@@ -1,27 +1,33 @@
-"""The search pipeline: a plan from the caller's arguments, the coarse pool (every source's
-ranked list, fused, read in ONE short read transaction), then the rerank stage through the seam.
-See docs/store.md for the coarse pool and docs/seam.md for the rerank stage.
+"""The search pipeline, one pass: the reranker chosen (:class:`RerankerChooser`) and the
+arguments checked once (:meth:`SearchPipeline.plan`), the coarse pool (every source's ranked
+list, fused, read in ONE short read transaction: :meth:`SearchPipeline.coarse`), then the seam
+entered once for the rerank stage (:meth:`SearchPipeline.finish` / :meth:`~SearchPipeline.afinish`).
+See docs/architecture.md for the path, docs/store.md for the coarse pool and docs/seam.md for
+the rerank stage.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import attrs
 
-from rankseam.compose import SearchConfig
+from rankseam.assembly import ComponentContext
+from rankseam.config import SearchConfig
 from rankseam.embedding import Embedder, embed_checked
 from rankseam.errors import ValidationError
+from rankseam.loop import LoopRunner
 from rankseam.retrieval.base import CandidateSource, SourceRequest, over_fetch
 from rankseam.retrieval.fusion import ChannelList, fuse, score_spec_of
 from rankseam.seam import (
-    DEADLINE_MARGIN_S,
     MAX_POOL,
-    Reranker,
+    RerankStage,
+    SeamReranker,
     Vectors,
-    expired_rerank,
-    rerank_pool,
+    prepare_reranker,
+    reranker_choice,
     trace_candidates,
     validate_deadline,
     validate_limit,
@@ -29,12 +35,29 @@ from rankseam.seam import (
     validate_pool_size,
 )
 from rankseam.store.contract import Store
-from rankseam.types import Hit, MemoryRef, RerankTrace, SearchResult, SearchTrace
+from rankseam.types import Hit, RerankTrace, SearchResult, SearchTrace
 
-__all__ = ["MAX_QUERY_BYTES", "SearchPipeline", "SearchPlan", "check_query"]
+__all__ = [
+    "CONFIG_DEFAULT",
+    "MAX_QUERY_BYTES",
+    "Pooled",
+    "RerankerChooser",
+    "SearchPipeline",
+    "SearchPlan",
+    "check_query",
+]
 
 #: Longest query accepted, in UTF-8 bytes.
 MAX_QUERY_BYTES = 64 * 1024
+
+
+class _ConfigDefault:
+    def __repr__(self) -> str:
+        return "<config default>"
+
+
+#: The reranker a search gets when it names none: the configured default.
+CONFIG_DEFAULT: Any = _ConfigDefault()
 
 
 def check_query(query: object) -> str:
@@ -59,6 +82,52 @@ def check_query(query: object) -> str:
     return query
 
 
+class RerankerChooser:
+    """Where the reranker of one search is chosen: the configured default, ``None`` /
+    ``"none"`` (no reranker), a registered name (with per-search options over the configured
+    ones), or a reranker object. Each choice is resolved, checked and made ready for the seam
+    (:func:`~rankseam.seam.prepare_reranker`) here, once: a name without options once per
+    Memory, a default object once at open."""
+
+    def __init__(self, context: ComponentContext, default: Any = None) -> None:
+        self._context = context
+        self._config = context.config
+        self._default = None if default is None else prepare_reranker(default)
+        self._named: dict[str, SeamReranker] = {}
+
+    def choose(
+        self, choice: Any, options: Mapping[str, Any] | None
+    ) -> tuple[SeamReranker | None, tuple[str, ...]]:
+        """The reranker of a search that asked for ``choice`` with ``options``, and the notes
+        its trace carries (what the environment changed, for the configured default)."""
+        notes: tuple[str, ...] = ()
+        if choice is CONFIG_DEFAULT:
+            if self._default is not None and not options:
+                return self._default, notes
+            choice, notes = self._config.search.reranker, self._config.notes
+        choice = reranker_choice(choice)
+        if choice is None:
+            if options:
+                raise ValidationError("reranker_options were given but no reranker is chosen")
+            return None, notes
+        if isinstance(choice, str):
+            if options:
+                merged = {**self._config.options("reranker", choice), **options}
+                return prepare_reranker(self._context.reranker(choice, merged)), notes
+            ready = self._named.get(choice)
+            if ready is None:
+                ready = self._named[choice] = prepare_reranker(self._context.reranker(choice))
+            return ready, notes
+        if options:
+            raise ValidationError("reranker_options apply only to a reranker given by name")
+        try:
+            return prepare_reranker(choice), notes
+        except TypeError as exc:
+            raise ValidationError(
+                f"reranker does not implement the Reranker protocol: {exc}"
+            ) from None
+
+
 @attrs.frozen
 class SearchPlan:
     """One search's checked arguments."""
@@ -68,16 +137,21 @@ class SearchPlan:
     limit: int
     pool: int
     on_error: str
-    reranker: Reranker | None
+    reranker: SeamReranker | None
     started: float
     rerank_deadline_s: float
     notes: tuple[str, ...] = ()
 
-    @property
-    def wait_s(self) -> float:
-        """How long a synchronous caller waits for the rerank stage before giving up on an
-        event loop that a plugin blocked: the deadline plus the documented margin."""
-        return self.rerank_deadline_s + DEADLINE_MARGIN_S
+
+class Pooled:
+    """One coarse-pool entry: the hit, and the store's key of its revision row (how the
+    rerank stage fetches the stored vector of the hit)."""
+
+    __slots__ = ("hit", "key")
+
+    def __init__(self, hit: Hit, key: int) -> None:
+        self.hit = hit
+        self.key = key
 
 
 class SearchPipeline:
@@ -93,6 +167,8 @@ class SearchPipeline:
         self._store = store
         self._embedder = embedder
         self._sources = tuple(sources)
+        self._channels = tuple(name for name, _s in self._sources)
+        self._needs_query_vector = any(src.needs_query_vector for _n, src in self._sources)
         self._settings = settings
 
     def plan(
@@ -100,19 +176,20 @@ class SearchPipeline:
         query: object,
         limit: object,
         namespace: str,
-        reranker: Reranker | None,
+        reranker: SeamReranker | None,
         pool: int | None,
         on_error: str | None,
         rerank_deadline_s: float | None = None,
         notes: tuple[str, ...] = (),
     ) -> SearchPlan:
-        """Check a search's arguments (``namespace`` and ``reranker`` already resolved)."""
+        """Check a search's arguments, once (``namespace`` and ``reranker`` resolved)."""
         started = time.perf_counter()
-        deadline = self._settings.rerank_deadline_s
+        settings = self._settings
+        deadline = settings.rerank_deadline_s
         if rerank_deadline_s is not None:
             deadline = validate_deadline(rerank_deadline_s)
         limit = validate_limit(limit)
-        pool = validate_pool_size(self._settings.pool if pool is None else pool)
+        pool = settings.pool if pool is None else validate_pool_size(pool)
         return SearchPlan(
             query=check_query(query),
             namespace=namespace,
@@ -120,19 +197,18 @@ class SearchPipeline:
             # The pool holds at least `limit` hits (up to the 200 bound), so a search for 50
             # hits is never cut to a pool of 30.
             pool=max(pool, min(limit, MAX_POOL)),
-            on_error=validate_on_error(self._settings.on_error if on_error is None else on_error),
+            on_error=settings.on_error if on_error is None else validate_on_error(on_error),
             reranker=reranker,
             started=started,
             rerank_deadline_s=deadline,
             notes=notes,
         )
 
-    def coarse(self, plan: SearchPlan) -> tuple[list[Hit], list[int]]:
-        """The coarse pool, read in ONE short read transaction (released before reranking),
-        and the revision row of each hit (how the rerank stage fetches their vectors)."""
+    def coarse(self, plan: SearchPlan) -> list[Pooled]:
+        """The coarse pool, read in ONE short read transaction (released before reranking)."""
         space = self._embedder.descriptor
         qvec = None
-        if any(src.needs_query_vector for _n, src in self._sources):
+        if self._needs_query_vector:
             qvec = embed_checked(self._embedder, [plan.query])[0]
         k = over_fetch(plan.pool)
         results: dict[str, list[tuple[int, float]]] = {}
@@ -149,11 +225,16 @@ class SearchPipeline:
                     )
                     results[name] = list(src.candidates(request))
             refs = reader.identities(admitted)
+            # every admitted key has an identity (the usual case): the admitting channels'
+            # lists need no filtering; other channels may name keys outside the admitted set
+            complete = len(refs) == len(admitted)
             channels = [
                 ChannelList(
                     name,
                     src.admits,
-                    [(key, s) for key, s in results[name] if key in refs],
+                    results[name]
+                    if complete and src.admits
+                    else [(key, s) for key, s in results[name] if key in refs],
                     score_spec_of(src, space),
                 )
                 for name, src in self._sources
@@ -170,60 +251,60 @@ class SearchPipeline:
         pool = []
         for f in fused:
             row = rows[f.key]
-            pool.append(
-                Hit(
-                    ref=row.ref,
-                    text=row.text,
-                    score=f.score,
-                    importance=row.importance,
-                    matched_by=f.matched_by,
-                    channel_scores=f.channel_scores,
-                    metadata=row.metadata,
-                    created_at=row.created_at,
-                    content_hash=row.content_hash,
-                )
+            hit = Hit(
+                ref=row.ref,
+                text=row.text,
+                score=f.score,
+                importance=row.importance,
+                matched_by=f.matched_by,
+                channel_scores=f.channel_scores,
+                metadata=row.metadata,
+                created_at=row.created_at,
+                content_hash=row.content_hash,
             )
-        return pool, [f.key for f in fused]
+            pool.append(Pooled(hit, f.key))
+        return pool
 
-    async def finish(self, plan: SearchPlan, pool: list[Hit], rids: list[int]) -> SearchResult:
-        """The rerank stage (through the seam) and the result with its trace."""
+    def finish(self, plan: SearchPlan, pool: Sequence[Pooled], runner: LoopRunner) -> SearchResult:
+        """The rerank stage (the seam, entered once) and the result, for a synchronous
+        caller: no event loop unless a reranker that needs one runs (then ``runner``'s)."""
+        hits = tuple(p.hit for p in pool)
+        if plan.reranker is None or not hits:
+            return self.result(plan, hits, hits[: plan.limit], None)
+        return self.result(plan, hits, *self._stage(plan, pool, hits).run_sync(runner))
+
+    async def afinish(self, plan: SearchPlan, pool: Sequence[Pooled]) -> SearchResult:
+        """:meth:`finish` for async callers: the reranker runs on the caller's loop."""
+        hits = tuple(p.hit for p in pool)
+        if plan.reranker is None or not hits:
+            return self.result(plan, hits, hits[: plan.limit], None)
+        return self.result(plan, hits, *await self._stage(plan, pool, hits).run())
+
+    def _stage(
+        self, plan: SearchPlan, pool: Sequence[Pooled], hits: tuple[Hit, ...]
+    ) -> RerankStage:
+        assert plan.reranker is not None
         space = self._embedder.descriptor
 
-        def fetch_vectors(refs: Sequence[MemoryRef]) -> Vectors:
-            rid_of = dict(zip((h.ref for h in pool), rids, strict=True))
-            return self._store.vectors_of([rid_of[r] for r in refs], space)
+        def vectors() -> Vectors:
+            return self._store.vectors_of([p.key for p in pool], space)
 
-        hits, rerank_trace = await rerank_pool(
+        return RerankStage(
             plan.query,
-            pool,
+            hits,
             plan.limit,
             plan.reranker,
             on_error=plan.on_error,  # type: ignore[arg-type]
+            deadline_s=plan.rerank_deadline_s,
             max_chars=self._settings.max_chars,
-            fetch_vectors=fetch_vectors,
+            vectors=vectors,
             embedding_space=space.key,
-            deadline_s=plan.rerank_deadline_s,
         )
-        return self.result(plan, pool, hits, rerank_trace)
-
-    def expired(self, plan: SearchPlan, pool: list[Hit], waited_s: float) -> SearchResult:
-        """The result (or the ``RerankError``) of a search whose rerank stage never came back:
-        its event loop was blocked past the deadline (see ``rankseam.loop``)."""
-        assert plan.reranker is not None
-        hits, rerank_trace = expired_rerank(
-            pool,
-            plan.limit,
-            plan.reranker,
-            on_error=plan.on_error,  # type: ignore[arg-type]
-            deadline_s=plan.rerank_deadline_s,
-            waited_s=waited_s,
-        )
-        return self.result(plan, pool, hits, rerank_trace)
 
     def result(
         self,
         plan: SearchPlan,
-        pool: list[Hit],
+        pool: tuple[Hit, ...],
         hits: tuple[Hit, ...],
         rerank_trace: RerankTrace | None,
     ) -> SearchResult:
@@ -235,7 +316,7 @@ class SearchPipeline:
             coarse=trace_candidates(pool, text=self._settings.trace_text),
             rerank=rerank_trace,
             latency_ms=(time.perf_counter() - plan.started) * 1000.0,
-            channels=tuple(name for name, _s in self._sources),
+            channels=self._channels,
             notes=plan.notes,
         )
         return SearchResult(hits, trace)

@@ -1,0 +1,222 @@
+"""What a rerank stage answers: the final hits and the stage's trace, for a reranker's valid
+answer (:func:`resolve`) and for its failure under the search's policy (:func:`failed`); and
+the coarse pool as a trace records it (:func:`trace_candidates`). docs/seam.md, "Trace"."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from rankseam.errors import BackendError, RerankError
+from rankseam.seam.validation import OnError, normalize
+from rankseam.types import (
+    Hit,
+    RerankDecision,
+    RerankStatus,
+    RerankTrace,
+    TraceCandidate,
+    Usage,
+)
+
+__all__ = [
+    "Outcome",
+    "deadline_error",
+    "describe",
+    "failed",
+    "foreign_base_exception",
+    "resolve",
+    "trace_candidates",
+]
+
+log = logging.getLogger("rankseam.seam")
+
+#: The rerank stage's answer: the final hits and the stage's trace.
+Outcome = tuple[tuple[Hit, ...], RerankTrace]
+
+
+def trace_candidates(pool: Sequence[Hit], *, text: bool = True) -> tuple[TraceCandidate, ...]:
+    return tuple(
+        TraceCandidate(i + 1, h.ref, h.score, h.matched_by, h.text if text else None)
+        for i, h in enumerate(pool)
+    )
+
+
+def describe(reranker: Any) -> dict[str, Any]:
+    descriptor = getattr(reranker, "descriptor", None)
+    if isinstance(descriptor, Mapping):
+        return dict(descriptor)
+    return {}
+
+
+def _failure_reason(exc: BaseException) -> str:
+    if isinstance(exc, RerankError):
+        return exc.reason
+    if isinstance(exc, BackendError):
+        return exc.kind
+    if isinstance(exc, TimeoutError):
+        return "timeout"
+    return "exception"
+
+
+def attach_usage(exc: BaseException, usage: Usage | None) -> None:
+    if usage is None:
+        return
+    try:
+        exc.usage = usage  # type: ignore[attr-defined]
+    except (AttributeError, TypeError):  # an exception type that refuses new attributes
+        pass
+
+
+def foreign_base_exception(exc: BaseException, policy_id: str) -> RerankError:
+    """A ``BaseException`` that is not an ``Exception`` (``SystemExit``, ``KeyboardInterrupt``,
+    a ``CancelledError`` the plugin raised itself, ...) as the plugin failure it is."""
+    error = RerankError(
+        f"reranker {policy_id!r} raised {type(exc).__name__}({exc}); a plugin may not stop the "
+        "process, interrupt or cancel the search. The search treats it as the reranker's "
+        "failure; fix the reranker",
+        policy_id=policy_id,
+        reason="exception",
+    )
+    error.__cause__ = exc
+    attach_usage(error, getattr(exc, "usage", None))
+    return error
+
+
+def _is_foreign(exc: BaseException | None) -> bool:
+    return exc is not None and not isinstance(exc, Exception)
+
+
+def deadline_error(policy_id: str, deadline_s: float, detail: str) -> RerankError:
+    return RerankError(
+        f"reranker {policy_id!r} did not answer within the rerank deadline of {deadline_s:g} s "
+        f"({detail}). Raise [search] rerank_deadline_s (or search(..., rerank_deadline_s=...)), "
+        "lower the pool size, or fix the reranker",
+        policy_id=policy_id,
+        reason="timeout",
+    )
+
+
+def failed(
+    exc: Exception,
+    pool: tuple[Hit, ...],
+    k: int,
+    policy_id: str,
+    descriptor: Mapping[str, Any],
+    on_error: OnError,
+    latency_ms: float,
+) -> Outcome:
+    """The failure policy: raise :class:`RerankError` (``"raise"``), or the coarse order
+    marked ``degraded`` (``"coarse"``)."""
+    reason = _failure_reason(exc)
+    usage = getattr(exc, "usage", None)
+    usage = usage if isinstance(usage, Usage) else Usage.zero()
+    cause = exc.__cause__
+    # a SystemExit & co. was turned into a RerankError here: the trace names the original
+    shown = cause if isinstance(exc, RerankError) and _is_foreign(cause) else exc
+    if on_error == "raise":
+        error = RerankError(
+            f"reranker {policy_id!r} failed ({reason}): {type(exc).__name__}: {exc}. "
+            "The search failed closed; retry, fix the reranker or its backend, or set "
+            "on_error='coarse' to return the coarse order marked 'degraded' instead",
+            policy_id=policy_id,
+            reason=reason,
+            usage=usage,
+        )
+        raise error from exc
+    log.warning(
+        "rerank failed; returning the coarse order marked degraded",
+        extra={"policy_id": policy_id, "reason": reason, "status": "degraded"},
+    )
+    trace = RerankTrace(
+        policy_id=policy_id,
+        status=RerankStatus.DEGRADED,
+        selected_ranks=tuple(range(1, k + 1)),
+        reason=f"{reason}: {type(shown).__name__}",
+        usage=usage,
+        latency_ms=latency_ms,
+        descriptor=descriptor,
+        candidate_count=len(pool),
+        limit=k,
+    )
+    return pool[:k], trace
+
+
+def resolve(
+    decision: RerankDecision,
+    pool: tuple[Hit, ...],
+    k: int,
+    policy_id: str,
+    descriptor: Mapping[str, Any],
+    latency_ms: float,
+) -> Outcome:
+    """A checked decision's ranks, normalised and resolved back to the pool's hits, and the
+    stage's trace (status ``ok``, ``repaired`` or ``fell_back``)."""
+    n = len(pool)
+    raw = decision.selected_ranks
+    selected, scores, seam_discarded, over = normalize(raw, decision.scores, n, k)
+    discarded = decision.discarded_rank_count + seam_discarded
+    notes: list[str] = []
+    if decision.used_fallback:
+        selected = selected or tuple(range(1, k + 1))
+        scores = None
+        used_fallback = True
+        status = RerankStatus.FELL_BACK
+        notes.append("the reranker fell back to coarse ranks")
+    elif not selected:
+        selected = tuple(range(1, k + 1))
+        scores = None
+        used_fallback = True
+        status = RerankStatus.FELL_BACK
+        notes.append(
+            "the reranker selected no rank; coarse ranks used"
+            if not raw
+            else "no valid rank in the reranker's selection; coarse ranks used"
+        )
+    else:
+        used_fallback = False
+        status = RerankStatus.REPAIRED if discarded else RerankStatus.OK
+        if discarded:
+            note = f"{discarded} invalid or repeated rank(s) discarded"
+            if decision.discarded_rank_count:
+                note += f", {decision.discarded_rank_count} of them counted by the reranker"
+            if decision.scores is not None:
+                note += " (a rank whose score is not a finite number is invalid)"
+            notes.append(note)
+    if over:
+        notes.append(
+            f"the reranker answered {len(raw)} ranks for a limit of {k}; {over} after the "
+            f"first {k} kept were ignored (over-answered)"
+        )
+    log.debug(
+        "rerank done",
+        extra={
+            "policy_id": policy_id,
+            "status": status.value,
+            "discarded": discarded,
+            "over_limit": over,
+        },
+    )
+    trace = RerankTrace(
+        policy_id=policy_id,
+        status=status,
+        selected_ranks=selected,
+        discarded_rank_count=discarded,
+        over_limit_count=over,
+        used_fallback=used_fallback,
+        reason="; ".join(notes) or None,
+        usage=decision.usage,
+        latency_ms=latency_ms,
+        descriptor=descriptor,
+        records=decision.records,
+        candidate_count=n,
+        limit=k,
+        scores=scores,
+    )
+    if scores is None:
+        return tuple(pool[r - 1] for r in selected), trace
+    return tuple(
+        attrs.evolve(pool[r - 1], rerank_score=s) for r, s in zip(selected, scores, strict=True)
+    ), trace

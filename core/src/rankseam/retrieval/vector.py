@@ -8,7 +8,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import attrs
+import numpy as np
 
+from rankseam.errors import ValidationError
 from rankseam.plugin import (
     DEFAULT_FUSION_SCALE,
     DEFAULT_FUSION_WEIGHT,
@@ -20,7 +22,23 @@ from rankseam.plugin import (
     parse_options,
 )
 
-__all__ = ["VectorOptions", "VectorSource"]
+__all__ = ["VectorOptions", "VectorSource", "unit_query"]
+
+
+def unit_query(query: np.ndarray, descriptor: EmbedderDescriptor) -> np.ndarray:
+    """``query`` as the stores compare it: float32, of the space's dimensions, and of unit
+    length (a space that is not L2-normalised gets it divided by its norm here; an
+    L2-normalised space's vectors are compared as the embedder made them)."""
+    q = np.asarray(query, dtype=np.float32).reshape(-1)
+    if q.shape[0] != descriptor.dimensions:
+        raise ValidationError(
+            f"query vector has {q.shape[0]} dimensions; the space {descriptor.key!r} has "
+            f"{descriptor.dimensions}"
+        )
+    if descriptor.normalization != "l2":
+        norm = float(np.linalg.norm(q))
+        q = q / norm if norm > 0 else q
+    return q
 
 
 class VectorSource:
@@ -52,9 +70,8 @@ class VectorSource:
     def candidates(self, request: SourceRequest, /) -> Sequence[ScoredKey]:
         if request.query_vector is None or request.embedder is None:
             return []
-        hits = request.reader.vector(
-            request.namespace, request.embedder, request.query_vector, request.k
-        )
+        query = unit_query(request.query_vector, request.embedder)
+        hits = request.reader.vector(request.namespace, request.embedder, query, request.k)
         if self.min_score is not None:
             hits = [(rid, s) for rid, s in hits if s >= self.min_score]
         return hits

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -93,6 +93,16 @@ class WriteOrder:
     keys: np.ndarray | None = attrs.field(eq=False)
     count: int
 
+    @classmethod
+    def of(
+        cls, count: int, low: int | None, high: int | None, keys: Callable[[], Iterable[int]]
+    ) -> WriteOrder:
+        """The write order of ``count`` revisions whose keys run from ``low`` to ``high``;
+        ``keys()`` (ascending) is read only when they are not exactly ``1..count``."""
+        if count == 0 or (low == 1 and high == count):
+            return cls(None, int(count))
+        return cls(np.fromiter(keys(), dtype=np.int64, count=int(count)), int(count))
+
 
 @attrs.frozen
 class StoreCounts:
@@ -121,15 +131,23 @@ class BulkRevision:
 
     namespace: str
     memory_id: str
-    deleted: bool
+    deleted: bool = attrs.field(converter=bool)
     deleted_at: float | None
-    head_revision: int
-    key: int
-    revision: int
+    head_revision: int = attrs.field(converter=int)
+    key: int = attrs.field(converter=int)
+    revision: int = attrs.field(converter=int)
     text: str
     importance: float
     metadata: str
     created_at: float
     content_hash: str
-    live: bool
-    vectors: tuple[bytes | None, ...]
+    live: bool = attrs.field(converter=bool)
+    vectors: tuple[bytes | None, ...] = attrs.field(converter=tuple)
+
+    @classmethod
+    def from_columns(cls, columns: Sequence[Any], vectors: Iterable[bytes | None]) -> BulkRevision:
+        """A revision from a row of a store's bulk query: ``columns`` are the 13 fields
+        before ``vectors``, in their order (``namespace`` ... ``live``)."""
+        if len(columns) != 13:
+            raise ValueError(f"a bulk revision has 13 columns before its vectors, got {columns!r}")
+        return cls(*columns, vectors=tuple(vectors))  # type: ignore[misc, arg-type]

@@ -70,14 +70,8 @@ class PostgresBulkReader:
             self._t("SELECT count(*), min(rid), max(rid) FROM {revisions}")
         ).fetchone()
         n, lo, hi = row if row else (0, None, None)
-        if n == 0 or (lo == 1 and hi == n):
-            return WriteOrder(None, int(n))
-        rids = np.fromiter(
-            (r for (r,) in self._conn.execute(self._t("SELECT rid FROM {revisions} ORDER BY rid"))),
-            dtype=np.int64,
-            count=int(n),
-        )
-        return WriteOrder(rids, int(n))
+        order = self._t("SELECT rid FROM {revisions} ORDER BY rid")
+        return WriteOrder.of(n, lo, hi, lambda: (r for (r,) in self._conn.execute(order)))
 
     def revisions(self, spaces: Sequence[str]) -> Iterator[BulkRevision]:
         """Every revision of every memory, ordered by (namespace, memory id, revision), with
@@ -99,23 +93,7 @@ class PostgresBulkReader:
             cur.itersize = 2000
             cur.execute(query, list(spaces))
             for row in cur:
-                ns, mid, deleted, deleted_at, head, rid, rev, text, imp, meta, created = row[:11]
-                yield BulkRevision(
-                    namespace=ns,
-                    memory_id=mid,
-                    deleted=bool(deleted),
-                    deleted_at=deleted_at,
-                    head_revision=int(head),
-                    key=int(rid),
-                    revision=int(rev),
-                    text=text,
-                    importance=imp,
-                    metadata=meta,
-                    created_at=created,
-                    content_hash=row[11],
-                    live=bool(row[12]),
-                    vectors=tuple(_blob(v) for v in row[13:]),
-                )
+                yield BulkRevision.from_columns(row[:13], (_blob(v) for v in row[13:]))
 
 
 class PostgresBulkWriter:

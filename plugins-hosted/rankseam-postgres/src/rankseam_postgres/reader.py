@@ -11,7 +11,6 @@ import numpy as np
 import psycopg
 from psycopg import sql
 
-from rankseam.errors import ValidationError
 from rankseam.plugin import (
     EmbedderDescriptor,
     LexicalQuery,
@@ -247,15 +246,7 @@ class PostgresReader:
         (:meth:`PostgresStore.maintain_index`; iterative scan, so the namespace filter cannot
         starve it)."""
         q = np.asarray(query, dtype=np.float32).reshape(-1)
-        if q.shape[0] != descriptor.dimensions:
-            raise ValidationError(
-                f"query vector has {q.shape[0]} dimensions; the space {descriptor.key!r} has "
-                f"{descriptor.dimensions}"
-            )
         l2 = descriptor.normalization == "l2"
-        if not l2:
-            norm = float(np.linalg.norm(q))
-            q = q / norm if norm > 0 else q
         op = sql.SQL("<#>" if l2 else "<=>")
         score = sql.SQL("-d" if l2 else "CASE WHEN d = 'NaN' THEN 0 ELSE 1 - d END")
         indexed = (

@@ -9,8 +9,6 @@ import sqlite3
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-import numpy as np
-
 from rankseam.embedding import EmbedderDescriptor
 from rankseam.store.records import MemoryRows, RevisionRow
 from rankseam.store.rows import (
@@ -23,31 +21,10 @@ from rankseam.store.rows import (
 )
 from rankseam.store.sqlite.rows import bump, retire
 
-__all__ = ["SQLiteBulkReader", "SQLiteBulkWriter", "bulk_revision"]
+__all__ = ["SQLiteBulkReader", "SQLiteBulkWriter"]
 
 #: Revisions per batched insert of a clean import.
 _BATCH = 2000
-
-
-def bulk_revision(row: Sequence[Any]) -> BulkRevision:
-    """A :class:`BulkRevision` from the columns :meth:`SQLiteBulkReader.revisions` reads."""
-    ns, mid, deleted, deleted_at, head, rid, rev, text, imp, meta, created, chash, live = row[:13]
-    return BulkRevision(
-        namespace=ns,
-        memory_id=mid,
-        deleted=bool(deleted),
-        deleted_at=deleted_at,
-        head_revision=int(head),
-        key=int(rid),
-        revision=int(rev),
-        text=text,
-        importance=imp,
-        metadata=meta,
-        created_at=created,
-        content_hash=chash,
-        live=bool(live),
-        vectors=tuple(row[13:]),
-    )
 
 
 class SQLiteBulkReader:
@@ -81,14 +58,12 @@ class SQLiteBulkReader:
         n, lo, hi = self._conn.execute(
             "SELECT count(*), min(rid), max(rid) FROM revisions"
         ).fetchone()
-        if n == 0 or (lo == 1 and hi == n):
-            return WriteOrder(None, int(n))
-        rids = np.fromiter(
-            (r for (r,) in self._conn.execute("SELECT rid FROM revisions ORDER BY rid")),
-            dtype=np.int64,
-            count=n,
+        return WriteOrder.of(
+            n,
+            lo,
+            hi,
+            lambda: (r for (r,) in self._conn.execute("SELECT rid FROM revisions ORDER BY rid")),
         )
-        return WriteOrder(rids, int(n))
 
     def revisions(self, spaces: Sequence[str]) -> Iterator[BulkRevision]:
         """Every revision of every memory, ordered by (namespace, memory id, revision), with
@@ -106,7 +81,7 @@ class SQLiteBulkReader:
             "ORDER BY m.namespace, m.memory_id, r.revision",
             list(spaces),
         ):
-            yield bulk_revision(row)
+            yield BulkRevision.from_columns(row[:13], row[13:])
 
 
 class SQLiteBulkWriter:

@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from rankseam.embedding import EmbedderDescriptor
-from rankseam.errors import ValidationError
 from rankseam.store import ann as ann_module
 from rankseam.store.readers import LexicalQuery, ScoredKey
 from rankseam.store.records import StoredMemory
@@ -189,14 +188,6 @@ class SQLiteReader:
         computed from the stored vector either way. ``exact=True`` compares every vector."""
         version, epoch = self._versions(namespace)
         q = np.asarray(query, dtype=np.float32).reshape(-1)
-        if q.shape[0] != descriptor.dimensions:
-            raise ValidationError(
-                f"query vector has {q.shape[0]} dimensions; the space {descriptor.key!r} has "
-                f"{descriptor.dimensions}"
-            )
-        if descriptor.normalization != "l2":
-            norm = float(np.linalg.norm(q))
-            q = q / norm if norm > 0 else q
         ann = None if exact else self._store.ann
         base = None if ann is None else ann.base(namespace, descriptor.key)
         if base is not None and (

@@ -356,3 +356,20 @@ def test_fail_closed_raises_only_typed_errors() -> None:
 
     check()
     assert paths["raised"] >= 20 and paths["answered"] >= 20, paths
+
+
+def test_a_reranker_wrapped_twice_runs_as_itself() -> None:
+    """as_async_reranker's wrapper handed back to the seam is unwrapped, not wrapped again: a
+    synchronous reranker that (wrongly) declares needs_event_loop = False still runs in its
+    thread, never inline."""
+    from rankseam.seam import as_async_reranker
+
+    class SyncDeclaresInline:
+        policy_id = "test.sync-inline.v1"
+        needs_event_loop = False
+
+        def rerank(self, query: str, candidates: Any, limit: int, /) -> RerankDecision:
+            return RerankDecision((2, 1))
+
+    hits, trace = run(as_async_reranker(SyncDeclaresInline()), limit=2)
+    assert trace.status is RerankStatus.OK and hits == (POOL[1], POOL[0])

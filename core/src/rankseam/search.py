@@ -212,12 +212,14 @@ class SearchPipeline:
             qvec = embed_checked(self._embedder, [plan.query])[0]
         k = over_fetch(plan.pool)
         results: dict[str, list[tuple[int, float]]] = {}
+        first_seen: dict[int, float] = {}  # the admitted keys, in the order first listed
         with self._store.read() as reader:
             for name, src in self._sources:
                 if src.admits:
                     request = SourceRequest(reader, plan.namespace, plan.query, k, qvec, space)
-                    results[name] = list(src.candidates(request))[:k]
-            admitted = tuple(dict.fromkeys(key for items in results.values() for key, _s in items))
+                    results[name] = items = list(src.candidates(request))[:k]
+                    first_seen.update(items)
+            admitted = tuple(first_seen)
             for name, src in self._sources:
                 if not src.admits:
                     request = SourceRequest(

@@ -98,16 +98,16 @@ class _SyncRerankerAdapter:
     awaiting search, never raised in the thread."""
 
     def __init__(self, inner: Any) -> None:
-        self._inner = inner
+        self.wrapped_reranker = inner
 
     def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
+        return getattr(self.wrapped_reranker, name)
 
     async def rerank(self, query: str, candidates: Sequence[Candidate], limit: int, /) -> Any:
         loop = asyncio.get_running_loop()
         answer: asyncio.Future[Any] = loop.create_future()
         context = contextvars.copy_context()
-        inner = self._inner
+        inner = self.wrapped_reranker
 
         def work() -> None:
             try:
@@ -194,6 +194,8 @@ def prepare_reranker(reranker: Any, *, strict: bool = True) -> SeamReranker:
     otherwise (:func:`rerank_pool`) calling it fails its stage under the search's policy."""
     if isinstance(reranker, SeamReranker):
         return reranker
+    if isinstance(reranker, _SyncRerankerAdapter):  # already wrapped: wrap the reranker once
+        reranker = reranker.wrapped_reranker
     try:
         check_reranker(reranker)
     except TypeError as exc:

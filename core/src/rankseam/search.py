@@ -227,16 +227,18 @@ class SearchPipeline:
                     )
                     results[name] = list(src.candidates(request))
             refs = reader.identities(admitted)
-            # every admitted key has an identity (the usual case): the admitting channels'
-            # lists need no filtering; other channels may name keys outside the admitted set
+            # Every admitted key has an identity (the usual case): the admitting channels'
+            # lists need no filtering, and the others' (which may name keys outside the
+            # admitted set) are filtered by a plain set, not the store's mapping.
             complete = len(refs) == len(admitted)
+            known = set(admitted) if complete else refs
             channels = [
                 ChannelList(
                     name,
                     src.admits,
                     results[name]
                     if complete and src.admits
-                    else [(key, s) for key, s in results[name] if key in refs],
+                    else [(key, s) for key, s in results[name] if key in known],
                     score_spec_of(src, space),
                 )
                 for name, src in self._sources

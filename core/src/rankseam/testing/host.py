@@ -27,8 +27,8 @@ import numpy as np
 
 from rankseam.decision import RERANK_ROLE
 from rankseam.errors import ConfigurationError, ValidationError
-from rankseam.registry import FactoryContext
-from rankseam.seam import DEFAULT_MAX_CHARS, as_async_reranker, rerank_pool
+from rankseam.registry import TABLE_FOR_KIND, FactoryContext
+from rankseam.seam import DEFAULT_MAX_CHARS, check_reranker, rerank_pool
 from rankseam.types import Hit, MemoryRef, RerankTrace
 
 __all__ = [
@@ -51,7 +51,7 @@ KIT_NAMESPACE = "kit"
 def _config(config: Mapping[str, Any] | None) -> Any:
     # The host's own configuration type, read from a rankseam.toml-shaped mapping; the
     # environment applies as it does for open_memory (RANKSEAM_EMBEDDER, ...).
-    from rankseam.compose import Config
+    from rankseam.config import Config
 
     if config is None:
         return Config().with_env()
@@ -72,7 +72,7 @@ def factory_context(config: Mapping[str, Any] | None = None) -> FactoryContext:
     backend as that role receives it: the backend itself for a fail-closed role, wrapped in the
     fail-open envelope for a fail-open one, one instance serving every role.
     """
-    from rankseam.compose import ComponentContext
+    from rankseam.assembly import ComponentContext
 
     return ComponentContext(_config(config))
 
@@ -93,8 +93,6 @@ def build_component(
     implement its kind's protocol is one too. A store is opened from a target
     (``rankseam.open_memory``), not built by name.
     """
-    from rankseam.compose import TABLE_FOR_KIND
-
     if kind not in TABLE_FOR_KIND:
         raise ValueError(f"kind must be one of {', '.join(TABLE_FOR_KIND)}, got {kind!r}")
     context = factory_context(config)
@@ -107,11 +105,11 @@ def build_component(
 
 
 def _check_protocol(context: Any, kind: str, name: str, component: Any) -> None:
-    from rankseam.compose import check_embedder
+    from rankseam.assembly import check_embedder
 
     if kind == "reranker":
         try:
-            as_async_reranker(component)
+            check_reranker(component)
         except TypeError as exc:
             raise ConfigurationError(
                 f"reranker {name!r} does not implement the protocol: {exc}"
@@ -194,7 +192,7 @@ async def arun_reranker(
     elif options is not None or config is not None:
         raise TypeError("options and config apply only to a reranker given by name")
     try:
-        wrapped = as_async_reranker(reranker)
+        check_reranker(reranker)  # the seam makes it ready (sync or async) once, as for a search
     except TypeError as exc:
         raise ConfigurationError(f"reranker does not implement the protocol: {exc}") from None
     hits = _as_hits(pool, scores)
@@ -213,7 +211,7 @@ async def arun_reranker(
         query,
         hits,
         k,
-        wrapped,
+        reranker,
         on_error=on_error,  # type: ignore[arg-type]
         max_chars=max_chars,
         fetch_vectors=fetch,

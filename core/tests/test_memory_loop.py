@@ -117,3 +117,48 @@ def test_a_synchronous_search_from_inside_its_own_loop_is_refused(memory: Any) -
     assert isinstance(info.value.__cause__, Reentrant)
     assert isinstance(info.value.__cause__, RuntimeError)
     _later_searches_work(memory)
+
+
+GATE = """
+import asyncio
+
+import rankseam
+from rankseam.plugin import DecisionOutcome, DecisionResult
+
+CALLS = []
+
+class StopsOnce:
+    policy_id = "test.gate-stops-once.v1"
+
+    async def evaluate(self, request, /):
+        CALLS.append(request)
+        if len(CALLS) == 1:
+            asyncio.get_running_loop().stop()
+        await asyncio.sleep(0)
+        return DecisionResult(DecisionOutcome.YES, self.policy_id)
+
+@rankseam.hookimpl
+def register_decision_backends(register):
+    register("stops-once", lambda options, context: StopsOnce())
+"""
+
+
+@pytest.mark.parametrize("policy", ["fail_open", "fail_closed"])
+def test_a_gate_backend_that_stops_the_loop_gets_no_verdict_once(
+    tmp_path: Path, install: Any, policy: str
+) -> None:
+    install("stops_once", GATE, module=f"rs_test_gate_{policy}")
+    gate = {"write_gate": True, "write_gate_backend": "stops-once"}
+    with rankseam.open_memory(
+        tmp_path / "g.sqlite3", write_gate_failure_policy=policy, **gate
+    ) as memory:
+        if policy == "fail_open":
+            first = memory.add("the spare key is under the flowerpot")
+            assert first.gate is not None and first.gate.degraded and first.ref is not None
+        else:
+            with pytest.raises(rankseam.WriteGateError, match="stopped the event loop") as info:
+                memory.add("the spare key is under the flowerpot")
+            assert info.value.reason == "exception"
+        second = memory.add("the spare tyre is in the boot")
+        assert second.gate is not None and not second.gate.degraded and second.ref is not None
+        assert len(memory.search("spare", 5, reranker=None)) == (2 if policy == "fail_open" else 1)

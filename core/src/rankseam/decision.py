@@ -361,11 +361,13 @@ async def ask_write_gate(
 GATE_BLOCKED_MARGIN_S = 1.0
 
 
-def gate_without_verdict(role: Role, policy_id: str, why: str) -> GateVerdict:
+def gate_without_verdict(
+    role: Role, policy_id: str, why: str, reason: str = "timeout"
+) -> GateVerdict:
     """The write gate's answer when no verdict could be awaited at all (its backend blocked
-    the event-loop thread past ``role.timeout_s``): a degraded verdict that stores, for a
-    fail-open role; :class:`~rankseam.errors.WriteGateError` (nothing stored), for a
-    fail-closed one. The call counts once, tokens unknown."""
+    the event-loop thread past ``role.timeout_s``, or stopped that loop): a degraded verdict
+    that stores, for a fail-open role; :class:`~rankseam.errors.WriteGateError` with
+    ``reason`` (nothing stored), for a fail-closed one. The call counts once, tokens unknown."""
     usage = Usage(1, None, None)
     log.warning(
         "write gate got no verdict; applying its failure policy",
@@ -383,7 +385,7 @@ def gate_without_verdict(role: Role, policy_id: str, why: str) -> GateVerdict:
             "Fix the decision backend (blocking work belongs in a thread), or set "
             "[write_gate] failure_policy = 'fail_open' to store memories with a degraded "
             "verdict instead",
-            reason="timeout",
+            reason=reason,
             usage=usage,
         )
     return GateVerdict(DecisionOutcome.ABSTAIN, True, True, policy_id, usage)

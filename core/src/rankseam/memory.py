@@ -235,6 +235,7 @@ class Memory:
                     role,
                     str(getattr(backend, "policy_id", "unknown")),
                     "its backend stopped the event loop (loop.stop())",
+                    reason="exception",
                 )
             if not verdict.store:
                 log.info("write gate declined a memory", extra={"event": "write_gate.no"})

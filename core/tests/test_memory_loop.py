@@ -5,6 +5,7 @@ works on a fresh loop."""
 from __future__ import annotations
 
 import asyncio
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -162,3 +163,45 @@ def test_a_gate_backend_that_stops_the_loop_gets_no_verdict_once(
         second = memory.add("the spare tyre is in the boot")
         assert second.gate is not None and not second.gate.degraded and second.ref is not None
         assert len(memory.search("spare", 5, reranker=None)) == (2 if policy == "fail_open" else 1)
+
+
+def test_a_search_without_a_reranker_starts_no_event_loop(memory: Any) -> None:
+    def loop_threads() -> list[threading.Thread]:
+        return [t for t in threading.enumerate() if t.name == "rankseam-memory-loop"]
+
+    before = loop_threads()
+    for _ in range(3):
+        memory.search("spare key flowerpot", 5, reranker=None)
+        memory.search("spare key flowerpot", 5, reranker="identity")  # runs inline
+    assert loop_threads() == before
+
+
+def test_documents_a_reranker_that_blocks_the_loop_is_abandoned_at_the_deadline() -> None:
+    """DocumentReranker.rerank runs on the host's runner like a synchronous search: a reranker
+    that blocks its event loop releases the call at the deadline plus the margin (the verdict:
+    the call came back while the reranker was still blocked)."""
+
+    class BlocksTheLoop:
+        policy_id = "test.blocks-the-loop.v1"
+
+        def __init__(self) -> None:
+            self.release = threading.Event()
+
+        async def rerank(self, query: str, candidates: Any, limit: int, /) -> RerankDecision:
+            self.release.wait(60)  # synchronous code in an async def
+            return RerankDecision((1,))
+
+    blocking = BlocksTheLoop()
+    reranker = rankseam.open_reranker(
+        blocking, config={"search": {"rerank_deadline_s": 0.2}}, on_error="coarse"
+    )
+    try:
+        result = reranker.rerank("q", ["alpha one", "beta two", "gamma three"], 2)
+        assert not blocking.release.is_set()
+        assert result.trace.rerank.status is RerankStatus.DEGRADED
+        assert result.trace.rerank.reason == "timeout: RerankError"
+        assert result.positions == (0, 1)
+    finally:
+        blocking.release.set()
+    after = rankseam.open_reranker(Reverses()).rerank("q", ["alpha one", "beta two"], 2)
+    assert after.positions == (1, 0)

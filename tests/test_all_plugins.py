@@ -17,7 +17,8 @@ FIRST_PARTY = {
     "decision": {"reranker": ["decision"]},
     "listwise": {"reranker": ["listwise"], "generation_backend": ["local"]},
     "openai": {"decision_backend": ["openai"], "generation_backend": ["openai"]},
-    "postgres": {"store": ["postgres"], "candidate_source": ["lexical", "vector", "importance"]},
+    # the store only: the host's lexical, vector and importance channels run on it
+    "postgres": {"store": ["postgres"]},
     # integrations: they add classes for LangChain / LlamaIndex and a command, no components
     "langchain": {},
     "llamaindex": {},
@@ -50,6 +51,10 @@ def test_every_first_party_plugin_is_listed_ok() -> None:
         assert listed[name].status == "ok", listed[name]
         for kind, names in components.items():
             assert set(names) <= set(listed[name].components.get(kind, [])), (name, kind)
+        assert set(listed[name].components) <= set(components) | {"command"}, (
+            name,
+            listed[name].components,
+        )
 
 
 def assert_reselects(memory, result, coarse) -> None:

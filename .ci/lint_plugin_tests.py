@@ -26,10 +26,7 @@ CONTRACT_ID = "plugin-tests-public-api"
 
 #: Imports known to break the rule, each until the change that removes it (import-linter fails
 #: on a listed import that no longer exists, so a fixed one must leave this list too).
-KNOWN_BREACHES: list[str] = [
-    # issue 24: rankseam-postgres's tests move to the public kit in the same campaign
-    "rankseam_postgres_tests.test_store -> rankseam.memory",
-]
+KNOWN_BREACHES: list[str] = []
 
 
 def _tool(name: str) -> str:

@@ -9,7 +9,6 @@ import pytest
 
 import rankseam
 from rankseam.errors import ConfigurationError, ValidationError
-from rankseam.memory import IngestError
 from rankseam.plugin import MemoryNotFoundError
 from rankseam.types import MemoryRef
 
@@ -74,9 +73,9 @@ def test_ingest_is_idempotent_and_batches_are_counted(pg_url: str) -> None:
 def test_bad_records_leave_the_batch_unwritten(pg_url: str) -> None:
     with rankseam.open_memory(pg_url) as memory:
         bad = [{"id": "ok", "text": "fine"}, {"id": "bad", "text": ""}]
-        with pytest.raises(IngestError) as err:
+        with pytest.raises(ValidationError) as err:  # an IngestError: which record, what stayed
             memory.ingest(bad)
-        assert err.value.index == 2 and err.value.committed == 0
+        assert err.value.index == 2 and err.value.committed == 0  # type: ignore[attr-defined]
         assert list(memory.list()) == []
         with pytest.raises(ValidationError):
             memory.add("nul \x00 inside")

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from rankseam.embedding import EmbedderDescriptor
+from rankseam.hookspecs import hookimpl
 
 __all__ = ["MINMAX_EMBEDDER", "MIN_OVERLAP", "MinmaxEmbedder", "check_same_ranking"]
 
@@ -93,26 +94,27 @@ class MinmaxEmbedder:
         return out
 
 
+class _MinmaxPlugin:
+    """The kit's test plugin: registers :class:`MinmaxEmbedder` as :data:`MINMAX_EMBEDDER`."""
+
+    @hookimpl
+    def register_embedders(self, register: Any) -> None:
+        register(
+            MINMAX_EMBEDDER, lambda options, context: MinmaxEmbedder(), summary="kit test embedder"
+        )
+
+
 @contextmanager
 def minmax_embedder_registered() -> Iterator[None]:
-    """:class:`MinmaxEmbedder` registered (as :data:`MINMAX_EMBEDDER`) while the block runs."""
-    from rankseam.plugins import get_registry
-    from rankseam.registry import EmbedderRegister, Registry
+    """:class:`MinmaxEmbedder` registered (as :data:`MINMAX_EMBEDDER`) while the block runs,
+    by a plugin loaded as an installed one would be (the registry is restored afterwards)."""
+    from rankseam.plugins import get_registry, plugin_installed
 
-    registry = get_registry()
-    if registry.get("embedder", MINMAX_EMBEDDER) is not None:
+    if get_registry().get("embedder", MINMAX_EMBEDDER) is not None:
         yield
         return
-    scratch = Registry()
-    EmbedderRegister(scratch, "rankseam.testing")(
-        MINMAX_EMBEDDER, lambda options, context: MinmaxEmbedder(), summary="kit test embedder"
-    )
-    registry.merge(scratch)
-    try:
+    with plugin_installed("rankseam-kit-minmax", _MinmaxPlugin()):
         yield
-    finally:
-        # the registry has no public removal: the kit restores it as it found it
-        registry._by_kind["embedder"].pop((MINMAX_EMBEDDER, None), None)  # noqa: SLF001
 
 
 Opener = Callable[..., AbstractContextManager[Any]]

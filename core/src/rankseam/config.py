@@ -34,6 +34,9 @@ Example ``rankseam.toml``::
     base_url = "http://127.0.0.1:8080/v1"
     model = "qwen2.5-7b-instruct"
     api_key = { "$env" = "OPENAI_API_KEY" }
+
+    [plugins.mcp]           # a plugin's own settings (here: what rankseam mcp's clients may pick)
+    rerankers = ["none", "mmr"]
 """
 
 from __future__ import annotations
@@ -321,6 +324,9 @@ class Config:
         default=DEFAULT_WRITE_GATE_TIMEOUT_S, validator=_gate_timeout
     )
     write_gate_failure_policy: str = attrs.field(default="fail_open", validator=_gate_policy)
+    #: ``[plugins.NAME]`` tables: settings of a plugin that is not a component (e.g.
+    #: ``[plugins.mcp]`` for ``rankseam mcp``), kept as written; the plugin validates its own.
+    plugins: Mapping[str, Mapping[str, Any]] = attrs.field(factory=dict, converter=frozen_mapping)
 
     @property
     def write_gate_role(self) -> Role:
@@ -340,6 +346,7 @@ class Config:
             "embedder",
             "search",
             "write_gate",
+            "plugins",
             *TABLE_FOR_KIND.values(),
         }
         unknown = sorted(set(data) - known_top)
@@ -370,6 +377,13 @@ class Config:
                 )
             components[table] = frozen_mapping({k: frozen_mapping(v) for k, v in value.items()})
         gate = _write_gate(data.get("write_gate", False), source)
+        plugins = data.get("plugins", {})
+        if not isinstance(plugins, Mapping) or not all(
+            isinstance(v, Mapping) for v in plugins.values()
+        ):
+            raise ConfigurationError(
+                f"{source}: [plugins] must hold one table per plugin, e.g. [plugins.mcp]"
+            )
         try:
             return cls(
                 db=data.get("db"),
@@ -377,6 +391,7 @@ class Config:
                 embedder=data.get("embedder", "hashed"),
                 search=SearchConfig(**search),
                 components=components,
+                plugins={k: frozen_mapping(v) for k, v in plugins.items()},
                 **gate,
             )
         except ConfigurationError as exc:

@@ -24,7 +24,7 @@ def session(
     db: Path, fn: Callable[[Client], Awaitable[Any]], env: dict[str, str] | None = None
 ) -> Any:
     params = StdioServerParameters(
-        command=RANKSEAM, args=["mcp", "--db", str(db)], env={**os.environ, **env} if env else None
+        command=RANKSEAM, args=["mcp", "--db", str(db)], env={**os.environ, **(env or {})}
     )
 
     async def main() -> Any:
@@ -131,7 +131,7 @@ BAD_CALLS = [
     ("add", {"text": "x", "importance": 7}, "importance"),
     ("search", {"query": ""}, "query"),
     ("search", {"query": "x", "limit": 0}, "limit"),
-    ("search", {"query": "x", "reranker": "nope"}, "no reranker named 'nope'"),
+    ("search", {"query": "x", "reranker": "nope"}, "reranker 'nope'; allowed: 'none', 'mmr'"),
     ("search", {"query": "x", "reranker": "mmr", "reranker_options": {"lambda": 3}}, "lambda"),
     ("get", {"memory_id": "missing"}, "no memory 'missing'"),
     ("get", {"memory_id": "kept", "revision": 9}, "revision"),
@@ -177,3 +177,103 @@ def test_a_bad_config_fails_at_start_with_a_message(tmp_path: Path) -> None:
     assert out.returncode != 0
     assert "no reranker named 'nope'" in out.stderr
     assert out.stdout == ""
+
+
+def config_session(tmp_path: Path, toml: str, fn: Callable[[Client], Awaitable[Any]]) -> Any:
+    config = tmp_path / "rankseam.toml"
+    config.write_text(toml)
+    return session(tmp_path / "m.sqlite3", fn, env={"RANKSEAM_CONFIG": str(config)})
+
+
+def search_text(result: Any) -> tuple[bool, str]:
+    return result.is_error, result.content[0].text
+
+
+def test_by_default_a_client_cannot_choose_a_model_backed_reranker_or_backend_options(
+    tmp_path: Path,
+) -> None:
+    async def fn(client: Client) -> dict[str, Any]:
+        await client.call_tool("add", {"text": "a note about lunch", "memory_id": "a"})
+        q = {"query": "lunch", "limit": 1}
+        return {
+            "decision": search_text(
+                await client.call_tool("search", {**q, "reranker": "decision"})
+            ),
+            "listwise": search_text(
+                await client.call_tool("search", {**q, "reranker": "listwise"})
+            ),
+            "backend": search_text(
+                await client.call_tool(
+                    "search", {**q, "reranker": "mmr", "reranker_options": {"backend": "openai"}}
+                )
+            ),
+            "coarse_option": search_text(
+                await client.call_tool("search", {**q, "reranker_options": {"lambda": 0.5}})
+            ),
+            "mmr": payload(
+                await client.call_tool(
+                    "search", {**q, "reranker": "mmr", "reranker_options": {"lambda": 0.5}}
+                )
+            ),
+            "schema": next(t for t in (await client.list_tools()).tools if t.name == "search"),
+        }
+
+    out = session(tmp_path / "m.sqlite3", fn)
+    for key in ("decision", "listwise"):
+        is_error, text = out[key]
+        assert is_error
+        assert f"does not let clients choose the reranker '{key}'" in text, text
+        assert "[plugins.mcp] rerankers" in text
+    is_error, text = out["backend"]
+    assert is_error and "option(s) ['backend'] of the reranker 'mmr'" in text, text
+    assert "allowed: ['lambda']" in text
+    is_error, text = out["coarse_option"]
+    assert is_error and "coarse order" in text, text
+    assert out["mmr"]["rerank"]["descriptor"]["lambda"] == 0.5
+    assert "'none', 'mmr'" in out["schema"].description
+
+
+def test_the_operator_chooses_what_clients_may_pick(tmp_path: Path) -> None:
+    toml = '[search]\nreranker = "mmr"\n\n[plugins.mcp]\nrerankers = ["none"]\n'
+
+    async def fn(client: Client) -> dict[str, Any]:
+        await client.call_tool("add", {"text": "a note about lunch", "memory_id": "a"})
+        q = {"query": "lunch", "limit": 1}
+        return {
+            "mmr": search_text(await client.call_tool("search", {**q, "reranker": "mmr"})),
+            "none": payload(await client.call_tool("search", {**q, "reranker": "none"})),
+            "default": payload(await client.call_tool("search", q)),
+            "default_option": search_text(
+                await client.call_tool("search", {**q, "reranker_options": {"lambda": 0.1}})
+            ),
+        }
+
+    out = config_session(tmp_path, toml, fn)
+    assert out["mmr"][0] and "allowed: 'none'" in out["mmr"][1]
+    assert out["none"]["rerank"] is None
+    # the configured default still runs when the client names no reranker ...
+    assert out["default"]["rerank"]["policy_id"] == "rankseam.rerank.mmr.v1"
+    # ... but its options are the operator's: this list allows none for it
+    assert out["default_option"][0] and "option(s) ['lambda']" in out["default_option"][1]
+
+
+def test_a_bad_plugins_mcp_table_fails_at_start_with_a_message(tmp_path: Path) -> None:
+    for toml, expected in [
+        ("[plugins.mcp]\nrerankerz = []\n", "unknown [plugins.mcp] key(s) ['rerankerz']"),
+        ("[plugins.mcp]\nrerankers = 'mmr'\n", "rerankers must be a list of names"),
+        ('[plugins.mcp]\noptions = { mmr = ["lambda"] }\nrerankers = ["none"]\n', "'mmr'"),
+        ("[plugins.mcp]\nmax_message_bytes = 10\n", "max_message_bytes must be an integer"),
+        ("plugins = 3\n", "[plugins] must hold one table per plugin"),
+    ]:
+        config = tmp_path / "bad.toml"
+        config.write_text(toml)
+        out = subprocess.run(
+            [RANKSEAM, "mcp", "--db", str(tmp_path / "m.sqlite3"), "--config", str(config)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            stdin=subprocess.DEVNULL,
+        )
+        assert out.returncode != 0, toml
+        assert expected in out.stderr, (toml, out.stderr)
+        assert out.stdout == ""

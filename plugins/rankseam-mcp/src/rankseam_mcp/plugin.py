@@ -34,14 +34,21 @@ def mcp_command(db: str | None, config_file: str | None, namespace: str | None) 
     """Serve this memory to MCP clients over stdio (tools: add, search, get, delete, stats).
 
     Configure it in a client as the command `rankseam mcp --db PATH`. Logs go to stderr;
-    stdout carries the protocol only.
+    stdout carries the protocol only. The rerankers and options the client may choose are
+    set in rankseam.toml under [plugins.mcp] (default: "none" and "mmr" with its lambda).
     """
+    import anyio
+
     from rankseam import find_config, open_memory
+    from rankseam_mcp.policy import ToolPolicy
     from rankseam_mcp.server import build_server
+    from rankseam_mcp.stdio import serve_stdio
 
     overrides: dict[str, Any] = {} if namespace is None else {"namespace": namespace}
     with open_memory(db, config_file=find_config(config_file), **overrides) as memory:
-        build_server(memory).run("stdio")
+        policy = ToolPolicy.from_mapping(memory.config.plugins.get("mcp", {}))
+        server = build_server(memory, policy=policy)
+        anyio.run(lambda: serve_stdio(server, max_message_bytes=policy.max_message_bytes))
 
 
 @hookimpl

@@ -20,6 +20,7 @@ from rankseam.errors import RankseamError
 from rankseam.plugin import search_arguments
 from rankseam.types import MemoryRef
 from rankseam_mcp import __version__ as plugin_version
+from rankseam_mcp.policy import ToolPolicy
 
 __all__ = ["build_server"]
 
@@ -28,8 +29,9 @@ T = TypeVar("T")
 INSTRUCTIONS = """\
 A long-term memory. `add` stores a memory (give `memory_id` to make adding idempotent per id:
 adding an id that exists is refused, use a new id). `search` finds memories for a question and
-returns each hit's exact citation (namespace, memory_id, revision); `reranker` picks a rerank
-policy (e.g. "mmr" for diverse results) and the result's `rerank` trace says what it did.
+returns each hit's exact citation (namespace, memory_id, revision); `reranker` picks one of the
+rerank policies this server allows (e.g. "mmr" for diverse results) and the result's `rerank`
+trace says what it did.
 `get` reads a memory (or an exact revision), `delete` removes one from search, `stats` counts.
 """
 
@@ -49,8 +51,18 @@ async def _guard(coro: Coroutine[Any, Any, T]) -> T:
         raise ToolError(str(exc)) from None
 
 
-def build_server(memory: Memory, *, name: str = "rankseam") -> MCPServer:
-    """An MCP server whose tools read and write ``memory`` (the caller owns and closes it)."""
+def build_server(
+    memory: Memory, *, name: str = "rankseam", policy: ToolPolicy | None = None
+) -> MCPServer:
+    """An MCP server whose tools read and write ``memory`` (the caller owns and closes it).
+
+    ``policy`` says which rerankers and options the ``search`` tool accepts; by default the
+    memory's ``[plugins.mcp]`` configuration, else :class:`~rankseam_mcp.policy.ToolPolicy`'s
+    defaults (``"none"`` and ``"mmr"`` with its ``lambda``: no model-backed reranker).
+    """
+    if policy is None:
+        policy = ToolPolicy.from_mapping(memory.config.plugins.get("mcp", {}))
+    allowed = ", ".join(repr(r) for r in policy.rerankers) or "none"
     server = MCPServer(
         name=name,
         version=f"{plugin_version} (rankseam {__version__})",
@@ -86,8 +98,9 @@ def build_server(memory: Memory, *, name: str = "rankseam") -> MCPServer:
     @server.tool(
         description=(
             "Search memories for a query. `reranker` chooses a rerank policy by name (omit it "
-            "for the configured default, 'none' for the coarse order); the `rerank` trace "
-            "reports its policy id, status, selected ranks, usage and latency."
+            f"for the configured default; this server allows {allowed}; 'none' is the coarse "
+            "order) and `reranker_options` its allowed options; the `rerank` trace reports its "
+            "policy id, status, selected ranks, usage and latency."
         )
     )
     async def search(
@@ -97,6 +110,10 @@ def build_server(memory: Memory, *, name: str = "rankseam") -> MCPServer:
         reranker: str | None = None,
         reranker_options: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
+        try:
+            policy.check(reranker, reranker_options, memory.config.search.reranker)
+        except ValueError as exc:
+            raise ToolError(str(exc)) from None
         kwargs = search_arguments(
             namespace=namespace, reranker=reranker, reranker_options=reranker_options
         )

@@ -1,0 +1,266 @@
+"""`rankseam mcp` answers every line a client writes, and keeps serving.
+
+One real `rankseam mcp` subprocess per test; the MCP SDK's own `Client` drives it over the
+process's pipes while the test writes raw lines (bad JSON, batches, lone surrogates, a 200 MiB
+line streamed in chunks) onto the same stdin. Raw requests carry string ids ("raw-..."), so
+their answers come back to the test and the client's session never sees them. Each bad line
+must be answered (the time from its last byte to the answer is printed: run with -s), and a
+normal request through the client must work after it. Timeouts are generous on purpose: a
+slow machine changes the times printed, never the verdict.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import mcp_types as types
+from anyio.abc import Process
+from mcp import Client
+from mcp.shared.message import SessionMessage
+
+RANKSEAM = str(Path(sys.executable).parent / "rankseam")
+ANSWER_TIMEOUT_S = 30.0  # generous: only "an answer arrives" decides a verdict
+MIB = 1024 * 1024
+
+
+class Wire:
+    """The server process, its pipes shared by the MCP client and raw writes from the test."""
+
+    def __init__(self, process: Process) -> None:
+        self.process = process
+        self.lock = anyio.Lock()
+        self.raw_send, self.raw_answers = anyio.create_memory_object_stream[tuple[float, Any]](100)
+
+    async def write(self, data: bytes) -> None:
+        assert self.process.stdin is not None
+        async with self.lock:
+            await self.process.stdin.send(data)
+
+    async def raw(self, chunks: Iterable[bytes]) -> tuple[Any, float]:
+        """Write one raw line (in chunks, under the lock) and wait for its answer: returns the
+        answer and the seconds from the line's last byte to the answer."""
+        assert self.process.stdin is not None
+        async with self.lock:
+            for chunk in chunks:
+                await self.process.stdin.send(chunk)
+            sent = time.perf_counter()
+        with anyio.fail_after(ANSWER_TIMEOUT_S):
+            received, answer = await self.raw_answers.receive()
+        return answer, received - sent
+
+    def peak_rss_kib(self) -> int:
+        status = Path(f"/proc/{self.process.pid}/status").read_text()
+        line = next(x for x in status.splitlines() if x.startswith("VmHWM:"))
+        return int(line.split()[1])
+
+
+def _is_raw(message: Any) -> bool:
+    if isinstance(message, list):
+        return True
+    rid = message.get("id", 0) if isinstance(message, dict) else 0
+    return rid is None or (isinstance(rid, str) and rid.startswith("raw-"))
+
+
+@asynccontextmanager
+async def serve(db: Path) -> AsyncIterator[tuple[Wire, Any]]:
+    process = await anyio.open_process(
+        [RANKSEAM, "mcp", "--db", str(db)], stderr=None, env={**os.environ}
+    )
+    wire = Wire(process)
+    to_session, session_reads = anyio.create_memory_object_stream[SessionMessage | Exception](10)
+    session_writes, from_session = anyio.create_memory_object_stream[SessionMessage](10)
+
+    async def pump_out() -> None:
+        assert process.stdout is not None
+        buffer = b""
+        async for data in process.stdout:
+            buffer += data
+            *lines, buffer = buffer.split(b"\n")
+            for line in lines:
+                message = json.loads(line)
+                if _is_raw(message):
+                    await wire.raw_send.send((time.perf_counter(), message))
+                else:
+                    parsed = types.jsonrpc_message_adapter.validate_python(message, by_name=False)
+                    await to_session.send(SessionMessage(parsed))
+        await to_session.aclose()
+
+    async def pump_in() -> None:
+        async for message in from_session:
+            body = message.message.model_dump_json(by_alias=True, exclude_unset=True)
+            await wire.write(body.encode() + b"\n")
+
+    @asynccontextmanager
+    async def transport() -> AsyncIterator[Any]:
+        yield session_reads, session_writes
+
+    async with process, anyio.create_task_group() as tasks:
+        tasks.start_soon(pump_out)
+        tasks.start_soon(pump_in)
+        try:
+            async with Client(transport(), read_timeout_seconds=120) as client:
+                yield wire, client
+        finally:
+            tasks.cancel_scope.cancel()
+            process.kill()
+
+
+def run(db: Path, fn: Callable[[Wire, Any], Awaitable[Any]]) -> Any:
+    async def main() -> Any:
+        async with serve(db) as (wire, client):
+            return await fn(wire, client)
+
+    return anyio.run(main)
+
+
+def line(message: Any) -> bytes:
+    return json.dumps(message).encode() + b"\n"
+
+
+def call(rid: str, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    params = {"name": tool, "arguments": arguments}
+    return {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": params}
+
+
+async def memories(client: Any) -> int:
+    """A normal request through the client: the server still serves."""
+    result = await client.call_tool("stats", {})
+    assert not result.is_error, result.content[0].text
+    return int(json.loads(result.content[0].text)["memories"])
+
+
+def report(name: str, seconds: float) -> None:
+    print(f"\n  {name}: answered {seconds * 1000:.1f} ms after its last byte")
+
+
+BAD_LINES = [
+    ("not JSON", b"{bad\n", -32700),
+    ("truncated", b'{"jsonrpc": "2.0", "id": "raw-t", "method": \n', -32700),
+    ("trailing garbage", b'{"jsonrpc": "2.0", "id": "raw-g", "method": "ping"} x\n', -32700),
+    ("null", b"null\n", -32600),
+    ("a number", b"5\n", -32600),
+    ("a string", b'"ping"\n', -32600),
+    ("an empty batch", b"[]\n", -32600),
+    ("no jsonrpc member", b'{"id": "raw-v", "method": "ping"}\n', -32600),
+    ("no method", b'{"jsonrpc": "2.0", "id": "raw-m"}\n', -32600),
+]
+
+
+def test_each_malformed_line_gets_a_json_rpc_error_and_serving_goes_on(tmp_path: Path) -> None:
+    async def fn(wire: Wire, client: Any) -> list[tuple[Any, float, int]]:
+        out = []
+        for _, data, _ in BAD_LINES:
+            answer, seconds = await wire.raw([data])
+            out.append((answer, seconds, await memories(client)))
+        return out
+
+    results = run(tmp_path / "m.sqlite3", fn)
+    for (name, data, code), (answer, seconds, count) in zip(BAD_LINES, results, strict=True):
+        report(name, seconds)
+        assert answer["jsonrpc"] == "2.0"
+        assert answer["error"]["code"] == code, (name, answer)
+        expected_id = json.loads(data).get("id") if code == -32600 and data[:1] == b"{" else None
+        assert answer["id"] == expected_id, (name, answer)
+        assert count == 0
+
+
+def test_a_batch_gets_one_invalid_request_error_per_member(tmp_path: Path) -> None:
+    batch = [{"jsonrpc": "2.0", "id": "raw-b1", "method": "ping"}, 7]
+
+    async def fn(wire: Wire, client: Any) -> tuple[Any, float, int]:
+        answer, seconds = await wire.raw([line(batch)])
+        return answer, seconds, await memories(client)
+
+    answer, seconds, count = run(tmp_path / "m.sqlite3", fn)
+    report("batch", seconds)
+    assert [a["id"] for a in answer] == ["raw-b1", None]
+    assert {a["error"]["code"] for a in answer} == {-32600}
+    assert "batch" in answer[0]["error"]["message"]
+    assert count == 0
+
+
+def test_a_lone_surrogate_is_a_tool_error_and_stores_nothing(tmp_path: Path) -> None:
+    raw = b'{"jsonrpc": "2.0", "id": "raw-s", "method": "tools/call", "params": {"name": "add", "arguments": {"text": "a\\ud800b"}}}\n'
+    broken_utf8 = line(call("raw-u", "add", {"text": "PLACEHOLDER"})).replace(
+        b"PLACEHOLDER", b"a\xffb"
+    )
+
+    async def fn(wire: Wire, client: Any) -> list[Any]:
+        out = []
+        for data in (raw, broken_utf8):
+            answer, seconds = await wire.raw([data])
+            out.append((answer, seconds, await memories(client)))
+        good = await client.call_tool("add", {"text": "a\U0001f600b (a surrogate pair is fine)"})
+        out.append((not good.is_error, await memories(client)))
+        return out
+
+    surrogate, utf8, good = run(tmp_path / "m.sqlite3", fn)
+    for (answer, seconds, count), name, rid in [
+        (surrogate, "lone surrogate", "raw-s"),
+        (utf8, "invalid UTF-8", "raw-u"),
+    ]:
+        report(name, seconds)
+        assert answer["id"] == rid
+        assert answer["result"]["isError"] is True
+        text = answer["result"]["content"][0]["text"]
+        assert "argument 'text'" in text and "not valid Unicode" in text, text
+        assert count == 0  # nothing was stored
+    assert good == (True, 1)
+
+
+def stream_line(prefix: bytes, size: int, suffix: bytes, chunk: int = MIB) -> Iterable[bytes]:
+    """A request line of about ``size`` bytes, produced chunk by chunk (never whole)."""
+    yield prefix
+    filler = b"x" * chunk
+    for _ in range(size // chunk):
+        yield filler
+    yield suffix
+
+
+def test_a_200_mib_line_is_refused_while_read_with_memory_bounded(tmp_path: Path) -> None:
+    head = b'{"jsonrpc": "2.0", "id": "raw-big", "method": "tools/call", "params": {"name": "add", "arguments": {"text": "'
+    # a client that writes the id last (as the TypeScript SDK does)
+    tail_first = b'{"method": "tools/call", "params": {"name": "add", "arguments": {"text": "'
+    tail_id = b'"}}, "jsonrpc": "2.0", "id": "raw-late"}\n'
+
+    async def fn(wire: Wire, client: Any) -> dict[str, Any]:
+        out: dict[str, Any] = {"before_kib": wire.peak_rss_kib()}
+        out["big"] = await wire.raw(stream_line(head, 200 * MIB, b'"}}}\n'))
+        out["after_kib"] = wire.peak_rss_kib()
+        out["count"] = await memories(client)
+        out["late"] = await wire.raw(stream_line(tail_first, 8 * MIB, tail_id))
+        out["count2"] = await memories(client)
+        return out
+
+    out = run(tmp_path / "m.sqlite3", fn)
+    for key, rid in [("big", "raw-big"), ("late", "raw-late")]:
+        answer, seconds = out[key]
+        report(f"{key} line", seconds)
+        assert answer["id"] == rid
+        assert answer["result"]["isError"] is True
+        assert "bytes long" in answer["result"]["content"][0]["text"]
+    print(f"  server peak RSS: {out['before_kib']} KiB before, {out['after_kib']} KiB after")
+    assert out["after_kib"] < 100 * 1024
+    assert out["count"] == out["count2"] == 0
+
+
+def test_a_notification_with_bad_text_is_dropped_and_serving_goes_on(tmp_path: Path) -> None:
+    note = b'{"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"reason": "\\udc00"}}\n'
+
+    async def fn(wire: Wire, client: Any) -> tuple[int, Any]:
+        await wire.write(note)  # never answered (a notification), then a normal request
+        count = await memories(client)
+        answer, _ = await wire.raw([b"null\n"])  # the next raw answer is this one's
+        return count, answer
+
+    count, answer = run(tmp_path / "m.sqlite3", fn)
+    assert count == 0
+    assert answer["error"]["code"] == -32600

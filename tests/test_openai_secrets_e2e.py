@@ -3,9 +3,10 @@ a gate verdict or the ``rankseam`` command's output.
 
 The loopback server echoes the key in the shapes of ``rankseam_openai.testing.echo_shapes``
 (split by line breaks, across the excerpt's cut, escaped) in error bodies and in the model's
-rationale, for the decision reranker (fail-closed and coarse), the listwise reranker and the
-write gate (fail-open and fail-closed), through ``open_memory`` and through the CLI in a
-subprocess. The plugin's own tests (``test_openai_secret_echo.py``) cover every shape at the
+rationale -- and, when the shape fits on one line, in the reason phrase and a header, which
+httpx and httpcore log (every logger runs at DEBUG) -- for the decision reranker (fail-closed
+and coarse), the listwise reranker and the write gate (fail-open and fail-closed), through
+``open_memory`` and through the CLI in a subprocess. The plugin's own tests (``test_openai_secret_echo.py``) cover every shape at the
 backend.
 """
 
@@ -20,6 +21,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 
 openai_testing = pytest.importorskip(
@@ -75,6 +77,13 @@ class Echo:
 
     def __call__(self, body: Any) -> Any:
         text = next(self._shapes)
+        reply = self._answer(body, text)
+        if "\r" in text or "\n" in text or len(text) > 4000:
+            return reply
+        # a shape that fits on one line is echoed in the reason phrase and a header too
+        return attrs.evolve(reply, headers=(*reply.headers, ("X-Echo", text)), reason=text)
+
+    def _answer(self, body: Any, text: str) -> Any:
         if not self.healthy:
             return Reply.error(400, text)
         payload = user_payload(body)
@@ -124,19 +133,22 @@ def _config(server: Any, role: str, **extra: Any) -> dict[str, Any]:
 
 
 def _records(caplog: pytest.LogCaptureFixture) -> list[str]:
-    # httpcore's own DEBUG trace prints raw response headers; it is off unless enabled
-    # (docs/plugins/openai.md). Every other record is checked.
+    """Every record (httpx's INFO lines and httpcore's DEBUG trace of the headers a server
+    sent included), as a handler formats it and attribute by attribute."""
+    assert {"httpx", "httpcore.http11"} <= {r.name for r in caplog.records}
     return [
-        json.dumps({k: repr(v) for k, v in vars(r).items()}) + r.getMessage()
+        json.dumps({k: repr(v) for k, v in vars(r).items()})
+        + r.getMessage()
+        + caplog.handler.format(r)
         for r in caplog.records
-        if not r.name.startswith("httpcore")
     ]
 
 
 def test_errors_traces_verdicts_and_logs_hold_no_key(
     server: Any, echo: Echo, db: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.DEBUG)
+    for logger in (None, "httpx", "httpcore"):  # every logger at DEBUG, the HTTP library's too
+        caplog.set_level(logging.DEBUG, logger=logger)
     echo.healthy, seen = False, []
     echo.reset()
     rounds = len(SHAPES) // 4

@@ -54,10 +54,10 @@ def _record_text(record: logging.LogRecord) -> str:
 
 
 def _our_records(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
-    """Every record but httpcore's DEBUG trace, which prints the raw response headers a server
-    sent (the HTTP library's own debugging aid, off unless DEBUG is enabled for httpcore; see
-    docs/plugins/openai.md). httpx's INFO lines are checked."""
-    return [r for r in caplog.records if not r.name.startswith("httpcore")]
+    """Every record, httpx's INFO lines and httpcore's DEBUG trace (the raw response headers a
+    server sent) included: both are scrubbed (``rankseam_openai.http_logs``)."""
+    assert any(r.name.startswith("httpcore.") for r in caplog.records)  # DEBUG reached httpcore
+    return list(caplog.records)
 
 
 @pytest.fixture
@@ -96,6 +96,15 @@ def test_the_scrubber_removes_every_shape_of_the_key() -> None:
         cleaned = scrub(text)
         assert_clean(cleaned, name)
         assert "***" in cleaned or name.startswith(("after-", "header-after-")), name
+
+
+def test_the_scrubber_sees_through_an_escaped_backslash() -> None:
+    """httpcore logs the headers a server sent as the ``repr`` of bytes, which escapes each
+    backslash once more: ``\\u0073`` for a JSON-escaped character."""
+    scrub = Scrubber([KEY, HEADER_VALUE])
+    for name, text in SHAPES:
+        shown = repr(text.encode("utf-8", "surrogatepass"))
+        assert_clean(scrub(shown), f"repr of {name}")
 
 
 def test_short_fragments_are_left_and_long_ones_scrubbed() -> None:

@@ -17,7 +17,8 @@ Rules (see docs/plugins/openai.md):
 - Errors are the host's typed errors (:class:`~rankseam.errors.BackendTimeoutError`,
   :class:`~rankseam.errors.BackendUnavailableError`, :class:`~rankseam.errors.InvalidOutputError`)
   with ``usage`` (every attempt), ``attempts`` and ``status_code`` attached. Messages never
-  contain the API key or header values.
+  contain the API key or header values, nor do the log records of httpx and httpcore
+  (:mod:`rankseam_openai.http_logs`).
 """
 
 from __future__ import annotations
@@ -52,6 +53,7 @@ from rankseam_openai.failures import (
     fail,
     parse_retry_after,
 )
+from rankseam_openai.http_logs import guard
 from rankseam_openai.reading import Attempt, Completion, read_completion
 from rankseam_openai.scrub import Scrubber
 
@@ -116,6 +118,9 @@ class ChatClient:
                 trust_env=not s.loopback,  # no proxy between us and a loopback server
             )
             self._clients[loop] = client
+            # After the client is built: httpx imports httpcore (and so creates its loggers)
+            # when it builds a transport.
+            guard(self, self.settings.secrets())  # the HTTP library's records are scrubbed too
         return client
 
     async def aclose(self) -> None:

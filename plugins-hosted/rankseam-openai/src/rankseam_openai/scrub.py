@@ -7,7 +7,8 @@ reply, and not always verbatim. :class:`Scrubber` replaces every *run* of a secr
 
 - split by whitespace, or by JSON/URL-escaped whitespace (``\\n``, ``%0A``, ``+``), anywhere;
 - with characters written as JSON escapes (``\\u0073``, ``\\/``), ``\\x73``, URL escapes
-  (``%73``) or HTML character references (``&#115;``, ``&#x73;``);
+  (``%73``) or HTML character references (``&#115;``, ``&#x73;``); a backslash escape may
+  itself be escaped (``\\\\u0073``, as in the ``repr`` of bytes a server sent);
 - cut anywhere: a fragment of the key of ``MIN_FRAGMENT`` characters or more is scrubbed on its
   own, so no cut (ours or the server's) can leave a longer piece of the key behind.
 
@@ -31,13 +32,13 @@ MASK = "***"
 # One token of text: an encoded character, a separator, or a plain character.
 _TOKEN = re.compile(
     r"""
-    (?P<sep>(?:\s|\\[nrtfb]|%(?:0[9aAdD]|20)|\+|&\#(?:9|10|13|32);|\\u00(?:0[9aAdD]|20))+)
-    |\\u(?P<u>[0-9a-fA-F]{4})
-    |\\x(?P<x>[0-9a-fA-F]{2})
+    (?P<sep>(?:\s|\\+[nrtfb]|%(?:0[9aAdD]|20)|\+|&\#(?:9|10|13|32);|\\+u00(?:0[9aAdD]|20))+)
+    |\\+u(?P<u>[0-9a-fA-F]{4})
+    |\\+x(?P<x>[0-9a-fA-F]{2})
     |(?P<pct>(?:%[0-9a-fA-F]{2})+)
     |&\#(?P<dec>[0-9]{1,7});
     |&\#[xX](?P<hex>[0-9a-fA-F]{1,6});
-    |\\(?P<esc>[^nrtfbux])
+    |\\+(?P<esc>[^nrtfbux])
     """,
     re.VERBOSE,
 )
@@ -65,16 +66,16 @@ def _decode_pct(run: str) -> list[tuple[str, int]]:
 
 # The fast path's two passes (both in C but for the rare escape): separators out, escapes decoded.
 _SEPARATORS = re.compile(
-    r"(?:\s|\\[nrtfb]|%(?:0[9aAdD]|20)|\+|&\#(?:9|10|13|32);|\\u00(?:0[9aAdD]|20))+"
+    r"(?:\s|\\+[nrtfb]|%(?:0[9aAdD]|20)|\+|&\#(?:9|10|13|32);|\\+u00(?:0[9aAdD]|20))+"
 )
 _ESCAPES = re.compile(
     r"""
-    \\u(?P<u>[0-9a-fA-F]{4})
-    |\\x(?P<x>[0-9a-fA-F]{2})
+    \\+u(?P<u>[0-9a-fA-F]{4})
+    |\\+x(?P<x>[0-9a-fA-F]{2})
     |(?P<pct>(?:%[0-9a-fA-F]{2})+)
     |&\#(?P<dec>[0-9]{1,7});
     |&\#[xX](?P<hex>[0-9a-fA-F]{1,6});
-    |\\(?P<esc>[^nrtfbux])
+    |\\+(?P<esc>[^nrtfbux])
     """,
     re.VERBOSE,
 )
@@ -161,6 +162,11 @@ class Scrubber:
             if self._window_list
             else None
         )
+
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        """The secrets this scrubber masks (never shown: for building another scrubber)."""
+        return self._secrets
 
     def _runs(self, plain: str) -> list[tuple[int, int]]:
         """Spans of ``plain`` covered by a window of some secret (windows overlap freely)."""

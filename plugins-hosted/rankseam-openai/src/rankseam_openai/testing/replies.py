@@ -25,13 +25,15 @@ DEFAULT_USAGE = (21, 5)
 
 @attrs.frozen
 class Reply:
-    """One scripted answer. ``action``: ``respond``, ``reset`` or ``hang``."""
+    """One scripted answer. ``action``: ``respond``, ``reset`` or ``hang``. ``reason``: the
+    status line's reason phrase (the standard one when None)."""
 
     status: int = 200
     body: bytes = b""
     headers: tuple[tuple[str, str], ...] = ()
     delay_s: float = 0.0
     action: str = "respond"
+    reason: str | None = None
 
     # -- constructors ------------------------------------------------------------------------
     @classmethod
@@ -84,9 +86,14 @@ class Reply:
 
     @classmethod
     def error(
-        cls, status: int, message: str = "", *, headers: Mapping[str, str] | None = None
+        cls,
+        status: int,
+        message: str = "",
+        *,
+        headers: Mapping[str, str] | None = None,
+        reason: str | None = None,
     ) -> Reply:
-        """An OpenAI-style error body with ``status``."""
+        """An OpenAI-style error body with ``status`` (and ``reason`` as the reason phrase)."""
         body = json.dumps(
             {
                 "error": {
@@ -97,7 +104,7 @@ class Reply:
             }
         ).encode()
         extra = tuple((headers or {}).items())
-        return cls(status, body, (("Content-Type", "application/json"), *extra))
+        return cls(status, body, (("Content-Type", "application/json"), *extra), reason=reason)
 
     @classmethod
     def rate_limited(cls, retry_after: str | None = "1") -> Reply:
@@ -135,6 +142,11 @@ class Reply:
 
     def delayed(self, seconds: float) -> Reply:
         return attrs.evolve(self, delay_s=seconds)
+
+    def with_reason(self, reason: str) -> Reply:
+        """This reply with ``reason`` as its status line's reason phrase (a server may echo
+        anything there, the caller's key included)."""
+        return attrs.evolve(self, reason=reason)
 
 
 @attrs.frozen

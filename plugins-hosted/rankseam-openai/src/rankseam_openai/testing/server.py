@@ -95,7 +95,7 @@ class _Handler(BaseHTTPRequestHandler):
             self.connection.close()
             return
         try:
-            self.send_response(reply.status)
+            self.send_response(reply.status, reply.reason)
             names = {k.lower() for k, _ in reply.headers}
             for name, value in reply.headers:
                 self.send_header(name, value)
@@ -118,7 +118,9 @@ class FakeOpenAIServer:
 
     - ``script(*replies)`` queues replies, used in order.
     - ``responder``: answers when the queue is empty (a function of the parsed request body).
-    - ``api_key``: when set, a request without ``Authorization: Bearer <api_key>`` gets 401.
+    - ``api_key``: when set, a request without ``Authorization: Bearer <api_key>`` gets 401,
+      which echoes the ``Authorization`` header it got in its body, its reason phrase and its
+      ``WWW-Authenticate`` header.
     - ``schema_support=False``: a request with a ``json_schema`` response_format gets the 400
       that servers without structured output send (to exercise the JSON-mode fallback).
     - ``requests``: every request received, in order (method, path, headers, body, time).
@@ -299,8 +301,17 @@ class FakeOpenAIServer:
             if self.api_key is not None:
                 if request.headers.get("Authorization") != f"Bearer {self.api_key}":
                     sent = request.headers.get("Authorization", "")
-                    # Echo the credential back, as some servers do: clients must scrub it.
-                    return Reply.error(401, f"invalid api key: {sent!r}")
+                    # Echo the credential back, as some servers do -- in the body, the reason
+                    # phrase and a header: clients must scrub it wherever it goes.
+                    echo = {}
+                    if sent.isascii() and sent.isprintable():
+                        echo["WWW-Authenticate"] = f'Bearer error="invalid_token", got="{sent}"'
+                    return Reply.error(
+                        401,
+                        f"invalid api key: {sent!r}",
+                        headers=echo,
+                        reason=f"Unauthorized {sent}" if echo else None,
+                    )
             fmt = (
                 (request.body or {}).get("response_format")
                 if isinstance(request.body, dict)

@@ -48,7 +48,14 @@ import numpy as np
 
 from rankseam.errors import ConfigurationError
 
-__all__ = ["EXPANSION_SEARCH", "MIN_VECTORS", "AnnIndexes", "AnnManifest", "setting_from_env"]
+__all__ = [
+    "EXPANSION_SEARCH",
+    "MIN_VECTORS",
+    "AnnIndexes",
+    "AnnManifest",
+    "MaintenanceCancelled",
+    "setting_from_env",
+]
 
 log = logging.getLogger("rankseam.store.ann")
 
@@ -68,6 +75,13 @@ MERGE_MIN = 2_000
 MAX_RETIRED = 20_000
 FORMAT = 1
 _STRAY_AGE_S = 600.0
+#: Vectors added to a graph between two checks for a close (a close waits for one slice).
+ADD_SLICE = 2_000
+
+
+class MaintenanceCancelled(RuntimeError):
+    """A maintenance stopped because its store was closed; nothing was published (a background
+    maintenance ends quietly on it)."""
 
 
 def setting_from_env(environ: Mapping[str, str] | None = None) -> bool | int:
@@ -240,6 +254,12 @@ class AnnIndexes:
         def run() -> None:
             try:
                 work()
+            except MaintenanceCancelled:  # the store closed: the work is moot, not a failure
+                log.debug(
+                    "ANN maintenance of %s cancelled: the store was closed",
+                    namespace,
+                    extra={"event": "ann.maintain_cancelled"},
+                )
             except Exception:  # logged; searches stay exact or use the previous base
                 log.exception("ANN maintenance failed", extra={"event": "ann.maintain_failed"})
             finally:
@@ -261,6 +281,10 @@ class AnnIndexes:
         self.wait()
         with self._lock:
             self._bases.clear()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise MaintenanceCancelled("the store was closed during ANN maintenance")
 
     def maintain(
         self,
@@ -357,11 +381,15 @@ class AnnIndexes:
                 rows = cur.fetchmany(20_000)
                 if not rows:
                     break
-                if self._closed:
-                    raise RuntimeError("the store was closed during ANN maintenance")
                 keys = np.fromiter((r for r, _v in rows), dtype=np.uint64, count=len(rows))
                 block = np.frombuffer(b"".join(v for _r, v in rows), dtype="<f4")
-                index.add(keys, block.reshape(len(rows), dims), threads=os.cpu_count() or 1)
+                block = block.reshape(len(rows), dims)
+                # added in slices, so that a close stops the work within one slice
+                for start in range(0, len(rows), ADD_SLICE):
+                    self._check_open()
+                    end = start + ADD_SLICE
+                    index.add(keys[start:end], block[start:end], threads=os.cpu_count() or 1)
+            self._check_open()
         finally:
             conn.execute("COMMIT")
         return self._publish(

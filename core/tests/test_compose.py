@@ -119,12 +119,12 @@ def test_environment_overrides() -> None:
     assert config.db == "/tmp/a.sqlite3" and config.namespace == "ns"
     assert config.search.reranker == "identity" and config.search.pool == 12
     assert config.search.on_error == "coarse"
-    assert (
-        Config.from_mapping({"search": {"reranker": "identity"}})
-        .with_env({"RANKSEAM_RERANK": "none"})
-        .search.reranker
-        is None
-    )
+    # a setting made in code is not replaced; one the defaults (or a file) gave is
+    in_code = Config.from_mapping({"search": {"reranker": "identity"}})
+    assert in_code.set_in_code == {"search.reranker"}
+    env = {"RANKSEAM_RERANK": "none", "RANKSEAM_POOL": "12"}
+    assert in_code.with_env(env).search.reranker == "identity"
+    assert in_code.with_env(env).search.pool == 12
     with pytest.raises(ConfigurationError, match="RANKSEAM_POOL must be an integer"):
         Config().with_env({"RANKSEAM_POOL": "many"})
 

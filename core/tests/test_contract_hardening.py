@@ -191,14 +191,14 @@ def test_an_answer_within_the_limit_reports_no_over_answer() -> None:
 # 4. environment overrides say so; reranker objects; truthful fallbacks ------------------------
 
 
-def test_rerank_none_in_the_environment_over_a_code_configured_reranker_warns(
+def test_rerank_none_in_the_environment_over_a_file_configured_reranker_warns(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     monkeypatch.setenv("RANKSEAM_RERANK", "none")
+    toml = tmp_path / "rankseam.toml"
+    toml.write_text('[search]\nreranker = "identity"\n')
     with caplog.at_level(logging.WARNING, logger="rankseam"):
-        mem = rankseam.open_memory(
-            tmp_path / "m.sqlite3", config={"search": {"reranker": "identity"}}
-        )
+        mem = rankseam.open_memory(tmp_path / "m.sqlite3", config_file=toml)
     with mem:
         warned = [r for r in caplog.records if "RANKSEAM_RERANK" in r.getMessage()]
         assert warned and "'identity'" in warned[0].getMessage()

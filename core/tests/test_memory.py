@@ -498,7 +498,11 @@ def test_none_means_no_reranker_in_every_entry_point(tmp_path, monkeypatch):
             assert m.config.search.reranker is None
             assert m.search("Ada", 5).trace.rerank is None
     monkeypatch.setenv("RANKSEAM_RERANK", "none")
-    with rankseam.open_memory(path, config={"search": {"reranker": "identity"}}) as m:
+    toml = tmp_path / "rankseam.toml"
+    toml.write_text('[search]\nreranker = "identity"\n')
+    with rankseam.open_memory(path, config_file=toml) as m:  # the environment beats a file
         result = m.search("Ada", 5)
         assert result.trace.rerank is None
         assert any("RANKSEAM_RERANK" in note for note in result.trace.notes)
+    with rankseam.open_memory(path) as m:
+        assert m.search("Ada", 5).trace.rerank is None

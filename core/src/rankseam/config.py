@@ -2,41 +2,14 @@
 (a file, the environment, keyword overrides) is :mod:`rankseam.resolve`; building components
 from it is :mod:`rankseam.assembly`.
 
-Configuration comes from code (:meth:`Config.from_mapping`), from a TOML file
-(``rankseam.toml``, :meth:`Config.from_toml`) and from environment overrides
-(:meth:`Config.with_env`). Every mistake is a :class:`~rankseam.errors.ConfigurationError` at
+Configuration comes from code (:meth:`Config.from_mapping`, or a :class:`Config` built
+directly), from a TOML file (``rankseam.toml``, :meth:`Config.from_toml`) and from environment
+overrides (:meth:`Config.with_env`). A setting made in code wins over the environment, which wins
+over the file, which wins over the defaults (docs/configuration.md, "Which switch wins").
+Every mistake is a :class:`~rankseam.errors.ConfigurationError` at
 assembly time, with a message that says how to fix it.
 
-Example ``rankseam.toml``::
-
-    db = "~/.local/share/rankseam/memory.sqlite3"   # or a URL: "postgresql://host/db"
-    namespace = "default"
-    embedder = "hashed"
-
-    [search]
-    pool = 30               # coarse pool size, 1..200
-    fusion = "convex"       # or "rrf"
-    weights = { vector = 0.5 }  # override a channel's declared weight (convex, rrf)
-    sources = ["lexical", "vector", "importance"]
-    reranker = "mmr"        # none by default
-    on_error = "raise"      # or "coarse" (visible "degraded" status)
-    rerank_deadline_s = 90  # every reranker's deadline per search, seconds
-    max_chars = 2000
-    trace_text = true
-
-    [rerankers.mmr]
-    lambda = 0.7
-
-    [rerankers.decision]
-    backend = "heuristic"
-
-    [decision_backends.openai]
-    base_url = "http://127.0.0.1:8080/v1"
-    model = "qwen2.5-7b-instruct"
-    api_key = { "$env" = "OPENAI_API_KEY" }
-
-    [plugins.mcp]           # a plugin's own settings (here: what rankseam mcp's clients may pick)
-    rerankers = ["none", "mmr"]
+The ``rankseam.toml`` layout, every key with its default, is in docs/configuration.md.
 """
 
 from __future__ import annotations
@@ -73,6 +46,7 @@ from rankseam.types import frozen_mapping
 
 __all__ = [
     "DEFAULT_SOURCES",
+    "ENV_SETTINGS",
     "FUSION_METHODS",
     "MAX_CONFIG_BYTES",
     "TABLE_FOR_KIND",
@@ -281,6 +255,10 @@ def _known_channels(
         )
 
 
+def _settings(value: Iterable[str]) -> frozenset[str]:
+    return frozenset(value)
+
+
 @attrs.frozen
 class SearchConfig:
     pool: int = attrs.field(default=DEFAULT_POOL, validator=_pool)
@@ -327,6 +305,15 @@ class Config:
     #: ``[plugins.NAME]`` tables: settings of a plugin that is not a component (e.g.
     #: ``[plugins.mcp]`` for ``rankseam mcp``), kept as written; the plugin validates its own.
     plugins: Mapping[str, Mapping[str, Any]] = attrs.field(factory=dict, converter=frozen_mapping)
+    #: The environment-overridable settings (:data:`ENV_SETTINGS`) that code set: the
+    #: environment never replaces them. :meth:`from_mapping` records the keys its mapping
+    #: names, :meth:`from_toml` none; a :class:`Config` built directly, those whose values
+    #: differ from the defaults.
+    set_in_code: frozenset[str] = attrs.field(eq=False, repr=False, converter=_settings)
+
+    @set_in_code.default
+    def _values_that_differ_from_the_defaults(self) -> frozenset[str]:
+        return frozenset(key for key in ENV_SETTINGS if _get(self, key) != _DEFAULTS[key])
 
     @property
     def write_gate_role(self) -> Role:
@@ -339,6 +326,12 @@ class Config:
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any], *, source: str = "configuration") -> Config:
+        """The configuration ``data`` (the ``rankseam.toml`` layout) sets, as code: the
+        environment does not replace a setting it names (:meth:`with_env`)."""
+        return cls._parse(data, source=source, in_code=True)
+
+    @classmethod
+    def _parse(cls, data: Mapping[str, Any], *, source: str, in_code: bool) -> Config:
         data = dict(data)
         known_top = {
             "db",
@@ -384,6 +377,7 @@ class Config:
             raise ConfigurationError(
                 f"{source}: [plugins] must hold one table per plugin, e.g. [plugins.mcp]"
             )
+        named = frozenset({*data, *(f"search.{key}" for key in search)})
         try:
             return cls(
                 db=data.get("db"),
@@ -393,6 +387,7 @@ class Config:
                 components=components,
                 plugins={k: frozen_mapping(v) for k, v in plugins.items()},
                 **gate,
+                set_in_code=named & ENV_SETTINGS if in_code else (),
             )
         except ConfigurationError as exc:
             raise ConfigurationError(f"{source}: {exc}") from None
@@ -423,44 +418,50 @@ class Config:
             raise ConfigurationError(
                 f"cannot read config file {str(p)!r}: {exc.strerror or exc}; check the path"
             ) from None
-        return cls.from_mapping(data, source=str(p))
+        return cls._parse(data, source=str(p), in_code=False)
 
     def with_env(self, environ: Mapping[str, str] | None = None) -> Config:
         """Apply ``RANKSEAM_DB``, ``RANKSEAM_NAMESPACE``, ``RANKSEAM_EMBEDDER``,
-        ``RANKSEAM_RERANK``, ``RANKSEAM_POOL`` and ``RANKSEAM_ON_ERROR``."""
+        ``RANKSEAM_RERANK``, ``RANKSEAM_POOL`` and ``RANKSEAM_ON_ERROR`` to the settings code did
+        not set (:attr:`set_in_code`): a file's value or a default is replaced, code's is not.
+        A reranker a file configured that ``RANKSEAM_RERANK`` replaces is logged and noted."""
         env = os.environ if environ is None else environ
+        given = {var: env[var] for var in _ENV_VARS if var in env}
+        if kept := sorted(v for v in given if _ENV_VARS[v] in self.set_in_code):
+            log.debug("code set what %s would set: kept", kept, extra={"event": "config.env"})
+        given = {var: value for var, value in given.items() if var not in kept}
         out = self
-        if env.get("RANKSEAM_DB"):
-            out = attrs.evolve(out, db=env["RANKSEAM_DB"])
-        if env.get("RANKSEAM_NAMESPACE"):
-            out = attrs.evolve(out, namespace=env["RANKSEAM_NAMESPACE"])
-        if env.get("RANKSEAM_EMBEDDER"):
-            out = attrs.evolve(out, embedder=env["RANKSEAM_EMBEDDER"])
+        if given.get("RANKSEAM_DB"):
+            out = attrs.evolve(out, db=given["RANKSEAM_DB"])
+        if given.get("RANKSEAM_NAMESPACE"):
+            out = attrs.evolve(out, namespace=given["RANKSEAM_NAMESPACE"])
+        if given.get("RANKSEAM_EMBEDDER"):
+            out = attrs.evolve(out, embedder=given["RANKSEAM_EMBEDDER"])
         search = out.search
         notes = out.notes
-        if "RANKSEAM_RERANK" in env:
-            value = env["RANKSEAM_RERANK"].strip()
+        if "RANKSEAM_RERANK" in given:
+            value = given["RANKSEAM_RERANK"].strip()
             chosen = reranker_choice(value)
             if search.reranker is not None and chosen != search.reranker:
                 note = (
-                    f"RANKSEAM_RERANK={value!r} in the environment replaced the configured "
-                    f"reranker {search.reranker!r}"
+                    f"RANKSEAM_RERANK={value!r} in the environment replaced the reranker "
+                    f"{search.reranker!r} of the configuration file"
                     + (": reranking is off" if chosen is None else f" with {chosen!r}")
                     + "; unset RANKSEAM_RERANK to use the configured one"
                 )
                 log.warning(note, extra={"event": "config.env_override"})
                 notes = (*notes, note)
             search = attrs.evolve(search, reranker=chosen)
-        if env.get("RANKSEAM_POOL"):
+        if given.get("RANKSEAM_POOL"):
             try:
-                pool = int(env["RANKSEAM_POOL"])
+                pool = int(given["RANKSEAM_POOL"])
             except ValueError:
                 raise ConfigurationError(
-                    f"RANKSEAM_POOL must be an integer in 1..200, got {env['RANKSEAM_POOL']!r}"
+                    f"RANKSEAM_POOL must be an integer in 1..200, got {given['RANKSEAM_POOL']!r}"
                 ) from None
             search = attrs.evolve(search, pool=pool)
-        if env.get("RANKSEAM_ON_ERROR"):
-            search = attrs.evolve(search, on_error=env["RANKSEAM_ON_ERROR"])
+        if given.get("RANKSEAM_ON_ERROR"):
+            search = attrs.evolve(search, on_error=given["RANKSEAM_ON_ERROR"])
         return attrs.evolve(out, search=search, notes=notes)
 
     def options(self, kind: str, name: str) -> Mapping[str, Any]:
@@ -473,6 +474,27 @@ class Config:
         tables = {k: dict(v) for k, v in self.components.items()}
         tables.setdefault(table, {})[name] = frozen_mapping(merged)
         return attrs.evolve(self, components={k: frozen_mapping(v) for k, v in tables.items()})
+
+
+#: Environment variable -> the setting it replaces (when code did not set it).
+_ENV_VARS = {
+    "RANKSEAM_DB": "db",
+    "RANKSEAM_NAMESPACE": "namespace",
+    "RANKSEAM_EMBEDDER": "embedder",
+    "RANKSEAM_RERANK": "search.reranker",
+    "RANKSEAM_POOL": "search.pool",
+    "RANKSEAM_ON_ERROR": "search.on_error",
+}
+#: The settings the environment can replace.
+ENV_SETTINGS = frozenset(_ENV_VARS.values())
+
+
+def _get(config: Config, key: str) -> Any:
+    section, _, name = key.rpartition(".")
+    return getattr(config.search if section else config, name)
+
+
+_DEFAULTS = {key: _get(Config(set_in_code=()), key) for key in ENV_SETTINGS}
 
 
 def default_db_path() -> Path:

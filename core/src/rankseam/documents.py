@@ -27,6 +27,7 @@ from rankseam.config import Config
 from rankseam.embedding import Embedder
 from rankseam.errors import ConfigurationError, ValidationError
 from rankseam.loop import LoopRunner
+from rankseam.resolve import load_config
 from rankseam.seam import (
     DEFAULT_MAX_CHARS,
     MAX_POOL,
@@ -59,24 +60,6 @@ class DocumentResult(SearchResult):
 DOCUMENTS_NAMESPACE = "documents"
 
 
-def _config(
-    config: Config | Mapping[str, Any] | None, config_file: str | os.PathLike[str] | None
-) -> Config:
-    if config is not None and config_file is not None:
-        raise ConfigurationError("pass either config= or config_file=, not both")
-    if config_file is not None:
-        return Config.from_toml(config_file).with_env()
-    if isinstance(config, Config):
-        return config
-    if isinstance(config, Mapping):
-        return Config.from_mapping(config).with_env()
-    if config is None:
-        return Config().with_env()
-    raise ConfigurationError(
-        f"config must be a rankseam Config or a mapping, got {type(config).__name__}"
-    )
-
-
 def open_reranker(
     reranker: str | Reranker | None,
     *,
@@ -95,7 +78,7 @@ def open_reranker(
     ``degraded``). A reranker that is not installed or cannot be built is a
     :class:`~rankseam.errors.ConfigurationError` here, not at the first call.
     """
-    cfg = _config(config, config_file)
+    cfg = load_config(config, config_file)
     context = ComponentContext(cfg)
     chosen = validate_on_error(cfg.search.on_error if on_error is None else on_error)
     reranker = reranker_choice(reranker)

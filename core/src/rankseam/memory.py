@@ -78,10 +78,12 @@ def open_memory(
     ``postgresql://user@host/db`` with rankseam-postgres); the password of a URL never
     appears in messages, logs or ``repr``. ``config`` is a
     :class:`~rankseam.config.Config` or a mapping of the ``rankseam.toml`` layout;
-    ``config_file`` is a ``rankseam.toml``. Environment overrides (``RANKSEAM_*``, see
-    :meth:`Config.with_env`) apply, then keyword ``overrides`` (``namespace``, ``embedder``,
-    ``pool``, ``reranker``, ``fusion``, ``sources``, ``on_error``, ...). ``create=False``
-    refuses to create a missing database (read-only commands use it).
+    ``config_file`` is a ``rankseam.toml``. Keyword ``overrides`` (``namespace``,
+    ``embedder``, ``pool``, ``reranker``, ``fusion``, ``sources``, ``on_error``, ...) win over
+    everything; then what ``config`` sets, in code; then the environment (``RANKSEAM_*``, see
+    :meth:`Config.with_env`); then ``config_file``; then the defaults (docs/configuration.md,
+    "Which switch wins"). ``create=False`` refuses to create a missing database (read-only
+    commands use it).
     """
     default_reranker = None
     if overrides.get("reranker") is not None and not isinstance(overrides["reranker"], str):

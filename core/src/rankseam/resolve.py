@@ -17,7 +17,7 @@ from rankseam.errors import ConfigurationError
 from rankseam.seam import reranker_choice
 from rankseam.store.target import parse_target
 
-__all__ = ["CONFIG_NAME", "find_config", "resolve_config", "user_config_dir"]
+__all__ = ["CONFIG_NAME", "find_config", "load_config", "resolve_config", "user_config_dir"]
 
 _TOP_OVERRIDES = {
     "db",
@@ -50,15 +50,13 @@ def _apply_overrides(config: Config, overrides: Mapping[str, Any]) -> Config:
         raise ConfigurationError(f"open_memory(): {exc}") from None
 
 
-def resolve_config(
-    path: str | os.PathLike[str] | None,
+def load_config(
     config: Config | Mapping[str, Any] | None,
     config_file: str | os.PathLike[str] | None,
-    overrides: Mapping[str, Any],
 ) -> Config:
-    """The configuration :func:`~rankseam.open_memory` assembles, its ``db`` resolved: ``path``,
-    else the configuration's ``db``, else ``RANKSEAM_DB``, else :func:`default_db_path`.
-    Environment overrides apply first, then keyword ``overrides``."""
+    """The configuration passed in code (a :class:`Config` or a mapping of the
+    ``rankseam.toml`` layout) or read from ``config_file``, with the environment applied where
+    code did not set a value: code > environment > file > defaults (docs/configuration.md)."""
     if config is not None and config_file is not None:
         raise ConfigurationError("pass either config= or config_file=, not both")
     if config_file is not None:
@@ -73,14 +71,26 @@ def resolve_config(
         raise ConfigurationError(
             f"config must be a rankseam.config.Config or a mapping, got {type(config).__name__}"
         )
+    return base.with_env()
+
+
+def resolve_config(
+    path: str | os.PathLike[str] | None,
+    config: Config | Mapping[str, Any] | None,
+    config_file: str | os.PathLike[str] | None,
+    overrides: Mapping[str, Any],
+) -> Config:
+    """The configuration :func:`~rankseam.open_memory` assembles (:func:`load_config`, then the
+    keyword ``overrides``), its ``db`` resolved: ``path``, else the ``db`` override, else the
+    configuration's ``db`` (code's, else ``RANKSEAM_DB``, else the file's), else
+    :func:`default_db_path`."""
+    base = load_config(config, config_file)
     given_db = overrides.get("db") or base.db
-    cfg = _apply_overrides(base.with_env(), {k: v for k, v in overrides.items() if k != "db"})
+    cfg = _apply_overrides(base, {k: v for k, v in overrides.items() if k != "db"})
     if path is not None:
         db = os.fspath(path)
     elif given_db:
         db = str(given_db)
-    elif os.environ.get("RANKSEAM_DB"):
-        db = os.environ["RANKSEAM_DB"]
     else:
         db = str(default_db_path())
     if db != ":memory:" and parse_target(db).is_path:

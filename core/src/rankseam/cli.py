@@ -29,7 +29,7 @@ from rankseam.version import __version__
 LAZY_COMMANDS: dict[str, str] = {
     "add": "rankseam.commands.store:add",
     "ingest": "rankseam.commands.store:ingest",
-    "search": "rankseam.commands.store:search",
+    "search": "rankseam.commands.search:search",
     "get": "rankseam.commands.memories:get",
     "list": "rankseam.commands.memories:list_",
     "update": "rankseam.commands.memories:update",

@@ -73,6 +73,7 @@ from rankseam.seam import (
     normalize_ranks,
 )
 from rankseam.store.contract import BatchWriter, BulkReader, BulkWriter, Store, StoreReader, Vectors
+from rankseam.store.listing import PageFetch, memory_pages, pending_pages, store_stats
 from rankseam.store.readers import ImportanceReader, LexicalQuery, LexicalReader, VectorReader
 from rankseam.store.records import (
     BatchCounts,
@@ -143,6 +144,7 @@ __all__ = [
     "MemoryNotFoundError",
     "MemoryRows",
     "OptionError",
+    "PageFetch",
     "PendingText",
     "PreparedRecord",
     "RerankedBatch",
@@ -174,16 +176,19 @@ __all__ = [
     "is_int",
     "is_real",
     "make_candidates",
+    "memory_pages",
     "normalize_ranks",
     "option",
     "parse_options",
     "parse_output",
+    "pending_pages",
     "plan_write",
     "query_terms",
     "rerank_request",
     "reranked_items",
     "resolve_env_refs",
     "search_arguments",
+    "store_stats",
     "thaw",
     "unwrap",
     "validate_output",

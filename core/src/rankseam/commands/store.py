@@ -1,4 +1,5 @@
-"""Store commands: ``add``, ``ingest``, ``search``, ``stats``, ``reembed``, ``demo``.
+"""Store commands: ``add``, ``ingest``, ``stats``, ``reembed``, ``demo`` (``search`` is
+:mod:`rankseam.commands.search`, re-exported here).
 
 Every command takes ``--db PATH|URL`` (default: ``RANKSEAM_DB``, else the platform default) and
 ``--config FILE`` (a ``rankseam.toml``). ``search`` also accepts ``--<component>-<option>
@@ -12,7 +13,6 @@ import json
 import os
 import sys
 import tempfile
-import tomllib
 from collections.abc import Iterator
 from importlib import resources
 from pathlib import Path
@@ -28,11 +28,16 @@ from rankseam.commands.common import (
     open_store,
     store_options,
 )
+from rankseam.commands.search import (
+    COMPONENT_ARGS,
+    ComponentOptionsCommand,
+    parse_component_options,
+    print_hits,
+    search,
+)
 from rankseam.errors import RankseamError, ValidationError
 from rankseam.ingest import MAX_LINE_BYTES
 from rankseam.memory import IngestError
-from rankseam.seam import reranker_choice
-from rankseam.types import SearchResult
 
 __all__ = [
     "COMPONENT_ARGS",
@@ -261,156 +266,6 @@ def ingest(
         )
 
 
-# -- search --------------------------------------------------------------------------------
-
-
-def _toml_value(raw: str) -> Any:
-    try:
-        return tomllib.loads(f"v = {raw}")["v"]
-    except tomllib.TOMLDecodeError:
-        return raw
-
-
-def parse_component_options(args: list[str], reranker: str | None) -> dict[str, Any]:
-    """Parse ``--<component>-<option> VALUE`` pairs for the chosen reranker."""
-    options: dict[str, Any] = {}
-    i = 0
-    while i < len(args):
-        arg = args[i]
-        if not arg.startswith("--") or len(arg) < 3:
-            raise click.UsageError(f"unexpected argument {arg!r}")
-        name, eq, value = arg[2:].partition("=")
-        if not eq:
-            if i + 1 >= len(args) or args[i + 1].startswith("--"):
-                raise click.UsageError(f"option --{name} needs a value (--{name} VALUE)")
-            value = args[i + 1]
-            i += 1
-        i += 1
-        if reranker is None:
-            raise click.UsageError(
-                f"--{name} sets a component option, but no reranker is chosen; add --rerank NAME"
-            )
-        prefix = reranker + "-"
-        if not name.startswith(prefix) or len(name) == len(prefix):
-            raise click.UsageError(
-                f"--{name} is not an option of the chosen reranker {reranker!r}; its options are "
-                f"given as --{reranker}-<option> VALUE (choose the other reranker with --rerank)"
-            )
-        options[name[len(prefix) :].replace("-", "_")] = _toml_value(value)
-    return options
-
-
-class ComponentOptionsCommand(click.Command):
-    """A command that also takes ``--<component>-<option> VALUE`` pairs it does not declare.
-
-    The pairs are taken out before click parses the rest, so they may stand anywhere on the
-    command line, before or after the positional arguments, like every declared option
-    (``search --rerank mmr --mmr-lambda 0.3 "q"`` and ``search "q" --mmr-lambda=0.3 --rerank
-    mmr`` are the same). They land in ``ctx.meta[COMPONENT_ARGS]`` for
-    :func:`parse_component_options`. After ``--`` everything is an argument.
-    """
-
-    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        options = [p for p in self.get_params(ctx) if isinstance(p, click.Option)]
-        known = {name for p in options for name in (*p.opts, *p.secondary_opts)}
-        takes_value = {name for p in options if not (p.is_flag or p.count) for name in p.opts}
-        rest: list[str] = []
-        extra: list[str] = []
-        i = 0
-        while i < len(args):
-            arg = args[i]
-            if arg == "--":
-                rest.extend(args[i:])
-                break
-            name, eq, _ = arg.partition("=")
-            target = rest
-            if arg.startswith("--") and len(arg) > 2 and name not in known:
-                target = extra
-                # its VALUE is the next word, unless it is written --name=VALUE or the next
-                # word is another option (parse_component_options then says a value is missing)
-                wants_value = not eq and i + 1 < len(args) and not args[i + 1].startswith("--")
-            else:
-                wants_value = name in takes_value and not eq and i + 1 < len(args)
-            target.append(arg)
-            if wants_value:
-                target.append(args[i + 1])
-                i += 1
-            i += 1
-        ctx.meta[COMPONENT_ARGS] = extra
-        return super().parse_args(ctx, rest)
-
-
-#: Where :class:`ComponentOptionsCommand` leaves the ``--<component>-<option>`` words.
-COMPONENT_ARGS = "rankseam.component_args"
-
-
-def _print_hits(result: SearchResult, *, indent: str = "") -> None:
-    if not result.hits:
-        click.echo(f"{indent}(no hits)")
-    for i, hit in enumerate(result.hits, start=1):
-        r = hit.ref
-        channels = ",".join(hit.matched_by) or "-"
-        rerank = "" if hit.rerank_score is None else f"  rerank_score={hit.rerank_score:.4f}"
-        click.echo(
-            f"{indent}{i:>2}. {r.namespace}/{r.memory_id} r{r.revision}  "
-            f"score={hit.score:.4f}{rerank}  via {channels}"
-        )
-        text = hit.text if len(hit.text) <= 160 else hit.text[:157] + "..."
-        click.echo(f"{indent}    {text}")
-
-
-@click.command(cls=ComponentOptionsCommand)
-@click.argument("query")
-@store_options
-@click.option("--limit", "-k", type=click.IntRange(min=1), default=10, show_default=True)
-@click.option("--namespace", "-n", default=None)
-@click.option("--rerank", default=None, help="Reranker name ('none' for the coarse order).")
-@click.option("--pool", type=click.IntRange(1, 200), default=None, help="Coarse pool size.")
-@click.option("--on-error", type=click.Choice(["raise", "coarse"]), default=None)
-@click.option("--trace", is_flag=True, help="Also print the search trace.")
-@json_option
-@click.pass_context
-def search(
-    ctx: click.Context,
-    query: str,
-    db: str | None,
-    config_file: str | None,
-    limit: int,
-    namespace: str | None,
-    rerank: str | None,
-    pool: int | None,
-    on_error: str | None,
-    trace: bool,
-    as_json: bool,
-) -> None:
-    """Search memories; optionally rerank (--rerank NAME --NAME-OPTION VALUE ...).
-
-    A reranker's options are listed by `rankseam plugins --options` (e.g. --rerank mmr
-    --mmr-lambda 0.7); VALUE is a TOML literal (number, bool or string)."""
-    with open_store(db, config_file, create=False) as memory:
-        chosen = reranker_choice(memory.config.search.reranker if rerank is None else rerank)
-        options = parse_component_options(list(ctx.meta.get(COMPONENT_ARGS, ())), chosen)
-        result = memory.search(
-            query,
-            limit,
-            namespace=namespace,
-            reranker=chosen,
-            reranker_options=options or None,
-            pool=pool,
-            on_error=on_error,
-        )
-    if as_json:
-        out = result.to_dict()
-        if not trace:
-            out.pop("trace")
-        echo_json(out)
-        return
-    _print_hits(result)
-    if trace:
-        click.echo("trace:")
-        click.echo(json.dumps(result.trace.to_dict(), indent=2, ensure_ascii=False))
-
-
 # -- stats / reembed -----------------------------------------------------------------------
 
 
@@ -492,7 +347,7 @@ def demo(db: str | None, limit: int) -> None:
                     rerank = result.trace.rerank
                     cost = f", {rerank.usage.calls} backend calls" if rerank else ""
                     click.echo(f"  -- {label} [{result.status.value}{cost}]")
-                    _print_hits(result, indent="  ")
+                    print_hits(result, indent="  ")
                 click.echo("")
             missing = sorted({str(p[1]) for p in policies[1:]} - set(have))
             if missing:

@@ -28,6 +28,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from rankseam.embedding import EmbedderDescriptor
+from rankseam.store import rows
 from rankseam.store.readers import (
     ImportanceReader,
     LexicalQuery,
@@ -36,17 +37,6 @@ from rankseam.store.readers import (
     VectorReader,
 )
 from rankseam.store.records import MemoryRows, PreparedRecord, RevisionRow, StoredMemory, WritePlan
-from rankseam.store.rows import (
-    BulkRevision,
-    MemoryHead,
-    MemoryKey,
-    PendingText,
-    RevisionDigest,
-    SpaceRow,
-    StoreCounts,
-    VectorItem,
-    WriteOrder,
-)
 from rankseam.types import MemoryRef
 
 __all__ = [
@@ -72,7 +62,7 @@ Vectors = np.ndarray | list[np.ndarray | None]
 class BulkReader(Protocol):
     """The whole store in one read transaction: what a snapshot export reads."""
 
-    def spaces(self) -> list[SpaceRow]:
+    def spaces(self) -> list[rows.SpaceRow]:
         """Every registered embedder space, sorted by key."""
         ...
 
@@ -80,11 +70,11 @@ class BulkReader(Protocol):
         """How many stored vectors belong to none of ``spaces``."""
         ...
 
-    def write_order(self) -> WriteOrder:
+    def write_order(self) -> rows.WriteOrder:
         """The row key of every revision in write order and the number of revisions."""
         ...
 
-    def revisions(self, spaces: Sequence[str], /) -> Iterator[BulkRevision]:
+    def revisions(self, spaces: Sequence[str], /) -> Iterator[rows.BulkRevision]:
         """Every revision of every memory, ordered by (namespace, memory id, revision), with
         one vector per space of ``spaces`` (little-endian float32 bytes, or None)."""
         ...
@@ -106,7 +96,7 @@ class BulkWriter(Protocol):
         """Vectors written so far."""
         ...
 
-    def counts(self) -> StoreCounts:
+    def counts(self) -> rows.StoreCounts:
         """How many memories and revisions the store holds now."""
         ...
 
@@ -120,11 +110,11 @@ class BulkWriter(Protocol):
         head is live unless the memory is deleted."""
         ...
 
-    def head(self, namespace: str, memory_id: str, /) -> MemoryHead | None:
+    def head(self, namespace: str, memory_id: str, /) -> rows.MemoryHead | None:
         """A memory's head, or None when the store does not hold it."""
         ...
 
-    def history(self, namespace: str, memory_id: str, upto: int, /) -> list[RevisionDigest]:
+    def history(self, namespace: str, memory_id: str, upto: int, /) -> list[rows.RevisionDigest]:
         """Revisions ``1..upto`` of a memory, oldest first."""
         ...
 
@@ -144,7 +134,7 @@ class BatchWriter(Protocol):
     memories, plans each record over its memory's head (``plan_write``) and applies the plans
     here, in input order (an id may occur several times)."""
 
-    def heads(self, keys: Sequence[MemoryKey], /) -> Sequence[MemoryHead]:
+    def heads(self, keys: Sequence[rows.MemoryKey], /) -> Sequence[rows.MemoryHead]:
         """The current head of every memory of ``keys`` (distinct) the store holds, read
         together (an unknown memory has none)."""
         ...
@@ -221,7 +211,7 @@ class Store(Protocol):
         batch wholly written or not at all."""
         ...
 
-    def put_vectors(self, items: Sequence[VectorItem], /, *, space: str) -> None:
+    def put_vectors(self, items: Sequence[rows.VectorItem], /, *, space: str) -> None:
         """Store each item's vector for its revision in ``space`` (replacing one the revision
         had in that space), in one transaction."""
         ...
@@ -230,7 +220,7 @@ class Store(Protocol):
 
     def iter_missing_vectors(
         self, space: str, /, *, page: int = 500
-    ) -> Iterator[list[PendingText]]:
+    ) -> Iterator[list[rows.PendingText]]:
         """Pages (at most ``page`` long, key order) of live revisions that have no vector in
         ``space``; nothing is held open between pages."""
         ...

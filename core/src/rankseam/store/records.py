@@ -7,9 +7,9 @@ import json
 import math
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import attrs
 import numpy as np
@@ -70,6 +70,29 @@ class StoredMemory:
     created_at: float = 0.0
     content_hash: str = ""
     deleted: bool = False
+
+    #: The columns of a revision ``r`` that :meth:`from_row` reads, in its order (a store's
+    #: queries select them, then the memory's ``deleted`` flag where they join it).
+    COLUMNS: ClassVar[str] = (
+        "r.rid, r.namespace, r.memory_id, r.revision, r.text, r.importance, r.metadata, "
+        "r.created_at, r.content_hash"
+    )
+
+    @classmethod
+    def from_row(cls, row: Sequence[Any]) -> StoredMemory:
+        """A stored revision from a row of :attr:`COLUMNS` (row key, namespace, memory id,
+        revision, text, importance, metadata JSON, created at, content hash), optionally
+        followed by the memory's ``deleted`` flag (absent: not deleted)."""
+        _key, ns, mid, rev, text, importance, meta, created, chash = row[:9]
+        return cls(
+            ref=MemoryRef(ns, mid, int(rev)),
+            text=text,
+            importance=float(importance),
+            metadata=json.loads(meta),
+            created_at=float(created),
+            content_hash=chash,
+            deleted=len(row) > 9 and bool(row[9]),
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import attrs
 import numpy as np
@@ -37,15 +37,23 @@ class MemoryKey:
 class MemoryHead:
     """A memory's current head as a write sees it: ``key`` and ``revision`` of the head,
     ``deleted`` (tombstoned), and the head's ``content_hash``, ``importance`` and
-    ``metadata`` (canonical JSON)."""
+    ``metadata`` (canonical JSON). A store builds one from a row of its head query,
+    ``MemoryHead(*row)`` with a row of :attr:`COLUMNS` (numbers and flags are converted)."""
+
+    #: The columns of a memory ``m`` joined to its head revision ``r`` that make a head, in
+    #: field order.
+    COLUMNS: ClassVar[str] = (
+        "m.namespace, m.memory_id, m.head_rid, m.head_revision, m.deleted, r.content_hash, "
+        "r.importance, r.metadata"
+    )
 
     namespace: str
     memory_id: str
-    key: int
-    revision: int
-    deleted: bool
+    key: int = attrs.field(converter=int)
+    revision: int = attrs.field(converter=int)
+    deleted: bool = attrs.field(converter=bool)
     content_hash: str
-    importance: float
+    importance: float = attrs.field(converter=float)
     metadata: str
 
 
@@ -117,9 +125,9 @@ class RevisionDigest:
     """What a merge compares of a stored revision: number, content hash, importance and
     metadata (canonical JSON)."""
 
-    revision: int
+    revision: int = attrs.field(converter=int)
     content_hash: str
-    importance: float
+    importance: float = attrs.field(converter=float)
     metadata: str
 
 

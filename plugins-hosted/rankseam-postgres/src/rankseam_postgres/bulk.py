@@ -27,7 +27,7 @@ from rankseam.plugin import (
     WriteOrder,
 )
 from rankseam_postgres.schema import ensure_space_index
-from rankseam_postgres.tables import as_array, copy_vectors, count_tokens
+from rankseam_postgres.tables import as_array, copy_vectors, count_tokens, retire_row
 
 if TYPE_CHECKING:
     from rankseam_postgres.store import PostgresStore
@@ -168,18 +168,13 @@ class PostgresBulkWriter:
     def head(self, namespace: str, memory_id: str) -> MemoryHead | None:
         row = self._conn.execute(
             self._t(
-                "SELECT m.head_rid, m.head_revision, m.deleted, r.content_hash, r.importance, "
-                "r.metadata FROM {memories} m JOIN {revisions} r ON r.namespace = m.namespace "
-                "AND r.rid = m.head_rid WHERE m.namespace = %s AND m.memory_id = %s"
+                f"SELECT {MemoryHead.COLUMNS} FROM {{memories}} m JOIN {{revisions}} r ON "
+                "r.namespace = m.namespace AND r.rid = m.head_rid WHERE m.namespace = %s "
+                "AND m.memory_id = %s"
             ),
             (namespace, memory_id),
         ).fetchone()
-        if row is None:
-            return None
-        rid, rev, deleted, chash, importance, meta = row
-        return MemoryHead(
-            namespace, memory_id, int(rid), int(rev), bool(deleted), chash, float(importance), meta
-        )
+        return None if row is None else MemoryHead(*row)
 
     def history(self, namespace: str, memory_id: str, upto: int) -> list[RevisionDigest]:
         rows = self._conn.execute(
@@ -189,22 +184,12 @@ class PostgresBulkWriter:
             ),
             (namespace, memory_id, upto),
         ).fetchall()
-        return [RevisionDigest(int(r), h, float(i), m) for r, h, i, m in rows]
+        return [RevisionDigest(*row) for row in rows]
 
     def _retire(self, namespace: str, rid: int) -> None:
-        row = self._conn.execute(
-            self._t(
-                "UPDATE {revisions} SET live = false, retired_version = %s "
-                "WHERE namespace = %s AND rid = %s AND live RETURNING tokens"
-            ),
-            (self._touch(namespace), namespace, rid),
-        ).fetchone()
-        self._conn.execute(
-            self._t("UPDATE {vectors} SET live = false WHERE namespace = %s AND rid = %s"),
-            (namespace, rid),
-        )
-        if row is not None:
-            self._count(namespace, -1, -int(row[0]))
+        tokens = retire_row(self._conn, self._t, self._touch(namespace), namespace, rid)
+        if tokens is not None:
+            self._count(namespace, -1, -tokens)
 
     def retire(self, rid: int) -> None:
         """Take a revision out of search (it stays readable by its ref)."""

@@ -35,9 +35,13 @@ from rankseam.errors import ConfigurationError, ValidationError
 from rankseam.plugin import (
     EmbedderDescriptor,
     MemoryNotFoundError,
+    PageFetch,
     PendingText,
     StoredMemory,
     VectorItem,
+    memory_pages,
+    pending_pages,
+    store_stats,
 )
 from rankseam.types import MemoryRef
 from rankseam_postgres.reader import EXACT_BELOW, PostgresReader
@@ -48,7 +52,7 @@ from rankseam_postgres.schema import (
     ensure_space_index,
     index_name,
 )
-from rankseam_postgres.tables import COLUMNS, Tables, row_to_memory, vector_array
+from rankseam_postgres.tables import Tables, vector_array
 from rankseam_postgres.url import StoreURL, parse_url
 from rankseam_postgres.writer import RowWriter
 
@@ -266,67 +270,62 @@ class PostgresStore:
         with self._connection() as conn:
             row = conn.execute(
                 self.tables(
-                    f"SELECT {COLUMNS}, m.deleted FROM {{memories}} m JOIN {{revisions}} r "
-                    "ON r.namespace = m.namespace AND r.rid = m.head_rid "
+                    f"SELECT {StoredMemory.COLUMNS}, m.deleted FROM {{memories}} m "
+                    "JOIN {revisions} r ON r.namespace = m.namespace AND r.rid = m.head_rid "
                     "WHERE m.namespace = %s AND m.memory_id = %s"
                 ),
                 (namespace, memory_id),
             ).fetchone()
         if row is None:
             raise MemoryNotFoundError.no_memory(namespace, memory_id)
-        return row_to_memory(row, bool(row[9]))
+        return StoredMemory.from_row(row)
 
     def get_ref(self, ref: MemoryRef) -> StoredMemory:
         with self._connection() as conn:
             row = conn.execute(
                 self.tables(
-                    f"SELECT {COLUMNS}, m.deleted FROM {{revisions}} r JOIN {{memories}} m "
-                    "ON m.namespace = r.namespace AND m.memory_id = r.memory_id "
-                    "WHERE r.namespace = %s AND r.memory_id = %s AND r.revision = %s"
+                    f"SELECT {StoredMemory.COLUMNS}, m.deleted FROM {{revisions}} r "
+                    "JOIN {memories} m ON m.namespace = r.namespace AND m.memory_id = "
+                    "r.memory_id WHERE r.namespace = %s AND r.memory_id = %s AND r.revision = %s"
                 ),
                 (ref.namespace, ref.memory_id, ref.revision),
             ).fetchone()
         if row is None:
             raise MemoryNotFoundError.no_revision(ref)
-        return row_to_memory(row, bool(row[9]))
+        return StoredMemory.from_row(row)
+
+    def _page(self, query: Any, args: Callable[[int], tuple[Any, ...]]) -> PageFetch:
+        """A page query for :func:`~rankseam.plugin.memory_pages` and
+        :func:`~rankseam.plugin.pending_pages`, on a pooled connection per page."""
+
+        def fetch(after: int) -> list[Any]:
+            with self._connection() as conn:
+                return conn.execute(query, args(after)).fetchall()
+
+        return fetch
 
     def iter_memories(
         self, namespace: str, *, include_deleted: bool = False
     ) -> Iterator[StoredMemory]:
         """Current revisions, streamed page by page (no transaction held between pages)."""
-        last = 0
         cond = "(r.live OR (m.deleted AND m.head_rid = r.rid))" if include_deleted else "r.live"
         query = self.tables(
-            f"SELECT {COLUMNS}, m.deleted FROM {{revisions}} r JOIN {{memories}} m "
-            "ON m.namespace = r.namespace AND m.memory_id = r.memory_id "
+            f"SELECT {StoredMemory.COLUMNS}, m.deleted FROM {{revisions}} r JOIN {{memories}} "
+            "m ON m.namespace = r.namespace AND m.memory_id = r.memory_id "
             f"WHERE r.namespace = %s AND r.rid > %s AND {cond} ORDER BY r.rid LIMIT %s"
         )
-        while True:
-            with self._connection() as conn:
-                rows = conn.execute(query, (namespace, last, _PAGE)).fetchall()
-            if not rows:
-                return
-            for row in rows:
-                yield row_to_memory(row, bool(row[9]))
-            last = int(rows[-1][0])
+        return memory_pages(self._page(query, lambda after: (namespace, after, _PAGE)))
 
     def iter_missing_vectors(
         self, space: str, /, *, page: int = _PAGE
     ) -> Iterator[list[PendingText]]:
         """Pages of live revisions without a vector in ``space``."""
-        last = 0
         query = self.tables(
             "SELECT r.rid, r.namespace, r.text FROM {revisions} r WHERE r.rid > %s AND r.live "
             "AND NOT EXISTS (SELECT 1 FROM {vectors} v WHERE v.namespace = r.namespace AND "
             "v.space = %s AND v.rid = r.rid) ORDER BY r.rid LIMIT %s"
         )
-        while True:
-            with self._connection() as conn:
-                rows = conn.execute(query, (last, space, page)).fetchall()
-            if not rows:
-                return
-            yield [PendingText(int(r), ns, t) for r, ns, t in rows]
-            last = int(rows[-1][0])
+        return pending_pages(self._page(query, lambda after: (after, space, page)))
 
     def fetch_vectors(
         self, refs: Sequence[MemoryRef], descriptor: EmbedderDescriptor
@@ -384,44 +383,39 @@ class PostgresStore:
 
     def stats(self, space: str | None = None) -> dict[str, Any]:
         with self._transaction("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY") as conn:
-            per_ns: dict[str, dict[str, int]] = {}
-            for ns, live, deleted in conn.execute(
+            memories = conn.execute(
                 self.tables(
                     "SELECT namespace, count(*) FILTER (WHERE NOT deleted), "
                     "count(*) FILTER (WHERE deleted) FROM {memories} GROUP BY namespace "
                     "ORDER BY namespace"
                 )
-            ):
-                per_ns[ns] = {"memories": int(live), "deleted": int(deleted), "revisions": 0}
-            for ns, revs in conn.execute(
+            ).fetchall()
+            revisions = conn.execute(
                 self.tables("SELECT namespace, count(*) FROM {revisions} GROUP BY namespace")
-            ):
-                per_ns.setdefault(ns, {"memories": 0, "deleted": 0, "revisions": 0})
-                per_ns[ns]["revisions"] = int(revs)
-            spaces = {
-                key: int(n)
-                for key, n in conn.execute(
-                    self.tables("SELECT space, count(*) FROM {vectors} WHERE live GROUP BY space")
-                )
-            }
+            ).fetchall()
+            vectors = conn.execute(
+                self.tables("SELECT space, count(*) FROM {vectors} WHERE live GROUP BY space")
+            ).fetchall()
             size = conn.execute(
                 "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c "
                 "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = %s "
                 "AND c.relkind IN ('r', 'S')",
                 (self.schema,),
             ).fetchone()
-        return {
-            "path": self.url.display,
-            "backend": "postgresql",
-            "schema": self.schema,
-            "schema_version": SCHEMA_VERSION,
-            "tokenizer": self.tokenizer,
-            "bytes": int(size[0]) if size else 0,
-            "namespaces": per_ns,
-            "memories": sum(v["memories"] for v in per_ns.values()),
-            "vectors_by_space": spaces,
-            "pool": {"min_size": self.url.pool_min, "max_size": self.url.pool_max},
-        }
+        return store_stats(
+            {
+                "path": self.url.display,
+                "backend": "postgresql",
+                "schema": self.schema,
+                "schema_version": SCHEMA_VERSION,
+                "tokenizer": self.tokenizer,
+                "bytes": int(size[0]) if size else 0,
+            },
+            memories=memories,
+            revisions=revisions,
+            vectors=vectors,
+            extra={"pool": {"min_size": self.url.pool_min, "max_size": self.url.pool_max}},
+        )
 
     # -- index maintenance -------------------------------------------------------------------
 

@@ -3,7 +3,6 @@ vector formats, and the ``tsquery`` of a set of lexemes."""
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -15,7 +14,6 @@ from psycopg import sql
 from rankseam.plugin import (
     StoredMemory,
 )
-from rankseam.types import MemoryRef
 
 __all__ = [
     "COLUMNS",
@@ -23,16 +21,15 @@ __all__ = [
     "as_array",
     "copy_vectors",
     "count_tokens",
+    "retire_row",
     "row_to_memory",
     "tsquery",
     "vector_array",
 ]
 
 _TOKEN = re.compile(r"[^\W_]+")
-COLUMNS = (
-    "r.rid, r.namespace, r.memory_id, r.revision, r.text, r.importance, r.metadata, "
-    "r.created_at, r.content_hash"
-)
+#: The columns of a revision ``r`` that :func:`row_to_memory` reads (the host's).
+COLUMNS = StoredMemory.COLUMNS
 
 
 def count_tokens(text: str) -> int:
@@ -42,16 +39,8 @@ def count_tokens(text: str) -> int:
 
 
 def row_to_memory(row: Sequence[Any], deleted: bool = False) -> StoredMemory:
-    _rid, ns, mid, rev, text, importance, meta, created, chash = row[:9]
-    return StoredMemory(
-        ref=MemoryRef(ns, mid, int(rev)),
-        text=text,
-        importance=float(importance),
-        metadata=json.loads(meta),
-        created_at=float(created),
-        content_hash=chash,
-        deleted=deleted,
-    )
+    """A stored revision from a row of :data:`COLUMNS` (``StoredMemory.from_row``)."""
+    return StoredMemory.from_row((*row[:9], deleted))
 
 
 def as_array(value: Any) -> np.ndarray:
@@ -92,6 +81,29 @@ def copy_vectors(
             copy.set_types(["text", "text", "int8", "bool", "vector"])
             for row in rows:
                 copy.write_row(row)
+
+
+def retire_row(
+    conn: psycopg.Connection[Any],
+    tables: Callable[[str], sql.Composed],
+    version: int,
+    namespace: str,
+    rid: int,
+) -> int | None:
+    """Take the live revision ``rid`` of ``namespace`` (and its vectors) out of search, marked
+    retired in ``version``; its token count, or None when it was not live."""
+    row = conn.execute(
+        tables(
+            "UPDATE {revisions} SET live = false, retired_version = %s "
+            "WHERE namespace = %s AND rid = %s AND live RETURNING tokens"
+        ),
+        (version, namespace, rid),
+    ).fetchone()
+    conn.execute(
+        tables("UPDATE {vectors} SET live = false WHERE namespace = %s AND rid = %s"),
+        (namespace, rid),
+    )
+    return None if row is None else int(row[0])
 
 
 def tsquery(lexemes: Sequence[str]) -> str:

@@ -18,7 +18,7 @@ from rankseam.plugin import (
     PreparedRecord,
     WritePlan,
 )
-from rankseam_postgres.tables import copy_vectors, count_tokens
+from rankseam_postgres.tables import copy_vectors, count_tokens, retire_row
 
 if TYPE_CHECKING:
     from rankseam_postgres.store import PostgresStore
@@ -58,8 +58,7 @@ class RowWriter:
         key per memory (a batch takes more one at a time)."""
         rows = self._conn.execute(
             self._t(
-                "SELECT m.namespace, m.memory_id, m.head_rid, m.head_revision, m.deleted, "
-                "r.content_hash, r.importance, r.metadata FROM unnest(%s::text[], %s::text[]) "
+                f"SELECT {MemoryHead.COLUMNS} FROM unnest(%s::text[], %s::text[]) "
                 "AS w(namespace, memory_id) JOIN {memories} m ON m.namespace = w.namespace "
                 "AND m.memory_id = w.memory_id JOIN {revisions} r ON r.namespace = m.namespace "
                 "AND r.rid = m.head_rid"
@@ -67,7 +66,7 @@ class RowWriter:
             ([k.namespace for k in keys], [k.memory_id for k in keys]),
         ).fetchall()
         self.reserve(len(keys))
-        return [_head(row) for row in rows]
+        return [MemoryHead(*row) for row in rows]
 
     def write(
         self,
@@ -151,19 +150,9 @@ class RowWriter:
         if rid in self._pending:
             self.flush()
         self._touched.add(namespace)
-        row = self._conn.execute(
-            self._t(
-                "UPDATE {revisions} SET live = false, retired_version = %s "
-                "WHERE namespace = %s AND rid = %s AND live RETURNING tokens"
-            ),
-            (self._versions[namespace], namespace, rid),
-        ).fetchone()
-        self._conn.execute(
-            self._t("UPDATE {vectors} SET live = false WHERE namespace = %s AND rid = %s"),
-            (namespace, rid),
-        )
-        if row is not None:
-            self._count(namespace, -1, -int(row[0]))
+        tokens = retire_row(self._conn, self._t, self._versions[namespace], namespace, rid)
+        if tokens is not None:
+            self._count(namespace, -1, -tokens)
 
     def flush(self) -> None:
         t = self._t
@@ -222,8 +211,3 @@ class RowWriter:
             )
         self._live.clear()
         self._touched.clear()
-
-
-def _head(row: Sequence[Any]) -> MemoryHead:
-    ns, mid, rid, rev, deleted, chash, importance, meta = row
-    return MemoryHead(ns, mid, int(rid), int(rev), bool(deleted), chash, float(importance), meta)

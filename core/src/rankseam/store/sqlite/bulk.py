@@ -131,15 +131,11 @@ class SQLiteBulkWriter:
     def head(self, namespace: str, memory_id: str) -> MemoryHead | None:
         """A memory's head, or None when the store does not hold it."""
         row = self._conn.execute(
-            "SELECT m.head_rid, m.head_revision, m.deleted, r.content_hash, r.importance, "
-            "r.metadata FROM memories m JOIN revisions r ON r.rid = m.head_rid "
-            "WHERE m.namespace = ? AND m.memory_id = ?",
+            f"SELECT {MemoryHead.COLUMNS} FROM memories m JOIN revisions r "
+            "ON r.rid = m.head_rid WHERE m.namespace = ? AND m.memory_id = ?",
             (namespace, memory_id),
         ).fetchone()
-        if row is None:
-            return None
-        rid, rev, deleted, chash, importance, meta = row
-        return MemoryHead(namespace, memory_id, rid, rev, bool(deleted), chash, importance, meta)
+        return None if row is None else MemoryHead(*row)
 
     def history(self, namespace: str, memory_id: str, upto: int) -> list[RevisionDigest]:
         """Revisions ``1..upto`` of a memory, oldest first."""

@@ -31,6 +31,7 @@ from rankseam.embedding import EmbedderDescriptor
 from rankseam.errors import ConfigurationError, StoreError, ValidationError
 from rankseam.store import ann as ann_module
 from rankseam.store.ann import AnnIndexes, AnnManifest
+from rankseam.store.listing import memory_pages, pending_pages, store_stats
 from rankseam.store.records import MemoryNotFoundError, StoredMemory
 from rankseam.store.rows import PendingText, VectorItem
 from rankseam.store.schema import (
@@ -40,7 +41,7 @@ from rankseam.store.schema import (
     ensure_schema,
 )
 from rankseam.store.sqlite.bulk import SQLiteBulkReader, SQLiteBulkWriter
-from rankseam.store.sqlite.reader import ROW_COLUMNS, SQLiteReader, chunks, row_to_memory
+from rankseam.store.sqlite.reader import SQLiteReader, chunks
 from rankseam.store.sqlite.rows import bump
 from rankseam.store.sqlite.writer import SQLiteBatchWriter
 from rankseam.store.vectors import VectorCache, decode_vectors, encode_vector
@@ -338,75 +339,64 @@ class SQLiteStore:
     # -- reads -----------------------------------------------------------------------------
 
     def get(self, namespace: str, memory_id: str) -> StoredMemory:
-        conn = self._conn()
-        row = conn.execute(
-            f"SELECT {ROW_COLUMNS}, m.deleted FROM memories m JOIN revisions r "
-            "ON r.rid = m.head_rid WHERE m.namespace = ? AND m.memory_id = ?",
-            (namespace, memory_id),
-        ).fetchone()
+        row = (
+            self._conn()
+            .execute(
+                f"SELECT {StoredMemory.COLUMNS}, m.deleted FROM memories m JOIN revisions r "
+                "ON r.rid = m.head_rid WHERE m.namespace = ? AND m.memory_id = ?",
+                (namespace, memory_id),
+            )
+            .fetchone()
+        )
         if row is None:
             raise MemoryNotFoundError.no_memory(namespace, memory_id)
-        return row_to_memory(row, bool(row[9]))
+        return StoredMemory.from_row(row)
 
     def get_ref(self, ref: MemoryRef) -> StoredMemory:
-        conn = self._conn()
-        row = conn.execute(
-            f"SELECT {ROW_COLUMNS}, m.deleted FROM revisions r JOIN memories m "
-            "ON m.namespace = r.namespace AND m.memory_id = r.memory_id "
-            "WHERE r.namespace = ? AND r.memory_id = ? AND r.revision = ?",
-            (ref.namespace, ref.memory_id, ref.revision),
-        ).fetchone()
+        row = (
+            self._conn()
+            .execute(
+                f"SELECT {StoredMemory.COLUMNS}, m.deleted FROM revisions r JOIN memories m "
+                "ON m.namespace = r.namespace AND m.memory_id = r.memory_id "
+                "WHERE r.namespace = ? AND r.memory_id = ? AND r.revision = ?",
+                (ref.namespace, ref.memory_id, ref.revision),
+            )
+            .fetchone()
+        )
         if row is None:
             raise MemoryNotFoundError.no_revision(ref)
-        return row_to_memory(row, bool(row[9]))
+        return StoredMemory.from_row(row)
 
     def iter_memories(
         self, namespace: str, *, include_deleted: bool = False
     ) -> Iterator[StoredMemory]:
         """Current revisions, streamed page by page (no transaction held between pages)."""
-        last = 0
         cond = (
             "(r.live = 1 OR (m.deleted = 1 AND m.head_rid = r.rid))"
             if include_deleted
             else "r.live = 1"
         )
-        while True:
-            rows = (
-                self._conn()
-                .execute(
-                    f"SELECT {ROW_COLUMNS}, m.deleted FROM revisions r JOIN memories m "
-                    "ON m.namespace = r.namespace AND m.memory_id = r.memory_id "
-                    f"WHERE r.rid > ? AND r.namespace = ? AND {cond} ORDER BY r.rid LIMIT ?",
-                    (last, namespace, _PAGE),
-                )
-                .fetchall()
-            )
-            if not rows:
-                return
-            for row in rows:
-                yield row_to_memory(row, bool(row[9]))
-            last = int(rows[-1][0])
+        query = (
+            f"SELECT {StoredMemory.COLUMNS}, m.deleted FROM revisions r JOIN memories m "
+            "ON m.namespace = r.namespace AND m.memory_id = r.memory_id "
+            f"WHERE r.rid > ? AND r.namespace = ? AND {cond} ORDER BY r.rid LIMIT ?"
+        )
+        return memory_pages(
+            lambda after: self._conn().execute(query, (after, namespace, _PAGE)).fetchall()
+        )
 
     def iter_missing_vectors(
         self, space: str, /, *, page: int = _PAGE
     ) -> Iterator[list[PendingText]]:
         """Pages of live revisions without a vector in ``space``."""
-        last = 0
-        while True:
-            rows = (
-                self._conn()
-                .execute(
-                    "SELECT r.rid, r.namespace, r.text FROM revisions r WHERE r.rid > ? AND "
-                    "r.live = 1 AND NOT EXISTS (SELECT 1 FROM vectors v WHERE v.space = ? AND "
-                    "v.rid = r.rid) ORDER BY r.rid LIMIT ?",
-                    (last, space, page),
-                )
-                .fetchall()
-            )
-            if not rows:
-                return
-            yield [PendingText(int(r), ns, t) for r, ns, t in rows]
-            last = int(rows[-1][0])
+        query = (
+            "SELECT r.rid, r.namespace, r.text FROM revisions r WHERE r.rid > ? AND "
+            "r.live = 1 AND NOT EXISTS (SELECT 1 FROM vectors v WHERE v.space = ? AND "
+            "v.rid = r.rid) ORDER BY r.rid LIMIT ?"
+        )
+        return pending_pages(
+            lambda after: self._conn().execute(query, (after, space, page)).fetchall()
+        )
 
     def fetch_vectors(
         self, refs: Sequence[MemoryRef], descriptor: EmbedderDescriptor
@@ -467,31 +457,27 @@ class SQLiteStore:
 
     def stats(self, space: str | None = None) -> dict[str, Any]:
         with self._read() as conn:
-            per_ns: dict[str, dict[str, int]] = {}
-            for ns, live, deleted in conn.execute(
+            memories = conn.execute(
                 "SELECT namespace, sum(deleted = 0), sum(deleted = 1) FROM memories "
                 "GROUP BY namespace ORDER BY namespace"
-            ):
-                per_ns[ns] = {"memories": int(live), "deleted": int(deleted), "revisions": 0}
-            for ns, revs in conn.execute(
+            ).fetchall()
+            revisions = conn.execute(
                 "SELECT namespace, count(*) FROM revisions GROUP BY namespace"
-            ):
-                per_ns.setdefault(ns, {"memories": 0, "deleted": 0, "revisions": 0})
-                per_ns[ns]["revisions"] = int(revs)
-            spaces = {}
-            for key, n in conn.execute(
+            ).fetchall()
+            vectors = conn.execute(
                 "SELECT v.space, count(*) FROM vectors v JOIN revisions r ON r.rid = v.rid "
                 "WHERE r.live = 1 GROUP BY v.space"
-            ):
-                spaces[key] = int(n)
+            ).fetchall()
         size = sum(os.path.getsize(p) for p in (self.path, self.path + "-wal") if os.path.exists(p))
-        return {
-            "path": self.path,
-            "schema_version": SCHEMA_VERSION,
-            "tokenizer": self.tokenizer,
-            "bytes": size,
-            "namespaces": per_ns,
-            "memories": sum(v["memories"] for v in per_ns.values()),
-            "vectors_by_space": spaces,
-            "vector_cache_bytes": self.vector_cache.nbytes(),
-        }
+        return store_stats(
+            {
+                "path": self.path,
+                "schema_version": SCHEMA_VERSION,
+                "tokenizer": self.tokenizer,
+                "bytes": size,
+            },
+            memories=memories,
+            revisions=revisions,
+            vectors=vectors,
+            extra={"vector_cache_bytes": self.vector_cache.nbytes()},
+        )

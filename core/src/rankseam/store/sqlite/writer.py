@@ -44,15 +44,14 @@ class SQLiteBatchWriter:
             chunk = keys[i : i + _HEAD_CHUNK]
             wanted = ", ".join("(?, ?)" for _ in chunk)
             args = [value for key in chunk for value in (key.namespace, key.memory_id)]
-            for ns, mid, rid, rev, deleted, chash, importance, meta in self._conn.execute(
+            rows = self._conn.execute(
                 f"WITH wanted(namespace, memory_id) AS (VALUES {wanted}) "
-                "SELECT m.namespace, m.memory_id, m.head_rid, m.head_revision, m.deleted, "
-                "r.content_hash, r.importance, r.metadata FROM wanted w CROSS JOIN memories m "
+                f"SELECT {MemoryHead.COLUMNS} FROM wanted w CROSS JOIN memories m "
                 "ON m.namespace = w.namespace AND m.memory_id = w.memory_id "
                 "JOIN revisions r ON r.rid = m.head_rid",
                 args,
-            ):
-                out.append(MemoryHead(ns, mid, rid, rev, bool(deleted), chash, importance, meta))
+            )
+            out.extend(MemoryHead(*row) for row in rows)
         return out
 
     def retire(self, namespace: str, key: int, /) -> None:

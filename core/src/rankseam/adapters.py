@@ -9,17 +9,30 @@ to those items by their input positions. Public through :mod:`rankseam.plugin`
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any, Protocol, TypeVar
+import importlib
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from rankseam.types import Hit, SearchResult, SearchTrace
 
-__all__ = ["RerankedBatch", "hits_metadata", "reranked_items", "search_arguments"]
+if TYPE_CHECKING:
+    from rankseam.documents import DocumentReranker
+
+__all__ = [
+    "RerankedBatch",
+    "hits_metadata",
+    "lazy_exports",
+    "open_document_reranker",
+    "reranked_items",
+    "search_arguments",
+]
 
 T = TypeVar("T")
 
 
 def search_arguments(
+    settings: object | None = None,
+    /,
     *,
     namespace: str | None = None,
     reranker: Any = None,
@@ -27,18 +40,56 @@ def search_arguments(
     pool: int | None = None,
     on_error: str | None = None,
 ) -> dict[str, Any]:
-    """The keyword arguments of ``Memory.search`` / ``asearch`` for a retriever's settings.
+    """The keyword arguments of ``Memory.search`` / ``asearch`` for a retriever's settings:
+    the keywords, or the attributes of the same names of ``settings`` (a retriever object;
+    a missing attribute is ``None``) when it is given.
 
     ``reranker``: ``None`` leaves it out, so the memory's configured default applies;
     ``"none"`` (no reranker), a registered name or a reranker object is passed on as it is
     (the host translates ``"none"``). Empty ``reranker_options`` are left out.
     """
+    if settings is not None:
+        namespace = getattr(settings, "namespace", None)
+        reranker = getattr(settings, "reranker", None)
+        reranker_options = getattr(settings, "reranker_options", None)
+        pool = getattr(settings, "pool", None)
+        on_error = getattr(settings, "on_error", None)
     out: dict[str, Any] = {"namespace": namespace, "pool": pool, "on_error": on_error}
     if reranker is not None:
         out["reranker"] = reranker
     if reranker_options:
         out["reranker_options"] = dict(reranker_options)
     return out
+
+
+def open_document_reranker(settings: Any) -> DocumentReranker:
+    """The :class:`~rankseam.DocumentReranker` a framework's reranking component (a document
+    compressor, a node postprocessor) builds from its settings: ``open_reranker`` with the
+    component's ``reranker``, ``options``, ``config_file`` and ``on_error`` attributes. Call it
+    when the component is made, so a reranker that is not installed fails there, not in the
+    first query."""
+    from rankseam.documents import open_reranker
+
+    return open_reranker(
+        settings.reranker,
+        options=settings.options,
+        config_file=settings.config_file,
+        on_error=settings.on_error,
+    )
+
+
+def lazy_exports(package: str, where: Mapping[str, str]) -> Callable[[str], Any]:
+    """A module ``__getattr__`` for ``package`` that imports each name of ``where`` (name ->
+    module) from its module on first use, so importing the package does not import the
+    framework the module needs: ``__getattr__ = lazy_exports(__name__, {...})``."""
+
+    def __getattr__(name: str) -> Any:
+        module = where.get(name)
+        if module is None:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        return getattr(importlib.import_module(module), name)
+
+    return __getattr__
 
 
 def _trace(trace: SearchTrace) -> dict[str, Any] | None:

@@ -14,7 +14,14 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
-from rankseam.adapters import RerankedBatch, hits_metadata, reranked_items, search_arguments
+from rankseam.adapters import (
+    RerankedBatch,
+    hits_metadata,
+    lazy_exports,
+    open_document_reranker,
+    reranked_items,
+    search_arguments,
+)
 from rankseam.checks import is_int, is_real
 from rankseam.decision import (
     RERANK_DECISION_KIND,
@@ -175,9 +182,11 @@ __all__ = [
     "hookimpl",
     "is_int",
     "is_real",
+    "lazy_exports",
     "make_candidates",
     "memory_pages",
     "normalize_ranks",
+    "open_document_reranker",
     "option",
     "parse_options",
     "parse_output",

@@ -45,15 +45,6 @@ class RankseamRetriever(BaseRetriever):
     on_error: str | None = None
     include_trace: bool = True
 
-    def _kwargs(self) -> dict[str, Any]:
-        return search_arguments(
-            namespace=self.namespace,
-            reranker=self.reranker,
-            reranker_options=self.reranker_options,
-            pool=self.pool,
-            on_error=self.on_error,
-        )
-
     def _documents(self, result: SearchResult) -> list[Document]:
         metadata = hits_metadata(result, with_trace=self.include_trace)
         return [
@@ -64,9 +55,9 @@ class RankseamRetriever(BaseRetriever):
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun
     ) -> list[Document]:
-        return self._documents(self.memory.search(query, self.k, **self._kwargs()))
+        return self._documents(self.memory.search(query, self.k, **search_arguments(self)))
 
     async def _aget_relevant_documents(
         self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun
     ) -> list[Document]:
-        return self._documents(await self.memory.asearch(query, self.k, **self._kwargs()))
+        return self._documents(await self.memory.asearch(query, self.k, **search_arguments(self)))

@@ -11,7 +11,9 @@ Importing this package does not import LlamaIndex; the classes load on first use
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from rankseam.plugin import lazy_exports
 
 #: The distribution's version (the one place it is written; pyproject.toml reads it).
 __version__ = "0.1.0"
@@ -22,14 +24,10 @@ if TYPE_CHECKING:
 
 __all__ = ["RankseamNodePostprocessor", "RankseamRetriever", "__version__"]
 
-
-def __getattr__(name: str) -> Any:
-    if name == "RankseamRetriever":
-        from rankseam_llamaindex.retriever import RankseamRetriever
-
-        return RankseamRetriever
-    if name == "RankseamNodePostprocessor":
-        from rankseam_llamaindex.postprocessor import RankseamNodePostprocessor
-
-        return RankseamNodePostprocessor
-    raise AttributeError(f"module 'rankseam_llamaindex' has no attribute {name!r}")
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        "RankseamNodePostprocessor": "rankseam_llamaindex.postprocessor",
+        "RankseamRetriever": "rankseam_llamaindex.retriever",
+    },
+)

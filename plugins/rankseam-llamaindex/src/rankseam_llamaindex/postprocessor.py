@@ -6,13 +6,13 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from llama_index.core.bridge.pydantic import PrivateAttr
+from llama_index.core.bridge.pydantic import Field, PrivateAttr
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle
 
-from rankseam import DocumentReranker, DocumentResult, open_reranker
+from rankseam import DocumentReranker, DocumentResult
 from rankseam.errors import ValidationError
-from rankseam.plugin import reranked_items
+from rankseam.plugin import open_document_reranker, reranked_items
 
 __all__ = ["RankseamNodePostprocessor"]
 
@@ -34,23 +34,26 @@ class RankseamNodePostprocessor(BaseNodePostprocessor):
     embedder. ``on_error``: ``"raise"`` (default) or ``"coarse"`` (input order, ``degraded``).
     """
 
-    reranker: Any
-    options: Mapping[str, Any] | None = None
-    top_n: int | None = 3
-    on_error: str | None = None
-    config_file: str | os.PathLike[str] | None = None
-    use_embeddings: bool = False
+    reranker: Any = Field(
+        description="An installed reranker name (`rankseam plugins --options`) or object."
+    )
+    options: Mapping[str, Any] | None = Field(default=None, description="The reranker's options.")
+    top_n: int | None = Field(default=3, description="At most this many nodes are returned.")
+    on_error: str | None = Field(
+        default=None, description='"raise" (default) or "coarse" (input order, degraded).'
+    )
+    config_file: str | os.PathLike[str] | None = Field(
+        default=None, description="A rankseam.toml to read (default: the environment only)."
+    )
+    use_embeddings: bool = Field(
+        default=False, description="Give the reranker the nodes' own embeddings."
+    )
 
     _built: DocumentReranker | None = PrivateAttr(default=None)
 
     def model_post_init(self, context: Any, /) -> None:
         # Build now: a reranker that is not installed fails here, not in the first query.
-        self._built = open_reranker(
-            self.reranker,
-            options=self.options,
-            config_file=self.config_file,
-            on_error=self.on_error,
-        )
+        self._built = open_document_reranker(self)
 
     @classmethod
     def class_name(cls) -> str:

@@ -55,15 +55,6 @@ class RankseamRetriever(BaseRetriever):
         self.on_error = on_error
         self.include_trace = include_trace
 
-    def _kwargs(self) -> dict[str, Any]:
-        return search_arguments(
-            namespace=self.namespace,
-            reranker=self.reranker,
-            reranker_options=self.reranker_options,
-            pool=self.pool,
-            on_error=self.on_error,
-        )
-
     def _nodes(self, result: SearchResult) -> list[NodeWithScore]:
         out = []
         metadata = hits_metadata(result, with_trace=self.include_trace)
@@ -79,8 +70,10 @@ class RankseamRetriever(BaseRetriever):
         return out
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        return self._nodes(self.memory.search(query_bundle.query_str, self.k, **self._kwargs()))
+        return self._nodes(
+            self.memory.search(query_bundle.query_str, self.k, **search_arguments(self))
+        )
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        result = await self.memory.asearch(query_bundle.query_str, self.k, **self._kwargs())
+        result = await self.memory.asearch(query_bundle.query_str, self.k, **search_arguments(self))
         return self._nodes(result)

@@ -10,16 +10,9 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from rankseam.embedding import EmbedderDescriptor
+from rankseam.store import rows
 from rankseam.store.records import MemoryRows, RevisionRow
-from rankseam.store.rows import (
-    BulkRevision,
-    MemoryHead,
-    RevisionDigest,
-    SpaceRow,
-    StoreCounts,
-    WriteOrder,
-)
-from rankseam.store.sqlite.rows import bump, retire
+from rankseam.store.sqlite.rows import INSERT_REVISION, INSERT_VECTOR, bump, retire
 
 __all__ = ["SQLiteBulkReader", "SQLiteBulkWriter"]
 
@@ -33,10 +26,10 @@ class SQLiteBulkReader:
     def __init__(self, conn: sqlite3.Connection) -> None:
         self._conn = conn
 
-    def spaces(self) -> list[SpaceRow]:
+    def spaces(self) -> list[rows.SpaceRow]:
         """Every registered embedder space, by key."""
         return [
-            SpaceRow(key, json.loads(desc))
+            rows.SpaceRow(key, json.loads(desc))
             for key, desc in self._conn.execute("SELECT key, descriptor FROM spaces ORDER BY key")
         ]
 
@@ -52,20 +45,20 @@ class SQLiteBulkReader:
             ).fetchone()[0]
         )
 
-    def write_order(self) -> WriteOrder:
+    def write_order(self) -> rows.WriteOrder:
         """The row keys in write order and the number of revisions; ``None`` when the keys are
         already ``1..N`` (a revision's position is then its key)."""
         n, lo, hi = self._conn.execute(
             "SELECT count(*), min(rid), max(rid) FROM revisions"
         ).fetchone()
-        return WriteOrder.of(
+        return rows.WriteOrder.of(
             n,
             lo,
             hi,
             lambda: (r for (r,) in self._conn.execute("SELECT rid FROM revisions ORDER BY rid")),
         )
 
-    def revisions(self, spaces: Sequence[str]) -> Iterator[BulkRevision]:
+    def revisions(self, spaces: Sequence[str]) -> Iterator[rows.BulkRevision]:
         """Every revision of every memory, ordered by (namespace, memory id, revision), with
         its vector (bytes or None) in each of ``spaces``."""
         joins = "".join(
@@ -81,7 +74,7 @@ class SQLiteBulkReader:
             "ORDER BY m.namespace, m.memory_id, r.revision",
             list(spaces),
         ):
-            yield BulkRevision.from_columns(row[:13], row[13:])
+            yield rows.BulkRevision.from_columns(row[:13], row[13:])
 
 
 class SQLiteBulkWriter:
@@ -99,11 +92,11 @@ class SQLiteBulkWriter:
         self.revisions_written = 0
         self.vectors_written = 0
 
-    def counts(self) -> StoreCounts:
+    def counts(self) -> rows.StoreCounts:
         """How many memories and revisions the store holds now."""
         memories = self._conn.execute("SELECT count(*) FROM memories").fetchone()[0]
         revisions = self._conn.execute("SELECT count(*) FROM revisions").fetchone()[0]
-        return StoreCounts(int(memories), int(revisions))
+        return rows.StoreCounts(int(memories), int(revisions))
 
     def register_space(self, descriptor: EmbedderDescriptor) -> None:
         self._conn.execute(
@@ -128,19 +121,19 @@ class SQLiteBulkWriter:
         if len(self._revisions) >= _BATCH:
             self._flush()
 
-    def head(self, namespace: str, memory_id: str) -> MemoryHead | None:
+    def head(self, namespace: str, memory_id: str) -> rows.MemoryHead | None:
         """A memory's head, or None when the store does not hold it."""
         row = self._conn.execute(
-            f"SELECT {MemoryHead.COLUMNS} FROM memories m JOIN revisions r "
+            f"SELECT {rows.MemoryHead.COLUMNS} FROM memories m JOIN revisions r "
             "ON r.rid = m.head_rid WHERE m.namespace = ? AND m.memory_id = ?",
             (namespace, memory_id),
         ).fetchone()
-        return None if row is None else MemoryHead(*row)
+        return None if row is None else rows.MemoryHead(*row)
 
-    def history(self, namespace: str, memory_id: str, upto: int) -> list[RevisionDigest]:
+    def history(self, namespace: str, memory_id: str, upto: int) -> list[rows.RevisionDigest]:
         """Revisions ``1..upto`` of a memory, oldest first."""
         return [
-            RevisionDigest(*row)
+            rows.RevisionDigest(*row)
             for row in self._conn.execute(
                 "SELECT revision, content_hash, importance, metadata FROM revisions WHERE "
                 "namespace = ? AND memory_id = ? AND revision <= ? ORDER BY revision",
@@ -167,10 +160,7 @@ class SQLiteBulkWriter:
             rid = int(cur.lastrowid or 0)
             if live:
                 self._conn.execute("INSERT INTO fts(rowid, text) VALUES (?, ?)", (rid, rev.text))
-            self._conn.executemany(
-                "INSERT INTO vectors(space, rid, vector) VALUES (?, ?, ?)",
-                [(key, rid, blob) for key, blob in rev.vectors],
-            )
+            self._conn.executemany(INSERT_VECTOR, [(key, rid, blob) for key, blob in rev.vectors])
             self.revisions_written += 1
             self.vectors_written += len(rev.vectors)
         self._conn.execute(
@@ -184,13 +174,9 @@ class SQLiteBulkWriter:
 
     def _flush(self) -> None:
         c = self._conn
-        c.executemany(
-            "INSERT INTO revisions(rid, namespace, memory_id, revision, text, importance, "
-            "metadata, created_at, content_hash, live) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            self._revisions,
-        )
+        c.executemany(INSERT_REVISION, self._revisions)
         c.executemany("INSERT INTO fts(rowid, text) VALUES (?, ?)", self._fts)
-        c.executemany("INSERT INTO vectors(space, rid, vector) VALUES (?, ?, ?)", self._vectors)
+        c.executemany(INSERT_VECTOR, self._vectors)
         c.executemany(
             "INSERT INTO memories(namespace, memory_id, head_rid, head_revision, deleted, "
             "deleted_at) VALUES (?, ?, ?, ?, ?, ?)",

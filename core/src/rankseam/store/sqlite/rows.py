@@ -5,7 +5,16 @@ from __future__ import annotations
 
 import sqlite3
 
-__all__ = ["bump", "retire"]
+__all__ = ["INSERT_REVISION", "INSERT_VECTOR", "bump", "retire"]
+
+#: One revision row: (rid, namespace, memory_id, revision, text, importance, metadata,
+#: created_at, content_hash, live).
+INSERT_REVISION = (
+    "INSERT INTO revisions(rid, namespace, memory_id, revision, text, importance, metadata, "
+    "created_at, content_hash, live) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+#: One vector row: (space, rid, vector).
+INSERT_VECTOR = "INSERT INTO vectors(space, rid, vector) VALUES (?, ?, ?)"
 
 
 def bump(conn: sqlite3.Connection, namespace: str, *, vectors: bool = False) -> None:

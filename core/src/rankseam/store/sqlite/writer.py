@@ -12,7 +12,7 @@ import numpy as np
 
 from rankseam.store.records import PreparedRecord, WritePlan
 from rankseam.store.rows import MemoryHead, MemoryKey
-from rankseam.store.sqlite.rows import bump, retire
+from rankseam.store.sqlite.rows import INSERT_REVISION, INSERT_VECTOR, bump, retire
 from rankseam.store.vectors import encode_vector
 
 __all__ = ["SQLiteBatchWriter"]
@@ -85,6 +85,7 @@ class SQLiteBatchWriter:
                 plan.metadata,
                 record.created_at,
                 record.content_hash,
+                1,  # live
             )
         )
         if space is not None and vector is not None:
@@ -103,18 +104,14 @@ class SQLiteBatchWriter:
 
     def _flush(self) -> None:
         conn = self._conn
-        conn.executemany(
-            "INSERT INTO revisions(rid, namespace, memory_id, revision, text, importance, "
-            "metadata, created_at, content_hash, live) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 1)",
-            self._revisions,
-        )
+        conn.executemany(INSERT_REVISION, self._revisions)
         if self._revisions:  # indexed from the rows just written (their keys are consecutive)
             conn.execute(
                 "INSERT INTO fts(rowid, text) SELECT rid, text FROM revisions "
                 "WHERE rid BETWEEN ? AND ? ORDER BY rid",
                 (self._revisions[0][0], self._revisions[-1][0]),
             )
-        conn.executemany("INSERT INTO vectors(space, rid, vector) VALUES (?, ?, ?)", self._vectors)
+        conn.executemany(INSERT_VECTOR, self._vectors)
         conn.executemany(
             "INSERT INTO memories(namespace, memory_id, head_rid, head_revision, deleted, "
             "deleted_at) VALUES (?, ?, ?, ?, 0, NULL) ON CONFLICT(namespace, memory_id) "

@@ -11,19 +11,16 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from rankseam.types import Hit, SearchResult, SearchTrace
-
-if TYPE_CHECKING:
-    from rankseam.documents import DocumentReranker
 
 __all__ = [
     "RerankedBatch",
     "hits_metadata",
     "lazy_exports",
-    "open_document_reranker",
     "reranked_items",
+    "reranker_arguments",
     "search_arguments",
 ]
 
@@ -62,20 +59,18 @@ def search_arguments(
     return out
 
 
-def open_document_reranker(settings: Any) -> DocumentReranker:
-    """The :class:`~rankseam.DocumentReranker` a framework's reranking component (a document
-    compressor, a node postprocessor) builds from its settings: ``open_reranker`` with the
-    component's ``reranker``, ``options``, ``config_file`` and ``on_error`` attributes. Call it
-    when the component is made, so a reranker that is not installed fails there, not in the
-    first query."""
-    from rankseam.documents import open_reranker
-
-    return open_reranker(
-        settings.reranker,
-        options=settings.options,
-        config_file=settings.config_file,
-        on_error=settings.on_error,
-    )
+def reranker_arguments(settings: Any) -> dict[str, Any]:
+    """The arguments of ``rankseam.open_reranker`` for a framework's reranking component (a
+    document compressor, a node postprocessor): its ``reranker``, ``options``,
+    ``config_file`` and ``on_error`` attributes. Open it when the component is made,
+    ``open_reranker(**reranker_arguments(self))``, so a reranker that is not installed fails
+    there, not in the first query."""
+    return {
+        "reranker": settings.reranker,
+        "options": settings.options,
+        "config_file": settings.config_file,
+        "on_error": settings.on_error,
+    }
 
 
 def lazy_exports(package: str, where: Mapping[str, str]) -> Callable[[str], Any]:

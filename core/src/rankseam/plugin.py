@@ -18,8 +18,8 @@ from rankseam.adapters import (
     RerankedBatch,
     hits_metadata,
     lazy_exports,
-    open_document_reranker,
     reranked_items,
+    reranker_arguments,
     search_arguments,
 )
 from rankseam.checks import is_int, is_real
@@ -186,7 +186,6 @@ __all__ = [
     "make_candidates",
     "memory_pages",
     "normalize_ranks",
-    "open_document_reranker",
     "option",
     "parse_options",
     "parse_output",
@@ -195,6 +194,7 @@ __all__ = [
     "query_terms",
     "rerank_request",
     "reranked_items",
+    "reranker_arguments",
     "resolve_env_refs",
     "search_arguments",
     "store_stats",

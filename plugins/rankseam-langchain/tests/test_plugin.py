@@ -3,25 +3,13 @@ importing it does not import LangChain."""
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-
-from rankseam.testing import invoke_cli
+from rankseam.testing import assert_integration
 
 
-def test_listed_by_rankseam_plugins() -> None:
-    result = invoke_cli(["plugins"])
-    assert result.exit_code == 0, result.output
-    listed = {p["name"]: p for p in json.loads(result.output)}
-    assert listed["langchain"]["status"] == "ok"
-    assert listed["langchain"]["distribution"] == "rankseam-langchain"
-
-
-def test_the_entry_point_does_not_import_langchain() -> None:
-    code = (
-        "import sys, rankseam_langchain.plugin, rankseam_langchain; "
-        "print(any(m.startswith('langchain') for m in sys.modules))"
+def test_listed_by_rankseam_plugins_and_imports_no_langchain() -> None:
+    assert_integration(
+        "langchain",
+        distribution="rankseam-langchain",
+        package="rankseam_langchain",
+        framework="langchain",
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "False"

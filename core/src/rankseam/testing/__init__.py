@@ -34,6 +34,7 @@ from typing import Any
 import pytest
 
 pytest.register_assert_rewrite(
+    "rankseam.testing.adapters",
     "rankseam.testing.base",
     "rankseam.testing.decision",
     "rankseam.testing.embedder",
@@ -46,6 +47,11 @@ pytest.register_assert_rewrite(
     "rankseam.testing.store_workers",
 )
 
+from rankseam.testing.adapters import (  # noqa: E402
+    SAMPLE_MEMORIES,
+    assert_integration,
+    sample_memory,
+)
 from rankseam.testing.base import Capability, ContractBase  # noqa: E402
 from rankseam.testing.host import (  # noqa: E402
     KIT_NAMESPACE,
@@ -65,6 +71,7 @@ from rankseam.testing.reranker import RerankerContract, synthetic_pool  # noqa: 
 __all__ = [
     "KIT_NAMESPACE",
     "RANK_SELECTION_SCHEMA",
+    "SAMPLE_MEMORIES",
     "Capability",
     "ContractBase",
     "DecisionBackendContract",
@@ -76,6 +83,7 @@ __all__ = [
     "RerankerContract",
     "StoreContract",
     "arun_reranker",
+    "assert_integration",
     "assert_listed",
     "block_off_host_connections",
     "build_component",
@@ -84,6 +92,7 @@ __all__ = [
     "invoke_cli",
     "rank_selection_request",
     "run_reranker",
+    "sample_memory",
     "synthetic_pool",
 ]
 

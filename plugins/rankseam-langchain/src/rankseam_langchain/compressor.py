@@ -10,8 +10,8 @@ from langchain_core.callbacks import Callbacks
 from langchain_core.documents import BaseDocumentCompressor, Document
 from pydantic import ConfigDict, PrivateAttr
 
-from rankseam import DocumentReranker, DocumentResult
-from rankseam.plugin import open_document_reranker, reranked_items
+from rankseam import DocumentReranker, DocumentResult, open_reranker
+from rankseam.plugin import reranked_items, reranker_arguments
 
 __all__ = ["RankseamCompressor"]
 
@@ -48,7 +48,7 @@ class RankseamCompressor(BaseDocumentCompressor):
 
     def model_post_init(self, context: Any, /) -> None:
         # Build now: a reranker that is not installed fails here, not in the first query.
-        self._built = open_document_reranker(self)
+        self._built = open_reranker(**reranker_arguments(self))
 
     @property
     def document_reranker(self) -> DocumentReranker:

@@ -10,9 +10,9 @@ from llama_index.core.bridge.pydantic import Field, PrivateAttr
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle
 
-from rankseam import DocumentReranker, DocumentResult
+from rankseam import DocumentReranker, DocumentResult, open_reranker
 from rankseam.errors import ValidationError
-from rankseam.plugin import open_document_reranker, reranked_items
+from rankseam.plugin import reranked_items, reranker_arguments
 
 __all__ = ["RankseamNodePostprocessor"]
 
@@ -53,7 +53,7 @@ class RankseamNodePostprocessor(BaseNodePostprocessor):
 
     def model_post_init(self, context: Any, /) -> None:
         # Build now: a reranker that is not installed fails here, not in the first query.
-        self._built = open_document_reranker(self)
+        self._built = open_reranker(**reranker_arguments(self))
 
     @classmethod
     def class_name(cls) -> str:

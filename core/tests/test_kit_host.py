@@ -17,20 +17,9 @@ import numpy as np
 import pytest
 
 import rankseam
+import rankseam.testing as kit
 from rankseam.errors import ConfigurationError, RerankError, ValidationError
 from rankseam.plugin import MAX_POOL
-from rankseam.testing import (
-    KIT_NAMESPACE,
-    Listing,
-    arun_reranker,
-    assert_listed,
-    build_component,
-    factory_context,
-    installed_plugin,
-    invoke_cli,
-    run_reranker,
-    synthetic_pool,
-)
 from rankseam.types import Candidate, RerankDecision, RerankStatus
 
 
@@ -64,31 +53,31 @@ def _plugin(**hooks: Any) -> types.SimpleNamespace:
 
 
 def test_build_component_builds_what_an_assembly_builds() -> None:
-    embedder = build_component("embedder", "hashed", {"dimensions": 64})
+    embedder = kit.build_component("embedder", "hashed", {"dimensions": 64})
     assert embedder.descriptor.dimensions == 64
-    configured = build_component(
+    configured = kit.build_component(
         "embedder", "hashed", config={"embedders": {"hashed": {"dimensions": 32}}}
     )
     assert configured.descriptor.dimensions == 32
-    assert build_component("reranker", "identity").policy_id.startswith("rankseam.rerank.")
+    assert kit.build_component("reranker", "identity").policy_id.startswith("rankseam.rerank.")
 
 
 def test_build_component_applies_the_hosts_checks() -> None:
     with pytest.raises(ConfigurationError, match="no reranker named 'nope' is installed"):
-        build_component("reranker", "nope")
+        kit.build_component("reranker", "nope")
     with pytest.raises(ValueError, match="kind must be one of"):
-        build_component("rerankers", "identity")
+        kit.build_component("rerankers", "identity")
 
     def register_rerankers(register: Any) -> None:
         register("shapeless", lambda options, context: object(), summary="not a reranker")
 
-    with installed_plugin(_plugin(register_rerankers=register_rerankers), name="shapeless"):
+    with kit.installed_plugin(_plugin(register_rerankers=register_rerankers), name="shapeless"):
         with pytest.raises(ConfigurationError, match="does not implement the protocol"):
-            build_component("reranker", "shapeless")
+            kit.build_component("reranker", "shapeless")
 
 
 def test_factory_context_hands_each_role_its_handle() -> None:
-    context = factory_context({"decision_backends": {"heuristic": {}}})
+    context = kit.factory_context({"decision_backends": {"heuristic": {}}})
     from rankseam.plugin import RERANK_ROLE, WRITE_GATE_ROLE, unwrap
 
     closed = context.decision_backend("heuristic", RERANK_ROLE)
@@ -100,47 +89,47 @@ def test_factory_context_hands_each_role_its_handle() -> None:
 
 
 def test_run_reranker_goes_through_the_seams_rules() -> None:
-    hits, _ = synthetic_pool(5)
-    run = run_reranker(Answer([3, 3, 9, "1", 1]), "q", hits, 3)
+    hits, _ = kit.synthetic_pool(5)
+    run = kit.run_reranker(Answer([3, 3, 9, "1", 1]), "q", hits, 3)
     assert run.positions == (2, 0)  # the repeat, the out-of-range and the string are discarded
     assert run.hits == (hits[2], hits[0])
     assert run.trace is not None and run.trace.status is RerankStatus.REPAIRED
     assert run.trace.discarded_rank_count == 3
-    nothing = run_reranker(Answer([]), "q", hits, 2)
+    nothing = kit.run_reranker(Answer([]), "q", hits, 2)
     assert nothing.trace is not None and nothing.trace.status is RerankStatus.FELL_BACK
     assert nothing.hits == hits[:2]
 
 
 def test_run_reranker_over_texts_and_the_failure_policy() -> None:
-    run = run_reranker(Answer([2]), "q", ["first", "second"])
+    run = kit.run_reranker(Answer([2]), "q", ["first", "second"])
     assert [h.text for h in run.hits] == ["second"] and run.positions == (1,)
-    assert run.hits[0].ref.namespace == KIT_NAMESPACE
+    assert run.hits[0].ref.namespace == kit.KIT_NAMESPACE
     with pytest.raises(RerankError, match="model crashed"):
-        run_reranker(Broken(), "q", ["a", "b"])
-    degraded = run_reranker(Broken(), "q", ["a", "b"], on_error="coarse")
+        kit.run_reranker(Broken(), "q", ["a", "b"])
+    degraded = kit.run_reranker(Broken(), "q", ["a", "b"], on_error="coarse")
     assert degraded.trace is not None and degraded.trace.status is RerankStatus.DEGRADED
     assert [h.text for h in degraded.hits] == ["a", "b"]
     with pytest.raises(ValidationError):
-        run_reranker(Answer([1]), "q", ["x"] * (MAX_POOL + 1))
+        kit.run_reranker(Answer([1]), "q", ["x"] * (MAX_POOL + 1))
 
 
 def test_vectors_reach_only_a_reranker_that_asks_for_them() -> None:
-    hits, vectors = synthetic_pool(4)
+    hits, vectors = kit.synthetic_pool(4)
     asks = Answer([1], needs_embeddings=True)
-    run_reranker(asks, "q", hits, vectors=vectors)
+    kit.run_reranker(asks, "q", hits, vectors=vectors)
     seen = asks.seen[0]
     assert all(np.array_equal(c.embedding, v) for c, v in zip(seen, vectors, strict=True))
     assert seen[0].ref == hits[0].ref and seen[0].score == hits[0].score
     silent = Answer([1])
-    run_reranker(silent, "q", hits, vectors=vectors)
+    kit.run_reranker(silent, "q", hits, vectors=vectors)
     assert all(c.embedding is None for c in silent.seen[0])
 
 
 def test_an_installed_reranker_by_name_and_the_async_form() -> None:
     async def main() -> Any:
         with pytest.raises(RuntimeError, match="await arun_reranker"):
-            run_reranker("identity", "q", ["a"])
-        return await arun_reranker("identity", "q", ["a", "b", "c"], 2)
+            kit.run_reranker("identity", "q", ["a"])
+        return await kit.arun_reranker("identity", "q", ["a", "b", "c"], 2)
 
     run = asyncio.run(main())
     assert [h.text for h in run.hits] == ["a", "b"]
@@ -149,7 +138,7 @@ def test_an_installed_reranker_by_name_and_the_async_form() -> None:
 
 def test_an_empty_pool_never_calls_the_reranker() -> None:
     never = Answer([1])
-    run = run_reranker(never, "q", [])
+    run = kit.run_reranker(never, "q", [])
     assert run.hits == () and run.trace is None and never.seen == []
 
 
@@ -161,10 +150,10 @@ def test_assert_listed_and_installed_plugin() -> None:
         register("answer", lambda options, context: Answer([1]), summary="answers rank 1")
 
     with pytest.raises(AssertionError, match="no reranker named 'answer'"):
-        assert_listed("reranker", "answer")
-    with installed_plugin(_plugin(register_rerankers=register_rerankers), name="answers"):
-        listing = assert_listed("reranker", "answer", plugin="answers")
-        assert listing == Listing(
+        kit.assert_listed("reranker", "answer")
+    with kit.installed_plugin(_plugin(register_rerankers=register_rerankers), name="answers"):
+        listing = kit.assert_listed("reranker", "answer", plugin="answers")
+        assert listing == kit.Listing(
             kind="reranker",
             name="answer",
             plugin="answers",
@@ -175,34 +164,34 @@ def test_assert_listed_and_installed_plugin() -> None:
         )
         identity = "rankseam.default_plugins.identity"
         with pytest.raises(AssertionError, match=f"registered by 'answers', not '{identity}'"):
-            assert_listed("reranker", "answer", plugin=identity)
+            kit.assert_listed("reranker", "answer", plugin=identity)
         with pytest.raises(AssertionError, match="no plugin named 'other'"):
-            assert_listed("reranker", "identity", plugin="other")
-        plugins = {p["name"]: p for p in json.loads(invoke_cli(["plugins"]).output)}
+            kit.assert_listed("reranker", "identity", plugin="other")
+        plugins = {p["name"]: p for p in json.loads(kit.invoke_cli(["plugins"]).output)}
         assert plugins["answers"]["status"] == "ok"
         assert plugins["answers"]["components"] == {"reranker": ["answer"]}
     with pytest.raises(AssertionError, match="no reranker named 'answer'"):
-        assert_listed("reranker", "answer")  # gone after the block
+        kit.assert_listed("reranker", "answer")  # gone after the block
 
 
 def test_a_broken_installed_plugin_is_isolated_and_assert_listed_says_why() -> None:
     def register_rerankers(register: Any) -> None:
         raise RuntimeError("needs a GPU")
 
-    with installed_plugin(_plugin(register_rerankers=register_rerankers), name="gpu"):
+    with kit.installed_plugin(_plugin(register_rerankers=register_rerankers), name="gpu"):
         with pytest.raises(
             AssertionError, match="plugin 'gpu' is error: RuntimeError: needs a GPU"
         ):
-            assert_listed("reranker", "identity", plugin="gpu")
-        assert build_component("reranker", "identity") is not None  # the host still works
+            kit.assert_listed("reranker", "identity", plugin="gpu")
+        assert kit.build_component("reranker", "identity") is not None  # the host still works
 
 
 def test_invoke_cli_runs_the_command_with_its_exit_statuses(tmp_path: Any) -> None:
     db = str(tmp_path / "m.sqlite3")
-    added = invoke_cli(["add", "the cat sat", "--db", db, "--id", "c1"])
+    added = kit.invoke_cli(["add", "the cat sat", "--db", db, "--id", "c1"])
     assert added.exit_code == 0, added.output
-    found = invoke_cli(["search", "cat", "--json"], env={"RANKSEAM_DB": db})
+    found = kit.invoke_cli(["search", "cat", "--json"], env={"RANKSEAM_DB": db})
     assert json.loads(found.output)["hits"][0]["memory_id"] == "c1"
-    assert invoke_cli(["search"]).exit_code == 2  # a usage error
+    assert kit.invoke_cli(["search"]).exit_code == 2  # a usage error
     with pytest.raises(TypeError):
-        invoke_cli("search cat")  # type: ignore[arg-type]
+        kit.invoke_cli("search cat")  # type: ignore[arg-type]

@@ -37,8 +37,8 @@ class MemoryKey:
 class MemoryHead:
     """A memory's current head as a write sees it: ``key`` and ``revision`` of the head,
     ``deleted`` (tombstoned), and the head's ``content_hash``, ``importance`` and
-    ``metadata`` (canonical JSON). A store builds one from a row of its head query,
-    ``MemoryHead(*row)`` with a row of :attr:`COLUMNS` (numbers and flags are converted)."""
+    ``metadata`` (canonical JSON). A store builds one from a row of its head query
+    (:attr:`COLUMNS`) with :meth:`from_row`."""
 
     #: The columns of a memory ``m`` joined to its head revision ``r`` that make a head, in
     #: field order.
@@ -49,12 +49,27 @@ class MemoryHead:
 
     namespace: str
     memory_id: str
-    key: int = attrs.field(converter=int)
-    revision: int = attrs.field(converter=int)
-    deleted: bool = attrs.field(converter=bool)
+    key: int
+    revision: int
+    deleted: bool
     content_hash: str
-    importance: float = attrs.field(converter=float)
+    importance: float
     metadata: str
+
+    @classmethod
+    def from_row(cls, row: Sequence[Any]) -> MemoryHead:
+        """A head from a row of :attr:`COLUMNS` (whatever types the driver answers with)."""
+        namespace, memory_id, key, revision, deleted, content_hash, importance, metadata = row
+        return cls(
+            namespace,
+            memory_id,
+            int(key),
+            int(revision),
+            bool(deleted),
+            content_hash,
+            float(importance),
+            metadata,
+        )
 
 
 @attrs.frozen

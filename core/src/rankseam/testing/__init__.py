@@ -28,9 +28,6 @@ so a failing standard test shows the compared values, not a bare ``AssertionErro
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
-
 import pytest
 
 pytest.register_assert_rewrite(
@@ -47,6 +44,7 @@ pytest.register_assert_rewrite(
     "rankseam.testing.store_workers",
 )
 
+from rankseam.adapters import lazy_exports  # noqa: E402
 from rankseam.testing.adapters import (  # noqa: E402
     SAMPLE_MEMORIES,
     assert_integration,
@@ -105,8 +103,4 @@ _LAZY = {
     "StoreContract": "rankseam.testing.store",
 }
 
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'rankseam.testing' has no attribute {name!r}")
+__getattr__ = lazy_exports(__name__, _LAZY)

@@ -40,11 +40,15 @@ def sample_memory(path: str | os.PathLike[str]) -> Iterator[Memory]:
         yield memory
 
 
-def assert_integration(plugin: str, *, distribution: str, package: str, framework: str) -> None:
+def assert_integration(
+    plugin: str, *, distribution: str, framework: str, package: str | None = None
+) -> None:
     """Assert that ``rankseam plugins`` lists the integration ``plugin`` (its entry-point name)
     as loaded from ``distribution``, and that importing its entry point ``package.plugin`` and
-    ``package`` itself, in a fresh interpreter, imports no module whose name starts with
-    ``framework`` (so the integration costs the ``rankseam`` command nothing)."""
+    ``package`` itself (default: the distribution's name with ``_`` for ``-``), in a fresh
+    interpreter, imports no module whose name starts with ``framework`` (so the integration
+    costs the ``rankseam`` command nothing)."""
+    package = package or distribution.replace("-", "_")
     result = invoke_cli(["plugins"])
     if result.exit_code != 0:
         raise AssertionError(f"rankseam plugins failed: {result.output}")

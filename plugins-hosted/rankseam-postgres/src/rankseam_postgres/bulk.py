@@ -174,7 +174,7 @@ class PostgresBulkWriter:
             ),
             (namespace, memory_id),
         ).fetchone()
-        return None if row is None else MemoryHead(*row)
+        return None if row is None else MemoryHead.from_row(row)
 
     def history(self, namespace: str, memory_id: str, upto: int) -> list[RevisionDigest]:
         rows = self._conn.execute(

@@ -66,7 +66,7 @@ class RowWriter:
             ([k.namespace for k in keys], [k.memory_id for k in keys]),
         ).fetchall()
         self.reserve(len(keys))
-        return [MemoryHead(*row) for row in rows]
+        return [MemoryHead.from_row(row) for row in rows]
 
     def write(
         self,

@@ -128,7 +128,7 @@ class SQLiteBulkWriter:
             "ON r.rid = m.head_rid WHERE m.namespace = ? AND m.memory_id = ?",
             (namespace, memory_id),
         ).fetchone()
-        return None if row is None else rows.MemoryHead(*row)
+        return None if row is None else rows.MemoryHead.from_row(row)
 
     def history(self, namespace: str, memory_id: str, upto: int) -> list[rows.RevisionDigest]:
         """Revisions ``1..upto`` of a memory, oldest first."""

@@ -51,7 +51,7 @@ class SQLiteBatchWriter:
                 "JOIN revisions r ON r.rid = m.head_rid",
                 args,
             )
-            out.extend(MemoryHead(*row) for row in rows)
+            out.extend(MemoryHead.from_row(row) for row in rows)
         return out
 
     def retire(self, namespace: str, key: int, /) -> None:

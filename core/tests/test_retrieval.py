@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import random
 import sqlite3
 
+import attrs
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -272,3 +274,42 @@ def test_configuration_knows_the_same_fusion_methods():
 
     assert CONFIGURABLE == FUSION_METHODS
     assert rankseam.compose.SearchConfig().fusion == DEFAULT_FUSION
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_fusion_gives_the_same_floats_for_any_list(seed):
+    # Lists with distinct keys and finite scores are fused over arrays, others key by key:
+    # a list that repeats a key the admitting channels never listed changes nothing, but
+    # takes the per-key path, so both must give the same keys, floats and channels.
+    rng = random.Random(seed)
+    pool = range(1, 60)
+
+    def scores(n, tie):
+        values = [rng.choice([rng.uniform(-1, 12), 0.0, 1.0, 0.5]) for _ in range(n)]
+        return [values[0] if tie and rng.random() < 0.3 else v for v in values]
+
+    def listed(n, tie=True):
+        keys = rng.sample(pool, n)
+        return list(zip(keys, scores(n, tie), strict=True))
+
+    specs = [ScoreSpec(s, w) for s in ("max", "unit", "minmax") for w in (0.0, 0.1, 1.0, 2.5)]
+    channels = [
+        ChannelList("lexical", True, listed(rng.randint(0, 30)), rng.choice(specs)),
+        ChannelList("vector", True, listed(rng.randint(0, 30)), rng.choice(specs)),
+        ChannelList("importance", False, listed(rng.randint(0, 50)), rng.choice(specs)),
+    ]
+    repeated = [
+        *channels[:2],
+        attrs.evolve(channels[2], items=[*channels[2].items, (99, 1.0), (99, 2.0)]),
+    ]
+    for method in ("convex", "rrf"):
+        for limit in (None, 5, 30):
+            options = {"method": method, "limit": limit}
+            if rng.random() < 0.5:
+                options["weights"] = {"vector": rng.choice([0.0, 0.7, 3.0])}
+                options["scales"] = {"lexical": rng.choice(["max", "unit", "minmax"])}
+            arrays = fuse(channels, _ref, **options)
+            per_key = fuse(repeated, _ref, **options)
+            assert [(f.key, f.score, f.matched_by, dict(f.channel_scores)) for f in arrays] == [
+                (f.key, f.score, f.matched_by, dict(f.channel_scores)) for f in per_key
+            ]

@@ -8,19 +8,21 @@ the rerank stage.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Mapping, Sequence
+from types import MappingProxyType
 from typing import Any
 
 import attrs
 
 from rankseam.assembly import ComponentContext
 from rankseam.config import SearchConfig
-from rankseam.embedding import Embedder, embed_checked
+from rankseam.embedding import Embedder, EmbedderDescriptor, embed_checked
 from rankseam.errors import ValidationError
 from rankseam.loop import LoopRunner
 from rankseam.retrieval.base import CandidateSource, SourceRequest, over_fetch
-from rankseam.retrieval.fusion import ChannelList, fuse, score_spec_of
+from rankseam.retrieval.fusion import ChannelList, Fused, ScoreSpec, fuse, score_spec_of
 from rankseam.seam import (
     MAX_POOL,
     RerankStage,
@@ -35,7 +37,8 @@ from rankseam.seam import (
     validate_pool_size,
 )
 from rankseam.store.contract import Store
-from rankseam.types import Hit, RerankTrace, SearchResult, SearchTrace
+from rankseam.store.records import StoredMemory
+from rankseam.types import Hit, RerankTrace, SearchResult, SearchTrace, prechecked
 
 __all__ = [
     "CONFIG_DEFAULT",
@@ -154,6 +157,26 @@ class Pooled:
         self.key = key
 
 
+def _hit(row: StoredMemory, fused: Fused) -> Hit:
+    """The hit of a fused key: the store's checked row and fusion's finite score, so built
+    without re-checking (a score that is not finite gets :class:`Hit`'s own error)."""
+    if not math.isfinite(fused.score):
+        return Hit(ref=row.ref, text=row.text, score=fused.score)  # raises
+    return prechecked(
+        Hit,
+        row.ref,
+        row.text,
+        float(fused.score),
+        float(row.importance),
+        fused.matched_by,
+        MappingProxyType(fused.channel_scores),
+        row.metadata,
+        float(row.created_at),
+        row.content_hash,
+        None,
+    )
+
+
 class SearchPipeline:
     """The search of one assembly: its store, embedder, candidate sources and settings."""
 
@@ -170,6 +193,8 @@ class SearchPipeline:
         self._channels = tuple(name for name, _s in self._sources)
         self._needs_query_vector = any(src.needs_query_vector for _n, src in self._sources)
         self._settings = settings
+        # each source's ScoreSpec, declared for the embedder's space (asked once per space)
+        self._specs: tuple[Any, tuple[ScoreSpec, ...]] = (None, ())
 
     def plan(
         self,
@@ -227,21 +252,20 @@ class SearchPipeline:
                     )
                     results[name] = list(src.candidates(request))
             refs = reader.identities(admitted)
-            # Every admitted key has an identity (the usual case): the admitting channels'
-            # lists need no filtering, and the others' (which may name keys outside the
-            # admitted set) are filtered by a plain set, not the store's mapping.
+            # Every admitted key has an identity (the usual case): no list needs filtering
+            # (fusion ranks only the keys the admitting channels list). Otherwise the
+            # admitting channels' lists keep only the keys that have one.
             complete = len(refs) == len(admitted)
-            known = set(admitted) if complete else refs
             channels = [
                 ChannelList(
                     name,
                     src.admits,
                     results[name]
-                    if complete and src.admits
-                    else [(key, s) for key, s in results[name] if key in known],
-                    score_spec_of(src, space),
+                    if complete or not src.admits
+                    else [(key, s) for key, s in results[name] if key in refs],
+                    spec,
                 )
-                for name, src in self._sources
+                for (name, src), spec in zip(self._sources, self._score_specs(space), strict=True)
             ]
             fused = fuse(
                 channels,
@@ -252,22 +276,14 @@ class SearchPipeline:
                 limit=plan.pool,
             )
             rows = reader.memories([f.key for f in fused])
-        pool = []
-        for f in fused:
-            row = rows[f.key]
-            hit = Hit(
-                ref=row.ref,
-                text=row.text,
-                score=f.score,
-                importance=row.importance,
-                matched_by=f.matched_by,
-                channel_scores=f.channel_scores,
-                metadata=row.metadata,
-                created_at=row.created_at,
-                content_hash=row.content_hash,
-            )
-            pool.append(Pooled(hit, f.key))
-        return pool
+        return [Pooled(_hit(rows[f.key], f), f.key) for f in fused]
+
+    def _score_specs(self, space: EmbedderDescriptor) -> tuple[ScoreSpec, ...]:
+        declared_for, specs = self._specs
+        if declared_for is not space:
+            specs = tuple(score_spec_of(src, space) for _name, src in self._sources)
+            self._specs = (space, specs)
+        return specs
 
     def finish(self, plan: SearchPlan, pool: Sequence[Pooled], runner: LoopRunner) -> SearchResult:
         """The rerank stage (the seam, entered once) and the result, for a synchronous

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import enum
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from types import MappingProxyType
-from typing import Any
+from typing import Any, TypeVar
 
 import attrs
 import numpy as np
@@ -38,6 +38,32 @@ __all__ = [
 def frozen_mapping(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
     """A read-only copy of ``value`` (empty for None): what frozen value objects hold."""
     return MappingProxyType(dict(value or {}))
+
+
+_T = TypeVar("_T")
+_BUILDERS: dict[type, Callable[..., Any]] = {}
+
+
+def prechecked(cls: type[_T], *values: Any) -> _T:
+    """An instance of the attrs class ``cls`` holding ``values`` (one per field, in order)
+    as they are: no converter or validator runs. For the host's hot paths only (a store's
+    rows, the fused hits), with values already checked and of the types the converters give
+    (a read-only mapping for a mapping field, a tuple for a tuple field)."""
+    build = _BUILDERS.get(cls)
+    if build is None:
+        build = _BUILDERS[cls] = _builder(cls)
+    return build(*values)  # type: ignore[no-any-return]
+
+
+def _builder(cls: type) -> Callable[..., Any]:
+    # one generated function per class: a loop over the fields costs more than the stores
+    names = [a.name for a in attrs.fields(cls)]
+    params = ", ".join(f"v{i}" for i in range(len(names)))
+    sets = "".join(f"    put(inst, {name!r}, v{i})\n" for i, name in enumerate(names))
+    source = f"def build({params}):\n    inst = new(cls)\n{sets}    return inst\n"
+    scope: dict[str, Any] = {"new": object.__new__, "put": object.__setattr__, "cls": cls}
+    exec(compile(source, f"<prechecked {cls.__name__}>", "exec"), scope)
+    return scope["build"]  # type: ignore[no-any-return]
 
 
 def _str_tuple(value: Iterable[str]) -> tuple[str, ...]:

@@ -34,6 +34,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 import attrs
+import numpy as np
 
 from rankseam.checks import is_real
 from rankseam.embedding import FUSION_SCALES, EmbedderDescriptor
@@ -166,9 +167,153 @@ def fuse(
 ) -> list[Fused]:
     """Fuse channel lists into the coarse order (best first), cut to ``limit``. ``ref_of``
     gives the identity of a row key (for the deterministic tie-break); ``weights`` and
-    ``scales`` (the configuration's) override what the channels declared."""
+    ``scales`` (the configuration's) override what the channels declared.
+
+    Lists whose keys are distinct and whose scores are finite (every built-in source's) are
+    fused over numpy arrays; any other list takes the per-key path. Both compute every score
+    with the same float operations in the same order, so they give the same floats."""
     if method not in FUSION_METHODS:
         raise ValueError(f"unknown fusion {method!r}; use one of {', '.join(FUSION_METHODS)}")
+    given = weights or {}
+    given_scales = scales or {}
+    arrays = _as_arrays(channels)
+    if arrays is None:
+        return _fuse_items(channels, ref_of, method, given, given_scales, limit)
+    return _fuse_arrays(channels, arrays, ref_of, method, given, given_scales, limit)
+
+
+#: A channel's list for the array path: ``key -> score``, and its keys and scores as arrays.
+_Arrays = tuple[dict[int, float], np.ndarray, np.ndarray]
+#: Most admitting channels the array path takes (``matched_by`` is a bit mask there).
+_MAX_ADMITTING = 62
+
+
+def _as_arrays(channels: Sequence[ChannelList]) -> list[_Arrays] | None:
+    """Each channel's list for the array path, or None when a list repeats a key, holds a
+    key that is not an integer or a score that is not a finite number, or two channels share
+    a name (the per-key path's cases)."""
+    if len({ch.name for ch in channels}) != len(channels):
+        return None
+    if sum(1 for ch in channels if ch.admits) > _MAX_ADMITTING:
+        return None
+    out = []
+    for ch in channels:
+        by_key = dict(ch.items)
+        n = len(by_key)
+        if n != len(ch.items):
+            return None
+        try:
+            keys = np.fromiter(by_key, dtype=np.int64, count=n)
+            scores = np.fromiter(by_key.values(), dtype=np.float64, count=n)
+        except (TypeError, ValueError, OverflowError):
+            return None
+        if not np.isfinite(scores).all() or keys.tolist() != list(by_key):
+            return None
+        out.append((by_key, keys, scores))
+    return out
+
+
+def _normalised(scale: str, s: np.ndarray) -> np.ndarray:
+    """:func:`normalise` over an array of finite scores (the same float operations)."""
+    if scale == "unit":
+        return np.minimum(np.maximum(s, 0.0), 1.0)
+    if scale == "max":
+        best = float(s.max())
+        if best <= 0:
+            return np.zeros_like(s)
+        return np.maximum(s, 0.0) / best
+    low, high = float(s.min()), float(s.max())
+    if high == low:
+        return np.ones_like(s)
+    return (s - low) / (high - low)
+
+
+def _fuse_arrays(
+    channels: Sequence[ChannelList],
+    arrays: list[_Arrays],
+    ref_of: Callable[[int], MemoryRef],
+    method: str,
+    given: Mapping[str, float],
+    given_scales: Mapping[str, str],
+    limit: int | None,
+) -> list[Fused]:
+    listed = [keys for ch, (_d, keys, _s) in zip(channels, arrays, strict=True) if ch.admits]
+    if not listed or not sum(keys.size for keys in listed):
+        return []
+    # the admitted keys (sorted), and where each was first listed by an admitting channel
+    admitted, first = np.unique(np.concatenate(listed), return_index=True)
+    n = admitted.size
+    fused = np.zeros(n, dtype=np.float64)
+    found = np.zeros(n, dtype=np.int64)  # bit i: the i-th admitting channel listed the key
+    names: list[str] = []
+    total = 0.0
+    for ch, (_by_key, keys, s) in zip(channels, arrays, strict=True):
+        pos = np.searchsorted(admitted, keys)
+        if ch.admits:
+            found[pos] += 1 << len(names)
+            names.append(ch.name)
+        elif pos.size:
+            pos = np.minimum(pos, n - 1)
+            keep = admitted[pos] == keys
+            pos, s = pos[keep], s[keep]
+        if method == "rrf":
+            weight = float(given.get(ch.name, 1.0))
+            if pos.size:
+                # competition rank: 1 + the number of the list's scores strictly above
+                ranks = s.size - np.searchsorted(np.sort(s), s, side="right") + 1
+                fused[pos] += weight / (RRF_K + ranks)
+        else:
+            weight = float(given.get(ch.name, ch.spec.weight))
+            total += weight
+            if weight and pos.size:
+                fused[pos] += weight * _normalised(given_scales.get(ch.name, ch.spec.scale), s)
+    if method == "convex" and total > 0:
+        fused = fused / total
+    # best first; equal scores in the order the admitting channels first listed them
+    ranked = np.lexsort((first, -fused))
+    ordered = _break_ties(admitted[ranked].tolist(), fused[ranked].tolist(), ref_of, limit)
+    at = np.searchsorted(admitted, ordered)
+    lists = [(ch.name, by_key) for ch, (by_key, _k, _s) in zip(channels, arrays, strict=True)]
+    matched: dict[int, tuple[str, ...]] = {}
+    out = []
+    for k, score, bits in zip(ordered, fused[at].tolist(), found[at].tolist(), strict=True):
+        by = matched.get(bits)
+        if by is None:
+            by = matched[bits] = tuple(name for i, name in enumerate(names) if bits >> i & 1)
+        raw = {name: by_key[k] for name, by_key in lists if k in by_key}
+        out.append(tuple.__new__(Fused, (k, score, by, raw)))
+    return out
+
+
+def _break_ties(
+    order: list[int], values: list[float], ref_of: Callable[[int], MemoryRef], limit: int | None
+) -> list[int]:
+    """``order`` (by score, ``values`` its scores) with each run of equal scores that starts
+    within the cut sorted by identity bytes, cut to ``limit`` (only tied runs pay for sort
+    keys, and only those that start within the cut: the order past it is dropped)."""
+    end = len(order) if limit is None else min(limit, len(order))
+    i = 0
+    while i < end:
+        j = i + 1
+        while j < len(order) and values[j] == values[i]:
+            j += 1
+        if j - i > 1:
+            order[i:j] = sorted(order[i:j], key=lambda k: ref_of(k).sort_key())
+        i = j
+    return order if limit is None else order[:limit]
+
+
+def _fuse_items(
+    channels: Sequence[ChannelList],
+    ref_of: Callable[[int], MemoryRef],
+    method: str,
+    given: Mapping[str, float],
+    given_scales: Mapping[str, str],
+    limit: int | None,
+) -> list[Fused]:
+    """:func:`fuse` key by key, for lists that repeat a key (its first score is its raw score,
+    the last its normalised one) or hold a score that is not a finite number, and channels
+    that share a name (the first one's score is the raw score)."""
     admitted: dict[int, list[str]] = {}
     for ch in channels:
         if ch.admits:
@@ -178,8 +323,6 @@ def fuse(
                     names.append(ch.name)
     fused: dict[int, float] = dict.fromkeys(admitted, 0.0)
     raw: dict[int, dict[str, float]] = {k: {} for k in admitted}
-    given = weights or {}
-    given_scales = scales or {}
     total = 0.0
     for ch in channels:
         items = [(k, s) for k, s in ch.items if k in admitted]
@@ -198,17 +341,5 @@ def fuse(
     if method == "convex" and total > 0:
         fused = {k: v / total for k, v in fused.items()}
     order = sorted(fused, key=lambda k: -fused[k])
-    # Break ties on the fused score by identity bytes (only tied runs pay for sort keys, and
-    # only those that start within the cut: the order past it is dropped).
-    end = len(order) if limit is None else min(limit, len(order))
-    i = 0
-    while i < end:
-        j = i + 1
-        while j < len(order) and fused[order[j]] == fused[order[i]]:
-            j += 1
-        if j - i > 1:
-            order[i:j] = sorted(order[i:j], key=lambda k: ref_of(k).sort_key())
-        i = j
-    if limit is not None:
-        order = order[:limit]
+    order = _break_ties(order, [fused[k] for k in order], ref_of, limit)
     return [Fused(k, fused[k], tuple(admitted[k]), raw[k]) for k in order]

@@ -9,6 +9,7 @@ ranked exactly as without it. It runs on every store (``rankseam.plugin.Importan
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from operator import itemgetter
 from typing import Any
 
 from rankseam.plugin import EmbedderDescriptor, ScoredKey, ScoreSpec, SourceRequest
@@ -31,7 +32,10 @@ class ImportanceSource:
         if not request.admitted:
             return []
         scores = request.reader.importance(request.admitted)
-        return sorted(scores.items(), key=lambda item: (-item[1], item[0]))
+        # best first, ties by key: by key, then (stable) by importance
+        ranked = sorted(scores.items(), key=itemgetter(0))
+        ranked.sort(key=itemgetter(1), reverse=True)
+        return ranked
 
     @classmethod
     def from_options(cls, options: Mapping[str, Any]) -> ImportanceSource:

@@ -156,6 +156,7 @@ class AnnIndexes:
         self.min_vectors = min_vectors
         self._lock = threading.Lock()
         self._bases: dict[tuple[str, str], _Base | None] = {}
+        self._paths: dict[tuple[str, str], Path] = {}
         self._maintaining: set[tuple[str, str]] = set()
         # one maintenance at a time per index in this process: a caller's maintain waits for
         # a background one (and then usually finds nothing left to merge)
@@ -166,14 +167,19 @@ class AnnIndexes:
     # -- reading ---------------------------------------------------------------------------
 
     def _manifest_path(self, namespace: str, space: str) -> Path:
-        return self.folder / f"{_slug(namespace, space)}.json"
+        path = self._paths.get((namespace, space))
+        if path is None:  # a search asks every time: the hash and the join are kept
+            if len(self._paths) > 4096:
+                self._paths.clear()
+            path = self._paths[(namespace, space)] = self.folder / f"{_slug(namespace, space)}.json"
+        return path
 
     def base(self, namespace: str, space: str) -> _Base | None:
         """The current base of ``namespace`` × ``space`` (reloaded when its manifest was
         replaced), or ``None``."""
         path = self._manifest_path(namespace, space)
         try:
-            st = path.stat()
+            st = os.stat(path)
         except OSError:
             self._bases.pop((namespace, space), None)
             return None

@@ -9,6 +9,7 @@ import time
 import uuid
 from collections.abc import Mapping, Sequence
 from datetime import datetime
+from types import MappingProxyType
 from typing import Any, ClassVar, Literal
 
 import attrs
@@ -17,7 +18,7 @@ import numpy as np
 from rankseam.checks import is_real
 from rankseam.errors import ValidationError
 from rankseam.store.rows import MemoryHead
-from rankseam.types import MemoryRef, frozen_mapping
+from rankseam.types import MemoryRef, frozen_mapping, prechecked
 
 __all__ = [
     "MAX_ID_CHARS",
@@ -84,14 +85,17 @@ class StoredMemory:
         revision, text, importance, metadata JSON, created at, content hash), optionally
         followed by the memory's ``deleted`` flag (absent: not deleted)."""
         _key, ns, mid, rev, text, importance, meta, created, chash = row[:9]
-        return cls(
-            ref=MemoryRef(ns, mid, int(rev)),
-            text=text,
-            importance=float(importance),
-            metadata=json.loads(meta),
-            created_at=float(created),
-            content_hash=chash,
-            deleted=len(row) > 9 and bool(row[9]),
+        # a store's row holds what the store checked when it wrote it: built without
+        # re-checking (a search reads dozens per query)
+        return prechecked(
+            cls,
+            prechecked(MemoryRef, ns, mid, int(rev)),
+            text,
+            float(importance),
+            MappingProxyType({} if meta == "{}" else json.loads(meta)),
+            float(created),
+            chash,
+            len(row) > 9 and bool(row[9]),
         )
 
     def to_dict(self) -> dict[str, Any]:

@@ -108,11 +108,9 @@ def top_k(scores: np.ndarray, rids: np.ndarray, k: int) -> list[tuple[int, float
         idx = np.arange(n)
     order = np.lexsort((rids[idx], -scores[idx]))
     idx = idx[order]
-    return [
-        (int(r), float(s))
-        for r, s in zip(rids[idx], scores[idx], strict=True)
-        if s != -np.inf  # rows retired since the last compaction
-    ]
+    top = scores[idx]
+    keep = top != -np.inf  # rows retired since the last compaction
+    return list(zip(rids[idx][keep].tolist(), top[keep].tolist(), strict=True))
 
 
 class VectorCache:

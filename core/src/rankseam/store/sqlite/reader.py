@@ -4,10 +4,9 @@ SQLite's dialect: BM25 through FTS5, cosine over a cached numpy matrix (and the 
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from collections.abc import Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -16,39 +15,46 @@ from rankseam.store import ann as ann_module
 from rankseam.store.readers import LexicalQuery, ScoredKey
 from rankseam.store.records import StoredMemory
 from rankseam.store.vectors import top_k
-from rankseam.types import MemoryRef
+from rankseam.types import MemoryRef, prechecked
 
 if TYPE_CHECKING:
     from rankseam.store.sqlite.store import SQLiteStore
 
 __all__ = [
+    "MAX_FACTS",
     "ROW_COLUMNS",
+    "FactsCache",
     "SQLiteReader",
     "chunks",
     "fts5_string",
-    "row_to_memory",
 ]
 
-#: The columns :func:`row_to_memory` reads (a revision ``r``).
-ROW_COLUMNS = (
-    "r.rid, r.namespace, r.memory_id, r.revision, r.text, r.importance, r.metadata, "
-    "r.created_at, r.content_hash"
-)
+#: The columns ``StoredMemory.from_row`` reads (a revision ``r``).
+ROW_COLUMNS = StoredMemory.COLUMNS
 _SQL_VARS = 900  # stay under SQLITE_MAX_VARIABLE_NUMBER of old builds
+#: Most revisions whose facts a store keeps (:class:`FactsCache`).
+MAX_FACTS = 100_000
+
+#: ``(namespace, memory_id, revision, importance, live)`` of a revision.
+Facts = tuple[str, str, int, float, int]
 
 
-def row_to_memory(row: Sequence[Any], deleted: bool = False) -> StoredMemory:
-    """A :class:`StoredMemory` from a row of :data:`ROW_COLUMNS`."""
-    _rid, ns, mid, rev, text, importance, meta, created, chash = row[:9]
-    return StoredMemory(
-        ref=MemoryRef(ns, mid, rev),
-        text=text,
-        importance=importance,
-        metadata=json.loads(meta),
-        created_at=created,
-        content_hash=chash,
-        deleted=deleted,
-    )
+class FactsCache:
+    """The facts of revisions read at one write version (:meth:`SQLiteReader.write_version`),
+    shared by the readers of that version: a revision's row never changes but for ``live``,
+    which changes only with a write, and a write makes a new version, so a table is never
+    read at another one. Kept to :data:`MAX_FACTS` revisions."""
+
+    def __init__(self) -> None:
+        self._current: tuple[int, dict[int, Facts]] = (-1, {})
+
+    def table(self, write_version: int) -> dict[int, Facts]:
+        """The table of ``write_version`` (an empty one for a version not seen last)."""
+        version, facts = self._current
+        if version != write_version or len(facts) > MAX_FACTS:
+            facts = {}
+            self._current = (write_version, facts)
+        return facts
 
 
 def chunks(items: Sequence[int]) -> Iterator[list[int]]:
@@ -75,7 +81,8 @@ class SQLiteReader:
     def __init__(self, store: SQLiteStore, conn: sqlite3.Connection) -> None:
         self._store = store
         self._conn = conn
-        self._known: dict[int, tuple[str, str, int, float, int]] = {}
+        self._version: int | None = None
+        self._known: dict[int, Facts] | None = None
 
     def namespace_version(self, namespace: str) -> int:
         row = self._conn.execute(
@@ -109,9 +116,14 @@ class SQLiteReader:
         """:meth:`lexical` for FTS5 query text (SQLite's own query language, for a source
         registered for this store or a study): ``scoring``, more query text whose terms only
         add their BM25 to the rows ``match`` finds."""
-        names = self._conn.execute("SELECT name FROM namespaces LIMIT 2").fetchall()
         # The only namespace: no join needed to filter (it halves the cost at 100k).
-        only = names == [(namespace,)]
+        only = self._store.cached_count(
+            ("only", self.write_version(), namespace),
+            lambda: int(
+                self._conn.execute("SELECT name FROM namespaces LIMIT 2").fetchall()
+                == [(namespace,)]
+            ),
+        )
         if scoring is None:
             hits = "SELECT rowid AS r, bm25(fts) AS s FROM fts WHERE fts MATCH :match"
             args: dict[str, object] = {"match": match, "k": k}
@@ -139,8 +151,13 @@ class SQLiteReader:
         return [(int(rid), -float(score)) for rid, score in self._conn.execute(sql, args)]
 
     def write_version(self) -> int:
-        """A number that changes with every committed write to the store."""
-        return int(self._conn.execute("SELECT total(version) FROM namespaces").fetchone()[0])
+        """A number that changes with every committed write to the store (read once per
+        snapshot)."""
+        if self._version is None:
+            self._version = int(
+                self._conn.execute("SELECT total(version) FROM namespaces").fetchone()[0]
+            )
+        return self._version
 
     def live_count(self, namespace: str, /) -> int:
         """Live revisions in the whole store, whatever ``namespace`` (all namespaces share the
@@ -260,20 +277,23 @@ class SQLiteReader:
             ),
         )
 
-    def _facts(self, rids: Sequence[int]) -> dict[int, tuple[str, str, int, float, int]]:
+    def _facts(self, rids: Sequence[int]) -> dict[int, Facts]:
         """``rid -> (namespace, memory_id, revision, importance, live)`` of the revisions
-        among ``rids``: one batched read, kept for this snapshot (a search asks the same rows
-        for their importance and for their identities)."""
+        among ``rids``: one batched read of those not read before at this snapshot's write
+        version (:class:`FactsCache`: a search asks the same rows for their importance and
+        for their identities, and searches between two writes ask many of the same)."""
         known = self._known
-        missing = [rid for rid in dict.fromkeys(rids) if rid not in known]
-        for chunk in chunks(missing):
+        if known is None:
+            known = self._known = self._store.facts.table(self.write_version())
+        missing = [rid for rid in rids if rid not in known]
+        for chunk in chunks(list(dict.fromkeys(missing))):
             marks = ",".join("?" * len(chunk))
-            for rid, *facts in self._conn.execute(
+            rows = self._conn.execute(
                 "SELECT rid, namespace, memory_id, revision, importance, live FROM revisions "
                 f"WHERE rid IN ({marks})",
                 chunk,
-            ):
-                known[int(rid)] = tuple(facts)  # type: ignore[assignment]
+            ).fetchall()
+            known.update([(row[0], row[1:]) for row in rows])
         return known
 
     def importance(self, rids: Sequence[int], /) -> dict[int, float]:
@@ -304,7 +324,7 @@ class SQLiteReader:
             for row in self._conn.execute(
                 f"SELECT {ROW_COLUMNS} FROM revisions r WHERE r.rid IN ({marks})", chunk
             ):
-                out[int(row[0])] = row_to_memory(row)
+                out[int(row[0])] = StoredMemory.from_row(row)
         return out
 
     def resolve(self, ref: MemoryRef, /) -> int | None:
@@ -331,7 +351,7 @@ def _varint(data: bytes) -> int:
 class _Refs(Mapping[int, MemoryRef]):
     """Live revisions' identities, each :class:`MemoryRef` built on first read."""
 
-    def __init__(self, facts: dict[int, tuple[str, str, int, float, int]]) -> None:
+    def __init__(self, facts: dict[int, Facts]) -> None:
         self._facts = facts
         self._refs: dict[int, MemoryRef] = {}
 
@@ -339,7 +359,7 @@ class _Refs(Mapping[int, MemoryRef]):
         ref = self._refs.get(rid)
         if ref is None:
             ns, mid, rev = self._facts[rid][:3]
-            ref = self._refs[rid] = MemoryRef(ns, mid, rev)
+            ref = self._refs[rid] = prechecked(MemoryRef, ns, mid, rev)
         return ref
 
     def __contains__(self, rid: object) -> bool:

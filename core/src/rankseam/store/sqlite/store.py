@@ -41,7 +41,7 @@ from rankseam.store.schema import (
     ensure_schema,
 )
 from rankseam.store.sqlite.bulk import SQLiteBulkReader, SQLiteBulkWriter
-from rankseam.store.sqlite.reader import SQLiteReader, chunks
+from rankseam.store.sqlite.reader import FactsCache, SQLiteReader, chunks
 from rankseam.store.sqlite.rows import bump
 from rankseam.store.sqlite.writer import SQLiteBatchWriter
 from rankseam.store.vectors import VectorCache, decode_vectors, encode_vector
@@ -126,6 +126,7 @@ class SQLiteStore:
         self._arrays: dict[tuple[Any, ...], np.ndarray] = {}
         self._memo: dict[tuple[Any, ...], int] = {}
         self._memo_lock = threading.Lock()
+        self.facts = FactsCache()
         try:
             Path(self.path).expanduser().parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:

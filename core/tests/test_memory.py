@@ -416,6 +416,39 @@ def test_cached_vectors_follow_writes_exactly(tmp_path):
     live.close()
 
 
+def test_cached_facts_follow_writes_exactly(tmp_path):
+    """What a long-lived Memory keeps between searches (each revision's importance and
+    liveness, whether the namespace is the store's only one) follows every write: it answers
+    like a freshly opened one."""
+    path = tmp_path / "f.sqlite3"
+    live = rankseam.open_memory(path)
+    for i in range(30):
+        live.add(f"harbor note {i} about maple {i % 4}", memory_id=f"n{i}")
+
+    def answers(memory, query):
+        hits = memory.search(query, 40, reranker=None, pool=50)
+        # (to 6 decimals: a cached vector matrix that grew by writes and a freshly loaded
+        # one may differ in a cosine's last float32 bits)
+        return [
+            (h.ref, round(h.score, 6), h.importance, h.to_dict()["channel_scores"]) for h in hits
+        ]
+
+    def same_as_fresh():
+        for query in ["harbor maple", "note 7", "maple 2 harbor"]:
+            cached = answers(live, query)
+            with rankseam.open_memory(path) as fresh:
+                assert cached == answers(fresh, query)
+        return {ref.memory_id for ref, *_rest in answers(live, "harbor maple")}
+
+    assert {"n3", "n5"} <= same_as_fresh()  # the facts are cached now
+    live.update("n3", "harbor note 3 about maple 3, revised", importance=1.0)
+    live.delete("n5")
+    live.add("harbor maple in another namespace", memory_id="o1", namespace="other")
+    found = same_as_fresh()
+    assert "n3" in found and not {"n5", "o1"} & found
+    live.close()
+
+
 def test_in_memory_store_works_across_threads():
     with rankseam.open_memory(":memory:") as m:
         m.add("in memory only", memory_id="x")

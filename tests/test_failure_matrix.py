@@ -12,6 +12,10 @@ The expected outcome of every cell is :func:`expected`; ``docs/failure-matrix.md
 same table, and :func:`test_docs_table_matches` keeps the two in agreement. No cell may end in a
 silent coarse result: a failure either raises, or is marked (``degraded`` status / degraded
 gate verdict) with its reason.
+
+No verdict depends on how fast the machine is (:func:`_backend`): a healthy answer never races
+a short timeout, and the tests of a deadline make the backend retry at once (an immediate 503)
+before the deadline cuts it, instead of counting on a short timeout to expire before it.
 """
 
 from __future__ import annotations
@@ -102,12 +106,26 @@ def _respond(body: Any) -> Any:
 
 BACKEND = {
     "model": "fake-model",
-    "timeout_s": 0.3,
-    "deadline_s": 3.0,
+    "timeout_s": 30.0,
+    "deadline_s": 120.0,
     "max_attempts": 2,
     "backoff_s": 0.01,
     "backoff_max_s": 0.05,
 }
+#: The faults that end in a timeout: the server holds the request 30 s.
+TIMED_OUT = frozenset(f for f, kind in KIND.items() if kind == "timeout")
+
+
+def _backend(server: Any, fault: str | None, persistence: str) -> dict[str, Any]:
+    """The backend's options for a cell. A fault that answers gets a timeout (30 s) no
+    healthy answer reaches. A held request must time out well before the server's 30 s: when
+    every request is held nothing healthy follows, so the timeout is short (0.3 s); when only
+    the first is held, the healthy retry gets the same timeout, 2 s, which no healthy answer
+    on a loaded machine reaches (a cell that recovers costs 2 s)."""
+    backend = {**BACKEND, "base_url": server.base_url}
+    if fault in TIMED_OUT:
+        backend["timeout_s"] = 0.3 if persistence == "persistent" else 2.0
+    return backend
 
 
 @pytest.fixture(scope="module")
@@ -131,8 +149,10 @@ def coarse(db: str) -> list[str]:
         return [h.ref.memory_id for h in memory.search(QUERY, len(MEMORIES), reranker=None)]
 
 
-def _config(server: Any, role: str) -> dict[str, Any]:
-    backend = {**BACKEND, "base_url": server.base_url}
+def _config(
+    server: Any, role: str, fault: str | None = None, persistence: str = "persistent"
+) -> dict[str, Any]:
+    backend = _backend(server, fault, persistence)
     search: dict[str, Any] = {"pool": len(MEMORIES)}
     config: dict[str, Any] = {"search": search}
     if role == "decision":
@@ -169,7 +189,7 @@ def test_cell(
     # A write-gate cell may store its memory (fail-open): it gets a store of its own, so that
     # the search cells keep seeing exactly the memories their coarse order was taken from.
     target = str(tmp_path / "gate.sqlite3") if role == "write_gate" else db
-    with open_memory(target, config=_config(server, role)) as memory:
+    with open_memory(target, config=_config(server, role, fault, persistence)) as memory:
         if role == "write_gate":
             added = memory.add("ok, thanks!", gate=True)
             assert added.gate is not None
@@ -258,10 +278,12 @@ def test_decision_deadline_counts_every_request_of_cancelled_retries(
     """The decision reranker's ``deadline_s`` cancels calls that are retrying a silent server;
     the trace (or the error) counts every request the server received, not one per call."""
     server.clear()
-    server.inject("delay")  # every request waits 30 s: each call retries until cancelled
+    # each call's first request is refused at once (503), so it retries in milliseconds; every
+    # later request waits 30 s: each call retries until the deadline cancels it
+    server.script(*[Reply.error(503)] * window)
+    server.inject("delay")
     config = _config(server, "decision")
     config["decision_backends"]["openai"] = {**PATIENT, "base_url": server.base_url}
-    # 2.5 s is many 0.2 s attempts: a retry happens before the deadline even on a loaded box
     config["rerankers"]["decision"].update(window=window, deadline_s=2.5)
     config["search"]["on_error"] = on_error
     with open_memory(db, config=config) as memory:
@@ -288,10 +310,11 @@ def test_write_gate_timeout_bounds_add_and_counts_every_request(
     ``timeout_s`` ends ``add()``; fail-open stores with a degraded verdict, fail-closed refuses
     with a typed error; either way every request the server received is counted."""
     server.clear()
-    server.inject("delay")
+    server.script(Reply.error(503))  # refused at once: a retry follows in milliseconds ...
+    server.inject("delay")  # ... and waits 30 s, until the gate's timeout ends add()
     config = _config(server, "write_gate")
     config["decision_backends"]["openai"] = {**PATIENT, "base_url": server.base_url}
-    config["write_gate"].update(timeout_s=2.0, failure_policy=policy)  # many 0.2 s attempts
+    config["write_gate"].update(timeout_s=2.0, failure_policy=policy)
     with open_memory(str(tmp_path / "gate.sqlite3"), config=config) as memory:
         if policy == "fail_open":
             added = memory.add("ok, thanks!", gate=True)
@@ -371,7 +394,8 @@ def test_the_search_deadline_counts_every_request(server: Any, db: str, role: st
     """The search's own rerank deadline (``[search] rerank_deadline_s``) cancels a reranker
     whose backend is retrying a silent server: the degraded trace counts every request."""
     server.clear()
-    server.inject("delay")
+    server.script(Reply.error(503))  # refused at once: a retry follows in milliseconds ...
+    server.inject("delay")  # ... and waits 30 s, until the search's deadline cancels it
     config = _config(server, role)
     table = "decision_backends" if role == "decision" else "generation_backends"
     config[table]["openai"] = {**PATIENT, "base_url": server.base_url}

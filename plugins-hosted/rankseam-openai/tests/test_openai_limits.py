@@ -171,9 +171,12 @@ _SCRIPT = textwrap.dedent(
     from rankseam.plugin import rerank_request
     from rankseam_openai import make_decision_backend
 
+    # Timeouts far above any healthy answer: neither call's verdict depends on how fast this
+    # machine is. Only the cap can stop the endless read (an uncapped client reads until the
+    # guard's MemoryError, within seconds).
     backend = make_decision_backend({
         "base_url": f"http://127.0.0.1:{server.server_address[1]}/v1",
-        "model": "m", "timeout_s": float(sys.argv[1]), "deadline_s": 60, "max_attempts": 1,
+        "model": "m", "timeout_s": 300, "deadline_s": 600, "max_attempts": 1,
     })
     def peak():
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
@@ -193,13 +196,16 @@ _SCRIPT = textwrap.dedent(
 
 
 def test_an_endless_body_leaves_process_memory_bounded() -> None:
-    """Before the cap, this process grew by hundreds of MB in the 2 s of ``timeout_s``."""
+    """Before the cap, this process grew by hundreds of MB per second of ``timeout_s``. The
+    warm-up call (imports, the event loop, the first connection) and the endless read have
+    timeouts no loaded machine reaches, so the verdict is the cap's alone; it once shared a
+    2 s timeout, and the warm-up timed out on a loaded machine."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI", "RANKSEAM_OPENAI"))}
     done = subprocess.run(
-        [sys.executable, "-c", _SCRIPT, "2.0"],
+        [sys.executable, "-c", _SCRIPT],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=900,  # a guard against a hang only
         env=env,
         check=False,
     )

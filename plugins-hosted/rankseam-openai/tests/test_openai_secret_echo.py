@@ -67,9 +67,7 @@ def echo() -> Iterator[FakeOpenAIServer]:
 
 
 def _options(server: FakeOpenAIServer) -> dict[str, Any]:
-    return server.options(
-        api_key=KEY, headers={"X-Org": HEADER_VALUE}, max_attempts=1, timeout_s=5.0
-    )
+    return server.options(api_key=KEY, headers={"X-Org": HEADER_VALUE}, max_attempts=1)
 
 
 def _failures(backend: Any, server: FakeOpenAIServer, replies: list[Reply]) -> list[str]:

@@ -117,9 +117,7 @@ def assert_no_secret_logged(
 
 
 def _options(server: FakeOpenAIServer, **extra: Any) -> dict[str, Any]:
-    return server.options(
-        api_key=KEY, headers={"X-Org": HEADER_VALUE}, timeout_s=30.0, deadline_s=120.0, **extra
-    )
+    return server.options(api_key=KEY, headers={"X-Org": HEADER_VALUE}, **extra)
 
 
 def _evaluate(backend: Any) -> Any:

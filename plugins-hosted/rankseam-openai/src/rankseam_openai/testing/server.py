@@ -187,12 +187,15 @@ class FakeOpenAIServer:
         return f"http://127.0.0.1:{self.port}/v1"
 
     def options(self, **overrides: Any) -> dict[str, Any]:
-        """Backend options pointing at this server (fast timeouts suited to tests)."""
+        """Backend options pointing at this server, with short backoffs. The timeouts are
+        far above what a healthy answer takes on any machine, however loaded (a test's verdict
+        never hangs on how fast a healthy answer comes); a test *of* a timeout or a deadline
+        sets its own ``timeout_s`` / ``deadline_s``."""
         out: dict[str, Any] = {
             "base_url": self.base_url,
             "model": "fake-model",
-            "timeout_s": 2.0,
-            "deadline_s": 5.0,
+            "timeout_s": 30.0,
+            "deadline_s": 60.0,
             "max_attempts": 3,
             "backoff_s": 0.01,
             "backoff_max_s": 0.05,

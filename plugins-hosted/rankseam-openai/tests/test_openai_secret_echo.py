@@ -49,8 +49,14 @@ def assert_clean(texts: Iterable[str] | str, where: str = "") -> None:
 SHAPES = list(echo_shapes(KEY)) + [(f"header-{n}", t) for n, t in echo_shapes(HEADER_VALUE)][:60]
 
 
+#: Attributes that differ between otherwise equal records (left out, so that equal records
+#: are checked once).
+_VOLATILE = {"created", "msecs", "relativeCreated", "thread", "threadName", "taskName"}
+
+
 def _record_text(record: logging.LogRecord) -> str:
-    return json.dumps({k: repr(v) for k, v in vars(record).items()}) + record.getMessage()
+    attributes = {k: repr(v) for k, v in vars(record).items() if k not in _VOLATILE}
+    return json.dumps(attributes) + record.getMessage()
 
 
 def _our_records(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
@@ -161,8 +167,7 @@ def test_error_bodies_never_leak_the_key(
     assert_clean(_failures(backend, echo, replies))
     records = _our_records(caplog)
     assert records
-    for record in records:
-        assert_clean(_record_text(record), "in a log record")
+    assert_clean({_record_text(record) for record in records}, "in a log record")
 
 
 def test_headers_and_bodies_of_every_status_never_leak_the_key(
@@ -180,8 +185,7 @@ def test_headers_and_bodies_of_every_status_never_leak_the_key(
     assert_clean(_failures(backend, echo, replies))
     records = _our_records(caplog)
     assert records
-    for record in records:
-        assert_clean(_record_text(record), "in a log record")
+    assert_clean({_record_text(record) for record in records}, "in a log record")
 
 
 def test_model_replies_never_leak_the_key(echo: FakeOpenAIServer) -> None:

@@ -18,9 +18,9 @@ import attrs
 from rankseam.config import Config, default_db_path
 from rankseam.decision import (
     DecisionBackend,
-    DecisionFailurePolicy,
     FailOpenDecisionBackend,
     Role,
+    wrap_for_role,
 )
 from rankseam.embedding import Embedder, EmbedderDescriptor
 from rankseam.errors import ConfigurationError
@@ -53,7 +53,8 @@ _KIND_WORDS = {
 }
 
 
-#: The role of a generation consumer that names none: fail-open, the default of every role.
+#: The role of a generation consumer that names none: fail-open with the default timeout
+#: (:data:`~rankseam.decision.DEFAULT_ROLE_TIMEOUT_S`), the defaults of every role.
 GENERATION_ROLE = Role("generation")
 
 
@@ -168,12 +169,11 @@ class ComponentContext:
         return self.backend_for_role("generation_backend", name, chosen)  # type: ignore[no-any-return]
 
     def backend_for_role(self, kind: str, name: str | None, role: Role) -> Any:
-        """The one resolution function: backend ``name`` of ``kind`` (``"decision_backend"`` or
-        ``"generation_backend"``) as ``role`` receives it.
-
-        Fail-closed roles get the backend itself (the unwrapped handle: failures raise);
-        fail-open roles get it inside the port's one fail-open envelope
-        (:class:`~rankseam.decision.FailOpenDecisionBackend`,
+        """Backend ``name`` of ``kind`` (``"decision_backend"`` or ``"generation_backend"``)
+        built once, checked, and resolved for ``role`` by the one role resolution,
+        :func:`rankseam.decision.wrap_for_role`: fail-closed roles get the backend itself (the
+        unwrapped handle: failures raise); fail-open roles get it inside the port's one
+        fail-open envelope (:class:`~rankseam.decision.FailOpenDecisionBackend`,
         :class:`~rankseam.generation.FailOpenGenerationBackend`) with the role's name and
         timeout. One instance per name serves every role."""
         port = _PORTS.get(kind)
@@ -199,10 +199,7 @@ class ComponentContext:
                 f"{word} {name!r} does not implement {port.protocol.__name__} "
                 f"(a policy_id string and an async def {port.method}(request))"
             )
-        bare = backend.delegate if isinstance(backend, port.envelope) else backend
-        if role.failure_policy is DecisionFailurePolicy.FAIL_CLOSED:
-            return bare
-        return port.envelope(bare, role=role.name, timeout_s=role.timeout_s)
+        return wrap_for_role(backend, role, port.envelope)
 
     def embedder(self, name: str) -> Embedder:
         """The embedder ``name``, checked against the Embedder protocol."""

@@ -3,12 +3,13 @@
 A *decision backend* answers a :class:`DecisionRequest` with a :class:`DecisionResult` and
 raises on failure. A *role* (a consumer such as the decision reranker or the write gate)
 declares a :class:`DecisionFailurePolicy` (fail-open unless it opts into fail-closed); the host
-resolves it when it hands the role a backend (``ComponentContext.decision_backend`` and
-``ComponentContext.generation_backend`` both go through one resolution function):
+resolves it when it hands the role a backend. Role resolution exists once, in
+:func:`wrap_for_role`: ``ComponentContext.decision_backend`` and
+``ComponentContext.generation_backend`` go through it, and so does the write gate:
 
 - ``FAIL_CLOSED`` roles get the backend itself (the *unwrapped* handle): failures raise.
 - ``FAIL_OPEN`` roles get it inside :class:`FailOpenDecisionBackend`, the one and only fail-open
-  envelope: any ``Exception`` (and an optional timeout) becomes ``ABSTAIN`` with
+  envelope: any ``Exception`` (and the role's timeout) becomes ``ABSTAIN`` with
   ``used_fallback=True`` and the usage the failed call spent; ``asyncio.CancelledError`` always
   propagates.
 
@@ -32,6 +33,7 @@ from rankseam.errors import BackendError, BackendTimeoutError, InvalidOutputErro
 from rankseam.types import Usage
 
 __all__ = [
+    "DEFAULT_ROLE_TIMEOUT_S",
     "DEFAULT_WRITE_GATE_TIMEOUT_S",
     "GATE_BLOCKED_MARGIN_S",
     "RERANK_DECISION_KIND",
@@ -154,11 +156,17 @@ class DecisionFailurePolicy(enum.StrEnum):
     FAIL_CLOSED = "fail_closed"
 
 
+#: Every role's timeout unless it declares its own: a fail-open envelope never waits longer for
+#: a backend than this.
+DEFAULT_ROLE_TIMEOUT_S = 30.0
+
+
 def _timeout(_inst: object, _attribute: object, value: Any) -> None:
-    if value is None:
-        return
     if not is_real(value) or value <= 0:
-        raise ValueError(f"Role.timeout_s must be None or a finite number > 0, got {value!r}")
+        raise ValueError(
+            f"Role.timeout_s must be a finite number of seconds > 0 (default "
+            f"{DEFAULT_ROLE_TIMEOUT_S:g}), got {value!r}; every role has a deadline"
+        )
 
 
 @attrs.frozen
@@ -166,16 +174,17 @@ class Role:
     """A consumer of a backend and the failure policy it declares.
 
     The policy defaults to ``FAIL_OPEN``, as in the reference RFC: a consumer is advisory
-    unless it opts into ``FAIL_CLOSED`` (the rerank role does). ``timeout_s`` is enforced by the
-    fail-open envelope, and by the write gate in both its forms; the decision reranker keeps its
-    own per-search deadline (``deadline_s``), under the seam's rerank deadline.
+    unless it opts into ``FAIL_CLOSED`` (the rerank role does). ``timeout_s`` (finite, default
+    :data:`DEFAULT_ROLE_TIMEOUT_S`) is enforced by the fail-open envelope, and by the write gate
+    in both its forms; a fail-closed reranker role gets the bare backend and keeps the seam's
+    per-search rerank deadline instead.
     """
 
     name: str = attrs.field(validator=non_empty_str)
     failure_policy: DecisionFailurePolicy = attrs.field(
         default=DecisionFailurePolicy.FAIL_OPEN, converter=DecisionFailurePolicy
     )
-    timeout_s: float | None = attrs.field(default=None, validator=_timeout)
+    timeout_s: float = attrs.field(default=DEFAULT_ROLE_TIMEOUT_S, validator=_timeout)
 
 
 #: The reranking role: fails closed (an error is raised, never a quiet coarse result).
@@ -234,7 +243,7 @@ class FailOpenDecisionBackend:
     """
 
     def __init__(
-        self, delegate: DecisionBackend, *, role: str, timeout_s: float | None = None
+        self, delegate: DecisionBackend, *, role: str, timeout_s: float = DEFAULT_ROLE_TIMEOUT_S
     ) -> None:
         if isinstance(delegate, FailOpenDecisionBackend):
             delegate = delegate.delegate  # the envelope is applied once, never nested
@@ -246,11 +255,8 @@ class FailOpenDecisionBackend:
 
     async def evaluate(self, request: DecisionRequest, /) -> DecisionResult:
         try:
-            if self.timeout_s is None:
+            async with asyncio.timeout(self.timeout_s):
                 raw = await self.delegate.evaluate(request)
-            else:
-                async with asyncio.timeout(self.timeout_s):
-                    raw = await self.delegate.evaluate(request)
             return checked_result(raw, self.delegate)
         except asyncio.CancelledError:
             raise
@@ -283,17 +289,20 @@ def unwrap(backend: DecisionBackend) -> DecisionBackend:
     return backend
 
 
-def wrap_for_role(backend: DecisionBackend, role: Role) -> DecisionBackend:
-    """Resolve a role's failure policy: the unwrapped handle, or the fail-open envelope.
+def wrap_for_role(backend: Any, role: Role, envelope: type[Any] = FailOpenDecisionBackend) -> Any:
+    """The one role resolution: ``backend`` as ``role`` receives it, the unwrapped handle or
+    the port's fail-open ``envelope`` (:class:`FailOpenDecisionBackend`, or
+    :class:`~rankseam.generation.FailOpenGenerationBackend` for a generation backend).
 
-    Idempotent and safe: a fail-closed role always receives the bare backend (even when handed
-    an enveloped one), and a fail-open role gets exactly one envelope carrying its own name and
-    timeout.
+    Every role goes through here: ``ComponentContext.decision_backend`` and
+    ``generation_backend``, and the write gate (:func:`ask_write_gate`). Idempotent and safe: a
+    fail-closed role always receives the bare backend (even when handed an enveloped one), and
+    a fail-open role gets exactly one envelope carrying its own name and timeout.
     """
-    bare = unwrap(backend)
+    bare = backend.delegate if isinstance(backend, envelope) else backend
     if role.failure_policy is DecisionFailurePolicy.FAIL_CLOSED:
         return bare
-    return FailOpenDecisionBackend(bare, role=role.name, timeout_s=role.timeout_s)
+    return envelope(bare, role=role.name, timeout_s=role.timeout_s)
 
 
 @attrs.frozen
@@ -336,15 +345,11 @@ async def ask_write_gate(
     carries what the call spent (every request the backend made, timed-out ones included).
     """
     request = write_gate_request(text)
+    handle = wrap_for_role(backend, role)  # the same resolution as every other role
     if role.failure_policy is DecisionFailurePolicy.FAIL_OPEN:
-        handle = (
-            backend
-            if isinstance(backend, FailOpenDecisionBackend) and backend.timeout_s == role.timeout_s
-            else wrap_for_role(backend, role)
-        )
         result = await handle.evaluate(request)
     else:
-        result = await _closed_gate(unwrap(backend), request, role)
+        result = await _closed_gate(handle, request, role)
     return GateVerdict(
         outcome=result.outcome,
         store=result.used_fallback or result.outcome is not DecisionOutcome.NO,

@@ -42,6 +42,7 @@ from typing import Any, Protocol, runtime_checkable
 import attrs
 
 from rankseam.checks import is_int, is_real, non_empty_str
+from rankseam.decision import DEFAULT_ROLE_TIMEOUT_S
 from rankseam.errors import InvalidOutputError
 from rankseam.types import Usage
 
@@ -327,7 +328,7 @@ class FailOpenGenerationBackend:
     """
 
     def __init__(
-        self, delegate: GenerationBackend, *, role: str, timeout_s: float | None = None
+        self, delegate: GenerationBackend, *, role: str, timeout_s: float = DEFAULT_ROLE_TIMEOUT_S
     ) -> None:
         if isinstance(delegate, FailOpenGenerationBackend):
             delegate = delegate.delegate

@@ -223,7 +223,7 @@ class Memory:
         if gate or (gate is None and self._config.write_gate):
             role = self._config.write_gate_role
             backend = self._gate_backend()
-            wait_s = None if role.timeout_s is None else role.timeout_s + GATE_BLOCKED_MARGIN_S
+            wait_s = role.timeout_s + GATE_BLOCKED_MARGIN_S
             try:
                 verdict = self._runner.run(ask_write_gate(backend, rec.text, role=role), wait_s)
             except LoopTimeout:  # the backend blocked the loop thread; it was replaced

@@ -10,6 +10,7 @@ itself installed, so a plugin that forgets to declare a dependency fails here.
     nox -s wheels               # build every wheel + sdist, twine check, install from wheels
     nox -s compat-3.12          # core + integration tests on Python 3.12 (also 3.13)
     nox -s bench                # a small, fast benchmark run (not part of `make test`)
+    nox -s mutation             # mutation testing of the guarantees (slow; not in `make test`)
 """
 
 from __future__ import annotations
@@ -159,6 +160,33 @@ def bench(session: nox.Session) -> None:
     out = session.posargs[0] if session.posargs else str(ROOT / "bench-out")
     backends = ["--option", "decision.backend=heuristic", "--option", "listwise.backend=local"]
     session.run("rankseam", "bench", "latency", "--quick", *backends, "--out", f"{out}/latency")
+
+
+#: `nox -s mutation` fails when a module group kills less than this share of its non-equivalent
+#: mutants (docs/testing.md, "Mutation testing").
+MUTATION_THRESHOLD = 0.9
+
+
+@nox.session(python="3.11")
+def mutation(session: nox.Session) -> None:
+    """Mutation testing (mutmut) of the seam, the decision port, role resolution, the write gate
+    and the MMR kernel, each against its own test files; writes mutation-out/report.md and fails
+    below MUTATION_THRESHOLD per group. Slow (see docs/testing.md): not part of `make test`.
+    Arguments after `--` go to .ci/mutation.py (--group NAME, --sample N --seed S, --out DIR)."""
+    session.install(
+        "mutmut>=3.3,<4",
+        "-e",
+        f"{DISTS['rankseam']}[testing]",
+        "-e",
+        f"{DISTS['rankseam-mmr']}[test]",
+    )
+    session.run(
+        "python",
+        str(ROOT / ".ci" / "mutation.py"),
+        "--threshold",
+        str(MUTATION_THRESHOLD),
+        *session.posargs,
+    )
 
 
 @nox.session(python="3.11")

@@ -168,6 +168,8 @@ def _prepare(work: Path, groups: Sequence[Group]) -> None:
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
     shutil.copytree(ROOT / "core" / "src" / "rankseam", work / "src" / "rankseam", ignore=ignore)
     shutil.copytree(MMR / "src" / "rankseam_mmr", work / "src" / "rankseam_mmr", ignore=ignore)
+    # tests that check the docs read them next to their folder's parent, as in the checkout
+    shutil.copytree(ROOT / "docs", work / "docs", ignore=ignore)
     tests = sorted({t for g in groups for t in g.tests})
     for extra in tests[0].parent.glob("conftest.py"):
         shutil.copy2(extra, work / "tests" / extra.name)
@@ -233,8 +235,11 @@ def run(out: Path, names: Sequence[str], sample: int | None, seed: int, threshol
         work = out / "work" / workdir
         _prepare(work, members)
         # first pass: generate the mutants and the coverage stats (no mutant matches the filter)
-        _mutmut(work, "run", "rankseam-generate-only", log=log)
+        first = _mutmut(work, "run", "rankseam-generate-only", log=log)
         every = sorted(_statuses(work))
+        if "failed to collect stats" in first.stdout + first.stderr or not every:
+            print(f"mutmut could not run the clean tests of {workdir!r}; see {log}")
+            return 2
         chosen: dict[str, list[str]] = {}
         for group in members:
             mine = [n for n in every if _belongs(n, group)]

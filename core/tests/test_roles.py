@@ -123,6 +123,7 @@ def test_every_role_has_a_finite_default_timeout() -> None:
         assert math.isfinite(role.timeout_s) and role.timeout_s > 0
     # the envelopes built without a role wait no longer than a role would
     assert FailOpenDecisionBackend(Hanging(), role="r").timeout_s == DEFAULT_ROLE_TIMEOUT_S
+    assert FailOpenGenerationBackend(Hanging(), role="r").timeout_s == DEFAULT_ROLE_TIMEOUT_S  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("value", [None, 0, -1.0, float("nan"), float("inf"), "5", True])
@@ -265,9 +266,7 @@ def test_a_role_without_a_backend_name_says_how_to_name_one() -> None:
     )
     with pytest.raises(ConfigurationError) as empty:
         ComponentContext(Config(), Registry()).generation_backend("", Role("advice"))
-    assert "needs a generation backend; name one of the installed ones (none)" in str(
-        empty.value
-    )
+    assert "needs a generation backend; name one of the installed ones (none)" in str(empty.value)
 
 
 def test_an_object_that_is_not_a_backend_is_refused() -> None:

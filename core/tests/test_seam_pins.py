@@ -135,7 +135,10 @@ def test_a_wrong_answer_is_named_in_the_error() -> None:
     with pytest.raises(RerankError) as info:
         run(Scripted([1, 2]))
     assert info.value.reason == "invalid_output" and info.value.policy_id == "test.scripted.v1"
-    assert str(info.value.__cause__) == "reranker 'test.scripted.v1' returned list, not a RerankDecision"
+    assert (
+        str(info.value.__cause__)
+        == "reranker 'test.scripted.v1' returned list, not a RerankDecision"
+    )
     with pytest.raises(RerankError) as scores:
         run(Scripted(RerankDecision((1, 2), scores=(0.5,))))
     assert str(scores.value.__cause__) == (

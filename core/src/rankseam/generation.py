@@ -42,7 +42,6 @@ from typing import Any, Protocol, runtime_checkable
 import attrs
 
 from rankseam.checks import is_int, is_real, non_empty_str
-from rankseam.decision import DEFAULT_ROLE_TIMEOUT_S
 from rankseam.errors import InvalidOutputError
 from rankseam.types import Usage
 
@@ -316,6 +315,12 @@ class GenerationBackend(Protocol):
     async def generate(self, request: GenerationRequest, /) -> GenerationResult: ...
 
 
+#: The envelope's timeout when it is built without one: every role's default,
+#: ``rankseam.decision.DEFAULT_ROLE_TIMEOUT_S`` (a sibling module, so not imported; a test
+#: keeps the two equal). Role resolution always passes the role's own timeout.
+ENVELOPE_DEFAULT_TIMEOUT_S = 30.0
+
+
 class FailOpenGenerationBackend:
     """The fail-open envelope of the generation port, for roles that declare ``FAIL_OPEN``.
 
@@ -328,7 +333,11 @@ class FailOpenGenerationBackend:
     """
 
     def __init__(
-        self, delegate: GenerationBackend, *, role: str, timeout_s: float = DEFAULT_ROLE_TIMEOUT_S
+        self,
+        delegate: GenerationBackend,
+        *,
+        role: str,
+        timeout_s: float = ENVELOPE_DEFAULT_TIMEOUT_S,
     ) -> None:
         if isinstance(delegate, FailOpenGenerationBackend):
             delegate = delegate.delegate

@@ -56,7 +56,17 @@ def test_quality_on_tiny_locomo_writes_json_png_markdown(tmp_path):
     assert (out / "report.png").exists() == PLOT
     if PLOT:
         assert (out / "report.png").read_bytes().startswith(PNG)
-    assert "| none |" in (out / "report.md").read_text()
+    md = (out / "report.md").read_text()
+    assert "| none |" in md
+    # HotMem's MMR gate, read off the coarse column (the one without a reranker)
+    coarse = report["policies"]["none"]["dup_slot@5"]
+    assert report["mmr_gate"] == {
+        "metric": "dup_slot@5",
+        "threshold": 0.2,
+        "coarse": {"none": {"dup_slot@5": coarse, "mmr_advised": coarse > 0.2}},
+    }
+    verdict = "MMR advised" if coarse > 0.2 else "MMR not advised"
+    assert f"coarse dup-slot@5 {coarse:.3f} vs HotMem's 20% gate: {verdict}." in md
 
 
 def test_quality_on_tiny_beir_reports_recall_at_100(tmp_path):

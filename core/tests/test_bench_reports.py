@@ -9,8 +9,15 @@ import pytest
 from click.testing import CliRunner
 
 from rankseam.bench.latency import reference_mmr, time_rerank_stage
-from rankseam.bench.quality import POLICY_KEYS, score_query
-from rankseam.bench.reports import finish_report, quality_markdown, write_report
+from rankseam.bench.policies import PolicySpec
+from rankseam.bench.quality import (
+    MMR_GATE_DUP_SLOT,
+    POLICY_KEYS,
+    columns_for,
+    mmr_gate,
+    score_query,
+)
+from rankseam.bench.reports import finish_report, mmr_gate_lines, quality_markdown, write_report
 from rankseam.cli import cli
 from rankseam.compose import ComponentContext, Config
 
@@ -68,6 +75,48 @@ def test_write_quality_report(tmp_path):
     assert "| policy | Recall@5 | Recall@10 | nDCG@10 | MRR | dup-slot@5 |" in md
     assert "Category 5" in md and "4 single-hop" in md
     assert md == quality_markdown(data)
+
+
+@pytest.mark.parametrize(
+    ("rate", "verdict"),
+    [(0.140448, "MMR not advised"), (0.2, "MMR not advised"), (0.2000001, "MMR advised")],
+)
+def test_quality_report_states_hotmems_mmr_gate(tmp_path, rate, verdict):
+    # the gate is read off the column without a reranker; "above 20 %" is strict
+    assert MMR_GATE_DUP_SLOT == 0.2
+    columns = columns_for([PolicySpec(None), PolicySpec("mmr", {"lambda": 0.5})])
+    headline = {"none": {"dup_slot@5": rate}, "mmr:lambda=0.5": {"dup_slot@5": 0.05}}
+    gate = mmr_gate(columns, headline)
+    advised = verdict == "MMR advised"
+    assert gate == {
+        "metric": "dup_slot@5",
+        "threshold": 0.2,
+        "coarse": {"none": {"dup_slot@5": rate, "mmr_advised": advised}},
+    }
+    body = {**_quality_body(), "mmr_gate": gate}
+    paths = write_report(finish_report(body, command={}), tmp_path / "out", plot=False)
+    assert json.loads(paths["json"].read_text())["mmr_gate"] == gate
+    line = f"coarse dup-slot@5 {rate:.3f} vs HotMem's 20% gate: {verdict}."
+    assert line in paths["markdown"].read_text().splitlines()
+
+
+def test_mmr_gate_per_embedder_and_without_a_coarse_column():
+    columns = columns_for([PolicySpec(None), PolicySpec("mmr")], embedders=["a", "b"])
+    headline = {c.label: {"dup_slot@5": 0.3 if c.embedder == "a" else 0.1} for c in columns}
+    gate = mmr_gate(columns, headline)
+    assert gate["coarse"] == {
+        "a/none": {"dup_slot@5": 0.3, "mmr_advised": True},
+        "b/none": {"dup_slot@5": 0.1, "mmr_advised": False},
+    }
+    assert mmr_gate_lines({"mmr_gate": gate}) == [
+        "a/none: coarse dup-slot@5 0.300 vs HotMem's 20% gate: MMR advised.",
+        "b/none: coarse dup-slot@5 0.100 vs HotMem's 20% gate: MMR not advised.",
+    ]
+    none = mmr_gate(columns_for([PolicySpec("mmr")]), {"mmr": {"dup_slot@5": 0.5}})
+    assert none["coarse"] == {}
+    assert mmr_gate_lines({"mmr_gate": none}) == [
+        "HotMem's 20% MMR gate: no coarse column in this run (add `none` to --rerank)."
+    ]
 
 
 def test_rerank_stage_times_disabled_path_and_identity():

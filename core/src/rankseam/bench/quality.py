@@ -11,6 +11,10 @@ Per query and policy (``limit`` hits requested, coarse pool ``pool``):
 - ``calls_per_query``: model calls of the rerank stage (0 without one), tokens in the details;
 - BEIR runs also report ``recall@100`` in the details.
 
+``mmr_gate``: HotMem's entry gate for MMR (diversify only where the coarse top 5 repeats a
+group in more than 20 % of its slots), read off each column without a reranker: its
+``dup_slot@5`` and whether MMR's use is advised (see docs/plugins/mmr.md).
+
 Headline figures average the queries of categories 1–4 (LoCoMo); category 5 has its own line;
 BEIR queries have no category and all count.
 
@@ -43,7 +47,16 @@ from rankseam.errors import ConfigurationError
 #: The name under which the studies in docs/studies/ import the kept store's path.
 _kept_store = kept_store_path
 
-__all__ = ["POLICY_KEYS", "Column", "check_policies", "columns_for", "run_quality", "score_query"]
+__all__ = [
+    "MMR_GATE_DUP_SLOT",
+    "POLICY_KEYS",
+    "Column",
+    "check_policies",
+    "columns_for",
+    "mmr_gate",
+    "run_quality",
+    "score_query",
+]
 
 log = logging.getLogger("rankseam.bench")
 
@@ -57,6 +70,8 @@ POLICY_KEYS = (
     "pool_recall",
     "calls_per_query",
 )
+#: HotMem's entry gate for MMR: advised where the coarse dup-slot@5 is above this share.
+MMR_GATE_DUP_SLOT = 0.2
 _DETAIL_KEYS = ("input_tokens_per_query", "output_tokens_per_query", "recall@100")
 
 
@@ -395,6 +410,23 @@ def _search_collection(
                 bar.update(1)
 
 
+def mmr_gate(
+    columns: Sequence[Column], headline: Mapping[str, Mapping[str, float]]
+) -> dict[str, Any]:
+    """HotMem's MMR gate per column without a reranker (the coarse order): its ``dup_slot@5``
+    and ``mmr_advised`` (above :data:`MMR_GATE_DUP_SLOT`); ``coarse`` is empty when the run
+    has no such column."""
+    coarse = {
+        c.label: {
+            "dup_slot@5": headline[c.label]["dup_slot@5"],
+            "mmr_advised": headline[c.label]["dup_slot@5"] > MMR_GATE_DUP_SLOT,
+        }
+        for c in columns
+        if c.spec.reranker is None
+    }
+    return {"metric": "dup_slot@5", "threshold": MMR_GATE_DUP_SLOT, "coarse": coarse}
+
+
 def _summarise(
     dataset: Dataset,
     columns: Sequence[Column],
@@ -455,6 +487,7 @@ def _summarise(
             "headline_categories": list(HEADLINE_CATEGORIES) if has_categories else None,
         },
         "policies": headline,
+        "mmr_gate": mmr_gate(columns, headline),
         "details": details,
         "timing": {"elapsed_s": round(elapsed, 3), "ingest_s": round(ingest_s, 3)},
     }

@@ -21,6 +21,7 @@ __all__ = [
     "environment",
     "finish_report",
     "latency_markdown",
+    "mmr_gate_lines",
     "plot_latency",
     "plot_quality",
     "quality_markdown",
@@ -171,6 +172,7 @@ def quality_markdown(report: Mapping[str, Any]) -> str:
             for label, m in policies.items()
         ]
         parts.append(_table(header, rows))
+    parts.extend(mmr_gate_lines(report))
     timing = report.get("timing", {})
     env = report.get("environment", {})
     if timing and env:
@@ -183,6 +185,29 @@ def quality_markdown(report: Mapping[str, Any]) -> str:
             f"(ingest {ingest}) on {env['cpu_count']} CPUs, Python {env['python']}."
         )
     return "\n\n".join(parts) + "\n"
+
+
+def mmr_gate_lines(report: Mapping[str, Any]) -> list[str]:
+    """One line per coarse column: its dup-slot@5 against HotMem's gate, and whether MMR is
+    advised (no ``mmr_gate`` in the report: no line)."""
+    gate = report.get("mmr_gate")
+    if not gate:
+        return []
+    share = f"{gate['threshold']:.0%}"
+    coarse = gate["coarse"]
+    if not coarse:
+        return [
+            f"HotMem's {share} MMR gate: no coarse column in this run (add `none` to --rerank)."
+        ]
+    lines = []
+    for label, entry in coarse.items():
+        prefix = "" if label == "none" else f"{label}: "
+        verdict = "MMR advised" if entry["mmr_advised"] else "MMR not advised"
+        lines.append(
+            f"{prefix}coarse dup-slot@5 {entry['dup_slot@5']:.3f} vs HotMem's {share} gate: "
+            f"{verdict}."
+        )
+    return lines
 
 
 _CALL_HEADERS = ("call p50 ms", "call p95 ms", "ratio")

@@ -96,6 +96,7 @@ def test_missing_vectors_have_similarity_zero_and_never_crash() -> None:
     [
         [0.0, 0.0, 0.0],  # zero norm
         [float("nan"), 1.0, 0.0],  # non-finite
+        [float("inf"), 0.0, 0.0],  # non-finite: its norm is +inf, not NaN
         [1.0, 0.0],  # wrong dimension
     ],
 )

@@ -228,6 +228,7 @@ def test_unit_rows_of_zero_dimensions_are_unusable() -> None:
         ([-4.0, 6.0, 1.0], [0.0, 1.0, 0.5]),
         ([NAN, 1.0, 3.0, -INF, 2.0], [0.0, 0.0, 1.0, 0.0, 0.5]),
         ([INF, 2.0, 2.0], [0.0, 1.0, 1.0]),
+        ([NAN, 0.0, 0.5], [0.0, 0.0, 1.0]),  # non-finite beside a range under 1
         ([NAN, INF, -INF], [1.0, 1.0, 1.0]),
     ],
 )

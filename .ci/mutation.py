@@ -57,6 +57,7 @@ _CORE_TEST_FILES = tuple(
     for name in (
         "test_seam.py",
         "test_seam_pins.py",
+        "test_seam_paths.py",
         "test_rerank_scores.py",
         "test_candidate_views.py",
         "test_decision_port.py",
@@ -182,6 +183,10 @@ def _prepare(work: Path, groups: Sequence[Group]) -> None:
         "pytest_add_cli_args": ["-p", "no:cacheprovider", "-q"],
         "pytest_add_cli_args_test_selection": [f"tests/{t.name}" for t in tests],
         "use_git_change_detection": False,
+        # a mutant that hangs (a deadline removed) sleeps without using CPU: give up after
+        # 4 x (its tests' clean time + 5 s) of wall time instead of mutmut's 30 x
+        "timeout_multiplier": 2.0,
+        "timeout_constant": 5.0,
     }
     lines = ["[tool.mutmut]"]
     for key, value in config.items():

@@ -500,3 +500,48 @@ def test_the_old_policy_name_warns_with_the_new_name() -> None:
     with pytest.raises(AttributeError) as info:
         decision_port.NoSuchName  # type: ignore[attr-defined]  # noqa: B018
     assert str(info.value) == "module 'rankseam.decision' has no attribute 'NoSuchName'"
+
+
+# the port's value objects say what is wrong -----------------------------------------------
+
+
+def test_evidence_must_be_strings_and_says_how_to_write_it() -> None:
+    with pytest.raises(TypeError) as one:
+        DecisionRequest("k", "q?", "s", "the query")  # type: ignore[arg-type]
+    assert str(one.value) == (
+        "DecisionRequest.evidence is a sequence of strings, not one string; write evidence=(text,)"
+    )
+    with pytest.raises(TypeError) as scalar:
+        DecisionRequest("k", "q?", "s", 5)  # type: ignore[arg-type]
+    assert str(scalar.value) == "DecisionRequest.evidence must be a sequence of strings, got 5"
+    with pytest.raises(TypeError) as item:
+        DecisionRequest("k", "q?", "s", ["a", 2])  # type: ignore[list-item]
+    assert str(item.value) == "DecisionRequest.evidence items must be strings, got int"
+    assert DecisionRequest("k", "q?", "s", ["a", "b"]).evidence == ("a", "b")
+
+
+def test_confidence_is_none_or_in_the_unit_interval() -> None:
+    for ok in (None, 0.0, 0, 1.0, 0.5):
+        assert DecisionResult(DecisionOutcome.YES, "p", confidence=ok).confidence == ok
+    for bad in (-0.01, 1.01, float("nan"), "0.5", True):
+        with pytest.raises(ValueError) as info:
+            DecisionResult(DecisionOutcome.YES, "p", confidence=bad)
+        assert str(info.value) == (
+            f"DecisionResult.confidence must be None or in [0, 1], got {bad!r}"
+        )
+
+
+def test_the_envelope_is_never_nested_and_names_a_backend_without_policy() -> None:
+    backend = Answers(DecisionOutcome.YES)
+    inner = FailOpenDecisionBackend(backend, role="a", timeout_s=1.0)
+    outer = FailOpenDecisionBackend(inner, role="b", timeout_s=2.0)
+    assert outer.delegate is backend and (outer.role, outer.timeout_s) == ("b", 2.0)
+    assert repr(outer) == f"FailOpenDecisionBackend({backend!r}, role='b')"
+    assert decision_port.unwrap(outer) is backend and decision_port.unwrap(backend) is backend
+
+    class Nameless:
+        pass
+
+    with pytest.raises(decision_port.InvalidOutputError) as info:
+        decision_port.checked_result(3, Nameless())
+    assert str(info.value).startswith("decision backend 'Nameless' returned int, not a")

@@ -38,6 +38,9 @@ ROOT = Path(__file__).resolve().parents[1]
 CORE_TESTS = ROOT / "core" / "tests"
 MMR = ROOT / "plugins" / "rankseam-mmr"
 EQUIVALENT_FILE = ROOT / ".ci" / "mutation-equivalent.txt"
+#: Lists kept next to a plugin's tests that name their equivalent mutants by mutmut name (a
+#: Markdown bullet per reason: "- `x_fn__mutmut_N`, ...: why"), with the module they belong to.
+NAMED_EQUIVALENT_FILES = {MMR / "tests" / "MUTATION-EQUIVALENT.md": "rankseam_mmr.algorithm."}
 
 
 @attrs.frozen
@@ -154,6 +157,31 @@ def load_equivalents(path: Path = EQUIVALENT_FILE) -> list[Equivalent]:
     return out
 
 
+_NAME_IN_BULLET = re.compile(r"`(x_\w+?__mutmut_\d+)`")
+
+
+def load_named_equivalents() -> dict[str, str]:
+    """Mutant name -> reason, from each file of :data:`NAMED_EQUIVALENT_FILES`."""
+    out: dict[str, str] = {}
+    for path, module in NAMED_EQUIVALENT_FILES.items():
+        if not path.exists():
+            continue
+        bullets: list[str] = []
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if line.startswith("- "):
+                bullets.append(line[2:].strip())
+            elif bullets and line.startswith("  ") and line.strip():
+                bullets[-1] += " " + line.strip()
+            elif not line.strip():
+                bullets.append("")  # a blank line ends a bullet
+        for bullet in filter(None, bullets):
+            names = _NAME_IN_BULLET.findall(bullet)
+            reason = f"{path.relative_to(ROOT)}: {bullet}"
+            for name in names:
+                out[module + name] = reason
+    return out
+
+
 def changed_lines(diff: str) -> tuple[str, str]:
     lines = diff.splitlines()
     old = [ln[1:].strip() for ln in lines if ln.startswith("-") and not ln.startswith("---")]
@@ -231,6 +259,7 @@ def run(out: Path, names: Sequence[str], sample: int | None, seed: int, threshol
     log = out / "mutmut.log"
     log.write_text("", encoding="utf-8")
     equivalents = load_equivalents()
+    named = load_named_equivalents()
     used_equivalents: set[Equivalent] = set()
     started = time.monotonic()
     results: dict[str, dict[str, object]] = {}
@@ -279,6 +308,8 @@ def run(out: Path, names: Sequence[str], sample: int | None, seed: int, threshol
                 if match is not None:
                     used_equivalents.add(match)
                     equivalent.append({**entry, "reason": match.reason})
+                elif name in named:
+                    equivalent.append({**entry, "reason": named[name]})
                 else:
                     survived.append(entry)
             live = len(killed) + len(survived)

@@ -545,3 +545,26 @@ def test_the_envelope_is_never_nested_and_names_a_backend_without_policy() -> No
     with pytest.raises(decision_port.InvalidOutputError) as info:
         decision_port.checked_result(3, Nameless())
     assert str(info.value).startswith("decision backend 'Nameless' returned int, not a")
+
+
+def test_the_installed_backends_are_listed_when_none_is_named() -> None:
+    context = _context(first=Answers(DecisionOutcome.YES), second=Answers(DecisionOutcome.NO))
+    with pytest.raises(ConfigurationError) as info:
+        context.decision_backend("", Role("advice"))
+    assert "name one of the installed ones (first, second) in the" in str(info.value)
+
+
+def test_a_fail_closed_gate_logs_a_backend_without_policy_id_as_none(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    class Nameless:
+        async def evaluate(self, request: DecisionRequest, /) -> DecisionResult:
+            raise RuntimeError("down")
+
+    role = Role("write_gate", "fail_closed", 5.0)
+    with caplog.at_level(logging.WARNING, logger="rankseam.decision"):
+        with pytest.raises(WriteGateError) as info:
+            run(ask_write_gate(Nameless(), "t", role=role))  # type: ignore[arg-type]
+    assert info.value.reason == "exception"
+    [record] = caplog.records
+    assert record.policy_id is None and record.event == "write_gate.refused"

@@ -265,3 +265,177 @@ def test_no_reranker_is_spelled_none_empty_or_blank() -> None:
         assert reranker_choice(choice) is None
     assert reranker_choice("mmr") == "mmr"
     assert reranker_choice("nothing") == "nothing"
+
+
+# what the first mutation report showed unchecked -------------------------------------------
+
+
+def test_a_view_carries_the_hits_channel_scores() -> None:
+    import attrs
+
+    hit = attrs.evolve(POOL[0], channel_scores={"lexical": 0.75}, matched_by=("lexical",))
+    [view] = make_candidates((hit,))
+    assert dict(view.channel_scores) == {"lexical": 0.75}
+
+
+def test_a_vector_fetcher_answering_the_wrong_count_is_named() -> None:
+    with pytest.raises(ValidationError) as info:
+        make_candidates(POOL, vectors=VECTORS[:2])
+    assert str(info.value) == (
+        "2 vectors for a pool of 5 hits; a vector fetcher must answer one vector (or None) per "
+        "identity, in order"
+    )
+
+
+def test_vectors_reach_only_a_reranker_that_asks_with_their_space() -> None:
+    fetched: list[int] = []
+
+    def fetch(refs: Any) -> Any:
+        fetched.append(len(refs))
+        return list(VECTORS)
+
+    class Wants:
+        policy_id = "test.wants.v1"
+        needs_embeddings = True
+
+        def __init__(self) -> None:
+            self.seen: list[Any] = []
+
+        async def rerank(self, query: str, candidates: Any, limit: int, /) -> RerankDecision:
+            self.seen.append((candidates[0].embedding, candidates[0].embedding_space))
+            return RerankDecision((1,))
+
+    wants = Wants()
+    asyncio.run(rerank_pool("q", POOL, 2, wants, fetch_vectors=fetch, embedding_space="sp-1"))
+    assert fetched == [5]
+    [(vector, space)] = wants.seen
+    assert vector is not None and space == "sp-1"
+    asyncio.run(rerank_pool("q", POOL, 2, Answers((1,)), fetch_vectors=fetch))
+    assert fetched == [5]  # a reranker that does not ask gets no vectors fetched
+    asyncio.run(rerank_pool("q", POOL, 2, wants))  # it asks, but no fetcher: none attached
+    assert wants.seen[-1] == (None, None)
+
+
+def test_an_oversized_pool_and_deadline_are_refused() -> None:
+    pool, _ = synthetic_pool(MAX_POOL + 1)
+    with pytest.raises(ValidationError) as info:
+        asyncio.run(rerank_pool("q", pool, 3, Answers((1,))))
+    assert str(info.value) == "the coarse pool holds 201 hits; at most 200 allowed"
+    hits, _trace = asyncio.run(rerank_pool("q", POOL, 1, Answers((1,)), deadline_s=86400))
+    assert hits == (POOL[0],)
+    with pytest.raises(ValidationError, match="in \\(0, 86400\\]"):
+        asyncio.run(rerank_pool("q", POOL, 1, Answers((1,)), deadline_s=86400.5))
+
+
+def test_scored_ranks_keep_their_scores() -> None:
+    from rankseam.seam import normalize_scored_ranks
+
+    assert normalize_scored_ranks((2, 9, 1), (0.5, 0.1, 0.25), 3, 3) == ((2, 1), (0.5, 0.25), 1)
+    assert normalize_scored_ranks((2, 1), None, 3, 3) == ((2, 1), None, 0)
+
+
+def test_a_fallback_with_eight_own_ranks_shows_them_all() -> None:
+    ranks = (8, 7, 6, 5, 4, 3, 2, 1)
+    pool, _ = synthetic_pool(9)
+    with pytest.raises(RerankError) as info:
+        asyncio.run(rerank_pool("q", pool, 8, _Fixed(ranks, True)))
+    assert "answered the ranks (8, 7, 6, 5, 4, 3, 2, 1);" in str(info.value.__cause__)
+    with pytest.raises(RerankError) as nine:
+        asyncio.run(rerank_pool("q", pool, 9, _Fixed((9, *ranks), True)))
+    assert "answered the ranks (9, 8, 7, 6, 5, 4, 3, 2, '...');" in str(nine.value.__cause__)
+
+
+class _Fixed:
+    policy_id = "test.fixed.v1"
+
+    def __init__(self, ranks: tuple[int, ...], used_fallback: bool = False) -> None:
+        self.decision = RerankDecision(ranks, used_fallback=used_fallback)
+
+    async def rerank(self, query: str, candidates: Any, limit: int, /) -> RerankDecision:
+        return self.decision
+
+
+def test_an_object_without_rerank_fails_its_stage_with_a_type_error() -> None:
+    with pytest.raises(RerankError) as info:
+        asyncio.run(rerank_pool("q", POOL, 2, object()))  # type: ignore[arg-type]
+    cause = info.value.__cause__
+    assert isinstance(cause, TypeError)
+    assert str(cause).endswith("has no callable rerank(query, candidates, limit)")
+    assert prepare_reranker(Inline()).inline is True
+    assert prepare_reranker(Answers(())).inline is False
+
+
+def test_a_plugin_raising_system_exit_is_named_with_its_cost() -> None:
+    class Exits:
+        policy_id = "test.exits.v1"
+
+        async def rerank(self, query: str, candidates: Any, limit: int, /) -> Any:
+            exc = SystemExit(3)
+            exc.usage = Usage(2, 2, 2)  # type: ignore[attr-defined]
+            raise exc
+
+    with pytest.raises(RerankError) as info:
+        asyncio.run(rerank_pool("q", POOL, 2, Exits()))
+    cause = info.value.__cause__
+    assert isinstance(cause, RerankError)
+    assert (cause.policy_id, cause.reason, cause.usage) == (
+        "test.exits.v1",
+        "exception",
+        Usage(2, 2, 2),
+    )
+    assert info.value.usage == Usage(2, 2, 2)
+    assert str(cause) == (
+        "reranker 'test.exits.v1' raised SystemExit(3); a plugin may not stop the process, "
+        "interrupt or cancel the search. The search treats it as the reranker's failure; fix "
+        "the reranker"
+    )
+
+
+def test_latencies_are_measured_within_the_call() -> None:
+    started = time.perf_counter()
+    _hits, trace = asyncio.run(rerank_pool("q", POOL, 2, Answers((1,))))
+    elapsed_ms = (time.perf_counter() - started) * 1000.0
+    assert 0.0 < trace.latency_ms <= elapsed_ms
+    started = time.perf_counter()
+    _hits, failed = asyncio.run(rerank_pool("q", POOL, 2, _Raises(), on_error="coarse"))
+    elapsed_ms = (time.perf_counter() - started) * 1000.0
+    assert 0.0 < failed.latency_ms <= elapsed_ms
+
+
+class _Raises:
+    policy_id = "test.raises.v1"
+
+    async def rerank(self, query: str, candidates: Any, limit: int, /) -> Any:
+        raise RuntimeError("x")
+
+
+def test_a_loop_blocking_reranker_is_abandoned_after_the_deadline_and_margin() -> None:
+    release = threading.Event()
+
+    class Blocks:
+        policy_id = "test.blocks.v1"
+
+        async def rerank(self, query: str, candidates: Any, limit: int, /) -> Any:
+            release.wait(60)  # blocks the loop thread until the test releases it
+            return RerankDecision((1,))
+
+    runner = LoopRunner()
+    started = time.perf_counter()
+    try:
+        hits, trace = _stage(Blocks(), on_error="coarse", deadline_s=0.2).run_sync(runner)
+    finally:
+        release.set()
+        runner.close()
+    elapsed_ms = (time.perf_counter() - started) * 1000.0
+    assert hits == POOL[:3] and trace.status is RerankStatus.DEGRADED
+    assert trace.reason == "timeout: RerankError"
+    assert 0.0 < trace.latency_ms <= elapsed_ms
+
+
+def test_trace_candidates_number_the_pool_from_one() -> None:
+    from rankseam.seam import trace_candidates
+
+    shown = trace_candidates(POOL[:3])
+    assert [c.rank for c in shown] == [1, 2, 3]
+    assert [c.text for c in shown] == [h.text for h in POOL[:3]]
+    assert [c.text for c in trace_candidates(POOL[:2], text=False)] == [None, None]

@@ -197,6 +197,7 @@ def test_the_usage_of_a_reranker_cancelled_at_the_deadline_is_counted() -> None:
         run(CancelledAtDeadline(), deadline_s=0.2)
     assert info.value.reason == "timeout" and info.value.usage == Usage(3, 40, None)
     assert info.value.policy_id == "test.cancelled.v1"
+    assert info.value.__cause__.policy_id == "test.cancelled.v1"  # type: ignore[union-attr]
     assert str(info.value.__cause__) == (
         "reranker 'test.cancelled.v1' did not answer within the rerank deadline of 0.2 s (it "
         "was cancelled). Raise [search] rerank_deadline_s (or search(..., "

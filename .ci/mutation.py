@@ -330,7 +330,10 @@ def run(out: Path, names: Sequence[str], sample: int | None, seed: int, threshol
         "seed": seed,
         "seconds": round(elapsed, 1),
         "groups": results,
-        "unused_equivalent_entries": [attrs.asdict(e) for e in stale] if not names else [],
+        # a sample or one group cannot tell a stale entry from one whose mutant was not drawn
+        "unused_equivalent_entries": (
+            [attrs.asdict(e) for e in stale] if not names and sample is None else []
+        ),
     }
     (out / "report.json").write_text(json.dumps(report, indent=2), encoding="utf-8")
     (out / "report.md").write_text(_markdown(report), encoding="utf-8")

@@ -91,10 +91,16 @@ class SQLiteReader:
         return int(row[0]) if row else 0
 
     def _versions(self, namespace: str) -> tuple[int, int]:
-        row = self._conn.execute(
-            "SELECT version, vector_epoch FROM namespaces WHERE name = ?", (namespace,)
-        ).fetchone()
-        return (int(row[0]), int(row[1])) if row else (0, 0)
+        """``namespace``'s (version, vector epoch) in this snapshot (kept per write version:
+        both change only with a write)."""
+
+        def read() -> tuple[int, int]:
+            row = self._conn.execute(
+                "SELECT version, vector_epoch FROM namespaces WHERE name = ?", (namespace,)
+            ).fetchone()
+            return (int(row[0]), int(row[1])) if row else (0, 0)
+
+        return self._store.cached_versions(("versions", self.write_version(), namespace), read)
 
     def lexical(self, query: LexicalQuery, /) -> list[ScoredKey]:
         """FTS5 BM25 over live revisions: the best ``k`` ``(rid, -bm25)`` (higher is better),
@@ -148,7 +154,8 @@ class SQLiteReader:
                 "WITH both_ AS MATERIALIZED (SELECT rowid AS r, bm25(fts) AS s FROM fts "
                 f"WHERE fts MATCH :both) {sql}"
             )
-        return [(int(rid), -float(score)) for rid, score in self._conn.execute(sql, args)]
+        # (FTS5's rowid is an integer and bm25() a float: no conversion needed)
+        return [(rid, -score) for rid, score in self._conn.execute(sql, args)]
 
     def write_version(self) -> int:
         """A number that changes with every committed write to the store (read once per

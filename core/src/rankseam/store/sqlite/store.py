@@ -125,6 +125,7 @@ class SQLiteStore:
             )
         self._arrays: dict[tuple[Any, ...], np.ndarray] = {}
         self._memo: dict[tuple[Any, ...], int] = {}
+        self._versions: dict[tuple[Any, ...], tuple[int, int]] = {}
         self._memo_lock = threading.Lock()
         self.facts = FactsCache()
         try:
@@ -154,6 +155,12 @@ class SQLiteStore:
         """A small memo for counts its readers compute (keys carry the write version, so a
         write makes every older entry unreachable)."""
         return self._memoised(self._memo, 4096, key, compute)
+
+    def cached_versions(
+        self, key: tuple[Any, ...], compute: Callable[[], tuple[int, int]]
+    ) -> tuple[int, int]:
+        """The same memo for a namespace's (version, vector epoch)."""
+        return self._memoised(self._versions, 4096, key, compute)
 
     def cached_array(self, key: tuple[Any, ...], compute: Callable[[], np.ndarray]) -> np.ndarray:
         """The same memo for arrays, kept to a few entries."""

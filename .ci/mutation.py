@@ -16,6 +16,7 @@ that times out counts as killed (a test noticed it); one that no test reaches co
 survived.
 
     python .ci/mutation.py --out mutation-out [--group seam ...] [--sample N --seed S]
+    python .ci/mutation.py --report-only ...   # the last run's report, equivalents re-read
 """
 
 from __future__ import annotations
@@ -249,7 +250,14 @@ def _belongs(name: str, group: Group) -> bool:
     return bool(match) and any(fnmatch(match["function"], f) for f in group.functions)
 
 
-def run(out: Path, names: Sequence[str], sample: int | None, seed: int, threshold: float) -> int:
+def run(
+    out: Path,
+    names: Sequence[str],
+    sample: int | None,
+    seed: int,
+    threshold: float,
+    report_only: bool = False,
+) -> int:
     from mutmut.stats import status_by_exit_code
 
     groups = [g for g in GROUPS if not names or g.name in names]
@@ -257,7 +265,8 @@ def run(out: Path, names: Sequence[str], sample: int | None, seed: int, threshol
         raise SystemExit(f"no group named {names}; groups: {[g.name for g in GROUPS]}")
     out.mkdir(parents=True, exist_ok=True)
     log = out / "mutmut.log"
-    log.write_text("", encoding="utf-8")
+    if not report_only:
+        log.write_text("", encoding="utf-8")
     equivalents = load_equivalents()
     named = load_named_equivalents()
     used_equivalents: set[Equivalent] = set()
@@ -267,12 +276,16 @@ def run(out: Path, names: Sequence[str], sample: int | None, seed: int, threshol
     for workdir in dict.fromkeys(g.workdir for g in groups):
         members = [g for g in groups if g.workdir == workdir]
         work = out / "work" / workdir
-        _prepare(work, members)
-        # first pass: generate the mutants and the coverage stats (no mutant matches the filter)
-        first = _mutmut(work, "run", "rankseam-generate-only", log=log)
+        if not report_only:
+            _prepare(work, members)
+            # first pass: the mutants and the coverage stats (no mutant matches the filter)
+            first = _mutmut(work, "run", "rankseam-generate-only", log=log)
+            if "failed to collect stats" in first.stdout + first.stderr:
+                print(f"mutmut could not run the clean tests of {workdir!r}; see {log}")
+                return 2
         every = sorted(_statuses(work))
-        if "failed to collect stats" in first.stdout + first.stderr or not every:
-            print(f"mutmut could not run the clean tests of {workdir!r}; see {log}")
+        if not every:
+            print(f"no mutants in {work}; see {log}")
             return 2
         chosen: dict[str, list[str]] = {}
         for group in members:
@@ -281,7 +294,7 @@ def run(out: Path, names: Sequence[str], sample: int | None, seed: int, threshol
                 mine = sorted(rng.sample(mine, sample))
             chosen[group.name] = mine
         selected = sorted({n for names_ in chosen.values() for n in names_})
-        if selected:
+        if selected and not report_only:
             _mutmut(work, "run", *selected, log=log)
         status = _statuses(work)
         for group in members:
@@ -385,8 +398,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--sample", type=int, default=None, help="mutants per group (random)")
     parser.add_argument("--seed", type=int, default=25)
     parser.add_argument("--threshold", type=float, default=0.9)
+    parser.add_argument(
+        "--report-only",
+        action="store_true",
+        help="rebuild the report from the last run's results (after reviewing equivalents)",
+    )
     args = parser.parse_args(argv)
-    return run(args.out.resolve(), args.group, args.sample, args.seed, args.threshold)
+    return run(
+        args.out.resolve(), args.group, args.sample, args.seed, args.threshold, args.report_only
+    )
 
 
 if __name__ == "__main__":

@@ -109,7 +109,7 @@ def progress_bar(total: int, desc: str, enabled: bool) -> Any:
 @contextlib.contextmanager
 def blas_threads(threads: int | None) -> Iterator[None]:
     """Hold numpy's BLAS thread pool to ``threads`` threads inside the block (``None`` or 0:
-    leave it as it is). Uses threadpoolctl, which scikit-learn (a dependency) installs."""
+    leave it as it is). Uses threadpoolctl (the bench extra)."""
     if not threads:
         yield
         return

@@ -81,7 +81,13 @@ from rankseam.seam import (
 )
 from rankseam.store.contract import BatchWriter, BulkReader, BulkWriter, Store, StoreReader, Vectors
 from rankseam.store.listing import PageFetch, memory_pages, pending_pages, store_stats
-from rankseam.store.readers import ImportanceReader, LexicalQuery, LexicalReader, VectorReader
+from rankseam.store.readers import (
+    ImportanceReader,
+    LexicalQuery,
+    LexicalReader,
+    ScoredKeys,
+    VectorReader,
+)
 from rankseam.store.records import (
     BatchCounts,
     MemoryNotFoundError,
@@ -162,6 +168,7 @@ __all__ = [
     "Role",
     "ScoreSpec",
     "ScoredKey",
+    "ScoredKeys",
     "SourceRequest",
     "SpaceRow",
     "Store",

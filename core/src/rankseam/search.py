@@ -37,6 +37,7 @@ from rankseam.seam import (
     validate_pool_size,
 )
 from rankseam.store.contract import Store
+from rankseam.store.readers import ScoredKeys
 from rankseam.store.records import StoredMemory
 from rankseam.types import Hit, RerankTrace, SearchResult, SearchTrace, prechecked
 
@@ -236,13 +237,16 @@ class SearchPipeline:
         if self._needs_query_vector:
             qvec = embed_checked(self._embedder, [plan.query])[0]
         k = over_fetch(plan.pool)
-        results: dict[str, list[tuple[int, float]]] = {}
+        results: dict[str, Sequence[tuple[int, float]]] = {}
         first_seen: dict[int, float] = {}  # the admitted keys, in the order first listed
         with self._store.read() as reader:
             for name, src in self._sources:
                 if src.admits:
                     request = SourceRequest(reader, plan.namespace, plan.query, k, qvec, space)
-                    results[name] = items = list(src.candidates(request))[:k]
+                    found = src.candidates(request)
+                    # the host's sources answer ScoredKeys: fusion reads their arrays
+                    items = found[:k] if isinstance(found, ScoredKeys) else list(found)[:k]
+                    results[name] = items
                     first_seen.update(items)
             admitted = tuple(first_seen)
             for name, src in self._sources:

@@ -38,6 +38,7 @@ import numpy as np
 
 from rankseam.checks import is_real
 from rankseam.embedding import FUSION_SCALES, EmbedderDescriptor
+from rankseam.store.readers import ScoredKeys
 from rankseam.types import MemoryRef
 
 __all__ = [
@@ -102,18 +103,21 @@ def score_spec_of(source: Any, embedder: EmbedderDescriptor | None) -> ScoreSpec
     return spec
 
 
-def _items(items: Iterable[tuple[int, float]]) -> tuple[tuple[int, float], ...]:
-    return tuple(items)
+def _items(
+    items: Iterable[tuple[int, float]],
+) -> tuple[tuple[int, float], ...] | ScoredKeys:
+    return items if isinstance(items, ScoredKeys) else tuple(items)
 
 
 @attrs.frozen
 class ChannelList:
-    """One channel's ranked list: ``(row_key, score)`` best first; ``admits`` as the source's;
+    """One channel's ranked list: ``(row_key, score)`` best first (a tuple of pairs, or the
+    :class:`ScoredKeys` a reader answered, kept as it is); ``admits`` as the source's;
     ``spec`` as the source declared it."""
 
     name: str
     admits: bool
-    items: tuple[tuple[int, float], ...] = attrs.field(converter=_items)
+    items: tuple[tuple[int, float], ...] | ScoredKeys = attrs.field(converter=_items)
     spec: ScoreSpec = UNDECLARED
 
 
@@ -198,6 +202,13 @@ def _as_arrays(channels: Sequence[ChannelList]) -> list[_Arrays] | None:
         return None
     out = []
     for ch in channels:
+        if isinstance(ch.items, ScoredKeys):  # a reader's arrays: no pair to convert
+            keys, scores = ch.items.row_keys, ch.items.scores
+            by_key = dict(zip(keys.tolist(), scores.tolist(), strict=True))
+            if len(by_key) != keys.size or not np.isfinite(scores).all():
+                return None
+            out.append((by_key, keys, scores))
+            continue
         by_key = dict(ch.items)
         n = len(by_key)
         if n != len(ch.items):

@@ -16,6 +16,7 @@ from rankseam.plugin import (
     DEFAULT_FUSION_WEIGHT,
     EmbedderDescriptor,
     ScoredKey,
+    ScoredKeys,
     ScoreSpec,
     SourceRequest,
     option,
@@ -73,7 +74,10 @@ class VectorSource:
         query = unit_query(request.query_vector, request.embedder)
         hits = request.reader.vector(request.namespace, request.embedder, query, request.k)
         if self.min_score is not None:
-            hits = [(rid, s) for rid, s in hits if s >= self.min_score]
+            if not isinstance(hits, ScoredKeys):
+                hits = ScoredKeys.of(hits)
+            keep = hits.scores >= self.min_score
+            hits = ScoredKeys(hits.row_keys[keep], hits.scores[keep])
         return hits
 
     @classmethod

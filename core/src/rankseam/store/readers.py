@@ -13,8 +13,8 @@ of that snapshot (see :mod:`rankseam.store.contract` for the words used).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Protocol, runtime_checkable
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Protocol, overload, runtime_checkable
 
 import attrs
 import numpy as np
@@ -28,6 +28,7 @@ __all__ = [
     "LexicalQuery",
     "LexicalReader",
     "ScoredKey",
+    "ScoredKeys",
     "StoreReader",
     "VectorReader",
 ]
@@ -35,6 +36,83 @@ __all__ = [
 
 #: ``(row_key, score)``: a revision of the store's snapshot and a channel's score for it.
 ScoredKey = tuple[int, float]
+
+
+def _keys(value: object) -> np.ndarray:
+    return np.asarray(value, dtype=np.int64).reshape(-1)
+
+
+def _scores(value: object) -> np.ndarray:
+    return np.asarray(value, dtype=np.float64).reshape(-1)
+
+
+@attrs.frozen(eq=False)
+class ScoredKeys(Sequence[ScoredKey]):
+    """A channel's answer from a reader: ``row_keys`` (int64) and their ``scores`` (float64),
+    best first, ties by key. It is a sequence of ``(key, score)`` pairs (indexing, iteration,
+    ``len()``) for code that wants pairs; the host's fusion reads the two arrays directly.
+
+    Build it from arrays (``ScoredKeys(row_keys, scores)``), from pairs (:meth:`of`) or empty
+    (:meth:`empty`)."""
+
+    row_keys: np.ndarray = attrs.field(converter=_keys)
+    scores: np.ndarray = attrs.field(converter=_scores)
+
+    def __attrs_post_init__(self) -> None:
+        if self.row_keys.shape != self.scores.shape:
+            raise ValueError(
+                f"ScoredKeys needs one score per key: got {self.row_keys.size} keys and "
+                f"{self.scores.size} scores"
+            )
+
+    @classmethod
+    def of(cls, pairs: Iterable[tuple[int, float]]) -> ScoredKeys:
+        """The answer of ``(key, score)`` pairs (already best first), e.g. a query's rows."""
+        rows = pairs if isinstance(pairs, list | tuple) else list(pairs)
+        if not rows:
+            return cls.empty()
+        return cls([row[0] for row in rows], [row[1] for row in rows])
+
+    @classmethod
+    def empty(cls) -> ScoredKeys:
+        """The answer without any key."""
+        return cls(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64))
+
+    def pairs(self) -> list[ScoredKey]:
+        """The answer as ``(key, score)`` pairs, best first."""
+        return list(zip(self.row_keys.tolist(), self.scores.tolist(), strict=True))
+
+    def __len__(self) -> int:
+        return int(self.row_keys.shape[0])
+
+    def __iter__(self) -> Iterator[ScoredKey]:
+        return iter(self.pairs())
+
+    @overload
+    def __getitem__(self, index: int) -> ScoredKey: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> ScoredKeys: ...
+
+    def __getitem__(self, index: int | slice) -> ScoredKey | ScoredKeys:
+        if isinstance(index, slice):
+            return ScoredKeys(self.row_keys[index], self.scores[index])
+        return (int(self.row_keys[index]), float(self.scores[index]))
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, ScoredKeys):
+            return bool(
+                np.array_equal(self.row_keys, other.row_keys)
+                and np.array_equal(self.scores, other.scores, equal_nan=True)
+            )
+        if isinstance(other, list | tuple):
+            return self.pairs() == list(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"ScoredKeys({self.pairs()!r})"
 
 
 def _terms(value: Sequence[str]) -> tuple[str, ...]:
@@ -80,8 +158,9 @@ class LexicalReader(Protocol):
         most ``cap``; counting may stop there)."""
         ...
 
-    def lexical(self, query: LexicalQuery, /) -> list[ScoredKey]:
-        """Run ``query`` (see :class:`LexicalQuery`): the best ``query.k`` ``(key, bm25)``."""
+    def lexical(self, query: LexicalQuery, /) -> ScoredKeys:
+        """Run ``query`` (see :class:`LexicalQuery`): the best ``query.k`` ``(key, bm25)``
+        as :class:`ScoredKeys`."""
         ...
 
 
@@ -98,9 +177,10 @@ class VectorReader(Protocol):
         /,
         *,
         exact: bool = False,
-    ) -> list[ScoredKey]:
+    ) -> ScoredKeys:
         """Cosine similarity between ``query`` and the live vectors of ``namespace`` in
-        ``descriptor``'s space only: the best ``k`` ``(key, cosine)``, ties by key. The host
+        ``descriptor``'s space only: the best ``k`` ``(key, cosine)`` as :class:`ScoredKeys`,
+        ties by key. The host
         hands ``query`` as float32 of the space's dimensions, divided by its norm unless the
         space is L2-normalised (``rankseam.retrieval.vector.unit_query``). An L2-normalised
         space may score the inner product (its cosine); a zero vector scores 0.
@@ -117,9 +197,9 @@ class ImportanceReader(Protocol):
         """The stored importance of each revision among ``keys`` that exists."""
         ...
 
-    def top_importance(self, namespace: str, k: int, /) -> list[ScoredKey]:
+    def top_importance(self, namespace: str, k: int, /) -> ScoredKeys:
         """The ``k`` live revisions of ``namespace`` with the highest importance,
-        ``(key, importance)`` best first, ties by key."""
+        ``(key, importance)`` as :class:`ScoredKeys`, best first, ties by key."""
         ...
 
 

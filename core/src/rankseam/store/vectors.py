@@ -19,6 +19,8 @@ from collections.abc import Sequence
 import attrs
 import numpy as np
 
+from rankseam.store.readers import ScoredKeys
+
 __all__ = [
     "VectorCache",
     "VectorMatrix",
@@ -96,11 +98,11 @@ class VectorMatrix:
         return scores
 
 
-def top_k(scores: np.ndarray, rids: np.ndarray, k: int) -> list[tuple[int, float]]:
+def top_k(scores: np.ndarray, rids: np.ndarray, k: int) -> ScoredKeys:
     """The ``k`` best (rid, score), score descending, ties by rid ascending."""
     n = scores.shape[0]
     if n == 0 or k <= 0:
-        return []
+        return ScoredKeys.empty()
     k = min(k, n)
     if k < n:
         idx = np.argpartition(-scores, k - 1)[:k]
@@ -110,7 +112,7 @@ def top_k(scores: np.ndarray, rids: np.ndarray, k: int) -> list[tuple[int, float
     idx = idx[order]
     top = scores[idx]
     keep = top != -np.inf  # rows retired since the last compaction
-    return list(zip(rids[idx][keep].tolist(), top[keep].tolist(), strict=True))
+    return ScoredKeys(rids[idx][keep], top[keep])
 
 
 class VectorCache:

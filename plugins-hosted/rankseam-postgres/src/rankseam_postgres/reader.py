@@ -14,7 +14,7 @@ from psycopg import sql
 from rankseam.plugin import (
     EmbedderDescriptor,
     LexicalQuery,
-    ScoredKey,
+    ScoredKeys,
     StoredMemory,
 )
 from rankseam.types import MemoryRef
@@ -117,7 +117,7 @@ class PostgresReader:
             ),
         )
 
-    def lexical(self, query: LexicalQuery, /) -> list[ScoredKey]:
+    def lexical(self, query: LexicalQuery, /) -> ScoredKeys:
         """Okapi BM25 (:meth:`bm25`) of the query's words: each word counts through its
         lexemes (a lexeme that stands for two words of the query counts twice, as FTS5
         counts a stem twice); the revisions that hold a lexeme of ``query.terms`` are found
@@ -130,7 +130,7 @@ class PostgresReader:
         finding = sorted({lex for t in query.terms for lex in lexemes[t]})
         required = sorted({lex for t in query.scoring for lex in lexemes[t]})
         if not finding or (query.require_scoring and not required):
-            return []
+            return ScoredKeys.empty()
         return self.bm25(
             query.namespace,
             weights,
@@ -149,7 +149,7 @@ class PostgresReader:
         required: Sequence[str] | None = None,
         k1: float = 1.2,
         b: float = 0.75,
-    ) -> list[ScoredKey]:
+    ) -> ScoredKeys:
         """Okapi BM25 over the live revisions of ``namespace`` that hold any of the lexemes
         ``finding`` (default: every lexeme of ``weights``) and, when given, one of
         ``required``; scored over every lexeme ``weights`` names (lexeme -> how many query
@@ -157,10 +157,10 @@ class PostgresReader:
         least 1e-6), ``k1 = 1.2``, ``b = 0.75``, document length in word tokens. Best ``k``
         ``(rid, score)``, ties by rid."""
         if not weights:
-            return []
+            return ScoredKeys.empty()
         _version, _epoch, live, tokens = self._ns_row(namespace)
         if live == 0:
-            return []
+            return ScoredKeys.empty()
         avgdl = max(tokens / live, 1e-9)
         lexemes = sorted(weights)
         idf = []
@@ -208,7 +208,7 @@ class PostgresReader:
             also=also,
         )
         rows = self._conn.execute(query, params).fetchall()
-        return [(int(r), float(s)) for r, s in rows]
+        return ScoredKeys.of(rows)
 
     def _lexeme_frequency(self, namespace: str, lexeme: str, cap: int) -> int:
         """How many live revisions of ``namespace`` hold ``lexeme``, counted up to ``cap``."""
@@ -237,7 +237,7 @@ class PostgresReader:
         /,
         *,
         exact: bool = False,
-    ) -> list[ScoredKey]:
+    ) -> ScoredKeys:
         """Cosine over the live vectors of ``namespace`` in ``descriptor``'s space only: the
         best ``k`` ``(rid, score)``, ties by rid. L2-normalised spaces score the inner product
         (their cosine, as the embedded store computes it); a zero vector scores 0. Below
@@ -289,7 +289,7 @@ class PostgresReader:
                 self._conn.execute(f"SET LOCAL {setting} = on")
         hits = [(int(r), float(s)) for r, s in rows]
         hits.sort(key=lambda h: (-h[1], h[0]))
-        return hits[:k]
+        return ScoredKeys.of(hits[:k])
 
     def _index_ready(self, space: str) -> bool:
         ready = self._indexed.get(space)
@@ -307,7 +307,7 @@ class PostgresReader:
         ).fetchall()
         return {int(r): float(i) for r, i in rows}
 
-    def top_importance(self, namespace: str, k: int, /) -> list[ScoredKey]:
+    def top_importance(self, namespace: str, k: int, /) -> ScoredKeys:
         rows = self._conn.execute(
             self._t(
                 "SELECT rid, importance FROM {revisions} WHERE namespace = %s AND live "
@@ -315,7 +315,7 @@ class PostgresReader:
             ),
             (namespace, k),
         ).fetchall()
-        return [(int(r), float(s)) for r, s in rows]
+        return ScoredKeys.of(rows)
 
     def identities(self, rids: Sequence[int], /) -> dict[int, MemoryRef]:
         """The identity of each *live* revision among ``rids``; others are left out."""

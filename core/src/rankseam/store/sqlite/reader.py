@@ -12,7 +12,7 @@ import numpy as np
 
 from rankseam.embedding import EmbedderDescriptor
 from rankseam.store import ann as ann_module
-from rankseam.store.readers import LexicalQuery, ScoredKey
+from rankseam.store.readers import LexicalQuery, ScoredKeys
 from rankseam.store.records import StoredMemory
 from rankseam.store.vectors import top_k
 from rankseam.types import MemoryRef, prechecked
@@ -102,7 +102,7 @@ class SQLiteReader:
 
         return self._store.cached_versions(("versions", self.write_version(), namespace), read)
 
-    def lexical(self, query: LexicalQuery, /) -> list[ScoredKey]:
+    def lexical(self, query: LexicalQuery, /) -> ScoredKeys:
         """FTS5 BM25 over live revisions: the best ``k`` ``(rid, -bm25)`` (higher is better),
         ties by rid. Each term is an FTS5 string (nothing in it is an operator), OR-joined.
 
@@ -116,9 +116,7 @@ class SQLiteReader:
         scoring = or_joined(query.scoring) if query.scoring else None
         return self.fts(match, ns, k, scoring=scoring)
 
-    def fts(
-        self, match: str, namespace: str, k: int, *, scoring: str | None = None
-    ) -> list[ScoredKey]:
+    def fts(self, match: str, namespace: str, k: int, *, scoring: str | None = None) -> ScoredKeys:
         """:meth:`lexical` for FTS5 query text (SQLite's own query language, for a source
         registered for this store or a study): ``scoring``, more query text whose terms only
         add their BM25 to the rows ``match`` finds."""
@@ -154,8 +152,12 @@ class SQLiteReader:
                 "WITH both_ AS MATERIALIZED (SELECT rowid AS r, bm25(fts) AS s FROM fts "
                 f"WHERE fts MATCH :both) {sql}"
             )
-        # (FTS5's rowid is an integer and bm25() a float: no conversion needed)
-        return [(rid, -score) for rid, score in self._conn.execute(sql, args)]
+        # (FTS5's rowid is an integer and bm25() a float: one conversion of all rows)
+        rows = self._conn.execute(sql, args).fetchall()
+        if not rows:
+            return ScoredKeys.empty()
+        rids, scores = zip(*rows, strict=True)
+        return ScoredKeys(rids, -np.asarray(scores, dtype=np.float64))
 
     def write_version(self) -> int:
         """A number that changes with every committed write to the store (read once per
@@ -203,7 +205,7 @@ class SQLiteReader:
         /,
         *,
         exact: bool = False,
-    ) -> list[ScoredKey]:
+    ) -> ScoredKeys:
         """Cosine (dot product of L2-normalised vectors) over the namespace's live vectors of
         ``descriptor``'s space only: the best ``k`` ``(rid, score)``, ties by rid.
 
@@ -307,13 +309,13 @@ class SQLiteReader:
         known = self._facts(rids)
         return {rid: known[rid][3] for rid in rids if rid in known}
 
-    def top_importance(self, namespace: str, k: int, /) -> list[ScoredKey]:
+    def top_importance(self, namespace: str, k: int, /) -> ScoredKeys:
         rows = self._conn.execute(
             "SELECT rid, importance FROM revisions WHERE namespace = ? AND live = 1 "
             "ORDER BY importance DESC, rid LIMIT ?",
             (namespace, k),
         ).fetchall()
-        return [(int(r), float(s)) for r, s in rows]
+        return ScoredKeys.of(rows)
 
     def identities(self, rids: Sequence[int], /) -> Mapping[int, MemoryRef]:
         """The identity of each *live* revision among ``rids`` (light: no text, one batched

@@ -6,6 +6,7 @@ import random
 import sqlite3
 
 import attrs
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -14,6 +15,7 @@ import rankseam
 from rankseam.default_plugins.hashed_embedder import HashedEmbedder
 from rankseam.embedding import DEFAULT_FUSION_SCALE, DEFAULT_FUSION_WEIGHT, EmbedderDescriptor
 from rankseam.errors import ConfigurationError
+from rankseam.plugin import LexicalQuery, ScoredKeys
 from rankseam.retrieval.base import over_fetch
 from rankseam.retrieval.fusion import ChannelList, ScoreSpec, competition_ranks, fuse, score_spec_of
 from rankseam.retrieval.importance import ImportanceSource
@@ -313,3 +315,59 @@ def test_fusion_gives_the_same_floats_for_any_list(seed):
             assert [(f.key, f.score, f.matched_by, dict(f.channel_scores)) for f in arrays] == [
                 (f.key, f.score, f.matched_by, dict(f.channel_scores)) for f in per_key
             ]
+            # a reader's ScoredKeys (fused from its arrays) give what its pairs give
+            typed = [attrs.evolve(ch, items=ScoredKeys.of(ch.items)) for ch in channels]
+            assert all(isinstance(ch.items, ScoredKeys) for ch in typed)
+            assert fuse(typed, _ref, **options) == arrays
+
+
+def test_scored_keys_are_typed_arrays_that_read_as_pairs():
+    pairs = [(7, 2.5), (3, 1.0), (9, 1.0)]
+    answer = ScoredKeys.of(pairs)
+    assert answer.row_keys.dtype == np.int64 and answer.scores.dtype == np.float64
+    assert len(answer) == 3 and list(answer) == pairs and answer == pairs
+    assert answer[0] == (7, 2.5) and answer[1:] == ScoredKeys([3, 9], [1.0, 1.0])
+    assert dict(answer) == dict(pairs)  # no ``keys`` attribute for dict() to mistake
+    assert ScoredKeys.empty() == [] and len(ScoredKeys.of([])) == 0
+    with pytest.raises(ValueError, match="one score per key"):
+        ScoredKeys([1, 2], [0.5])
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), -float("inf")])
+def test_scored_keys_with_a_non_finite_score_take_the_per_key_path(bad):
+    # the same result as the pairs they hold: fusion's per-key checks still see every score
+    lexical = [(1, 3.0), (2, bad), (3, 1.0)]
+    vector = [(2, 0.9), (3, 0.5)]
+    for method in ("convex", "rrf"):
+        pairs = fuse(
+            [ChannelList("lexical", True, lexical), ChannelList("vector", True, vector)],
+            _ref,
+            method=method,
+        )
+        typed = fuse(
+            [
+                ChannelList("lexical", True, ScoredKeys.of(lexical)),
+                ChannelList("vector", True, ScoredKeys.of(vector)),
+            ],
+            _ref,
+            method=method,
+        )
+        assert repr(typed) == repr(pairs)  # (NaN != NaN: compared as text)
+
+
+def test_readers_answer_scored_keys(tmp_path):
+    memory = rankseam.open_memory(tmp_path / "m.db")
+    try:
+        memory.add("the ferry leaves the island at noon", memory_id="a", importance=0.9)
+        memory.add("a ferry timetable", memory_id="b", importance=0.2)
+        descriptor = memory.embedder.descriptor
+        qvec = memory.embedder.embed(["ferry"])[0]
+        with memory.store.read() as reader:
+            lexical = reader.lexical(LexicalQuery("default", 10, ["ferry"]))
+            vector = reader.vector("default", descriptor, qvec, 10)
+            top = reader.top_importance("default", 10)
+        for answer in (lexical, vector, top):
+            assert isinstance(answer, ScoredKeys) and len(answer) == 2
+        assert top.scores.tolist() == [0.9, 0.2]
+    finally:
+        memory.close()

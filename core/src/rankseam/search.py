@@ -238,7 +238,7 @@ class SearchPipeline:
             qvec = embed_checked(self._embedder, [plan.query])[0]
         k = over_fetch(plan.pool)
         results: dict[str, Sequence[tuple[int, float]]] = {}
-        first_seen: dict[int, float] = {}  # the admitted keys, in the order first listed
+        first_seen: dict[int, None] = {}  # the admitted keys, in the order first listed
         with self._store.read() as reader:
             for name, src in self._sources:
                 if src.admits:
@@ -247,7 +247,10 @@ class SearchPipeline:
                     # the host's sources answer ScoredKeys: fusion reads their arrays
                     items = found[:k] if isinstance(found, ScoredKeys) else list(found)[:k]
                     results[name] = items
-                    first_seen.update(items)
+                    if isinstance(items, ScoredKeys):
+                        first_seen.update(dict.fromkeys(items.row_keys.tolist()))
+                    else:
+                        first_seen.update(dict.fromkeys(key for key, _s in items))
             admitted = tuple(first_seen)
             for name, src in self._sources:
                 if not src.admits:

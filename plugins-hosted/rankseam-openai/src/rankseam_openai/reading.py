@@ -9,6 +9,7 @@ call and unknown (``None``) tokens.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import zlib
 from collections.abc import Callable, Mapping
@@ -60,6 +61,13 @@ class Attempt:
 
     async def trace(self, event: str, info: Mapping[str, Any]) -> None:
         if event.endswith("send_request_headers.complete"):
+            self.sent = True
+        elif event.endswith("send_request_headers.failed") and isinstance(
+            info.get("exception"), asyncio.CancelledError
+        ):
+            # cancelled while the headers were being written: they may have reached the server
+            # (the write finished, the cancellation came at the await after it), so the request
+            # counts; a cost is never left out because a cancellation raced the socket
             self.sent = True
 
     def count(self, ledger: list[Usage], usage: Usage) -> None:

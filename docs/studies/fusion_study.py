@@ -4,7 +4,7 @@ It reads each query's channel lists once (lexical BM25 and vector cosine, top 12
 the search fetches for a coarse pool of 30) and re-fuses them in Python, so dozens of
 variants cost seconds. It also computes variants the library cannot select (BM25 with other
 k1/b, phrase pairs, pseudo-relevance feedback, neighbouring turns, session dates in the text)
-to say whether they would be worth building. docs/benchmarks.md ("Fusion") quotes its output.
+to say whether they would be worth building. docs/studies/fusion.md quotes its output.
 Its `default` and `lexical-only` rows equal those of `rankseam bench quality` (checked in
 each run: the figures are printed side by side with the reference ones in that section).
 

@@ -17,7 +17,7 @@ from mcp.client.stdio import StdioServerParameters
 import rankseam
 
 RANKSEAM = str(Path(sys.executable).parent / "rankseam")
-TOOLS = {"add", "search", "get", "delete", "stats"}
+TOOLS = {"add", "search", "get", "update", "list", "delete", "stats"}
 
 
 def session(
@@ -41,6 +41,11 @@ def payload(result: Any) -> dict[str, Any]:
     return json.loads(result.content[0].text)
 
 
+def search_text(result: Any) -> tuple[bool, str]:
+    """Whether a call failed, and its text."""
+    return result.is_error, result.content[0].text
+
+
 def snapshot(db: Path) -> list[dict[str, Any]]:
     with rankseam.open_memory(db, create=False) as memory:
         return [m.to_dict() for m in memory.list(include_deleted=True)]
@@ -54,6 +59,10 @@ def test_lists_its_tools(tmp_path: Path) -> None:
     assert {tool.name for tool in listed.tools} == TOOLS
     search = next(t for t in listed.tools if t.name == "search")
     assert "reranker" in search.input_schema["properties"]
+    # every schema is closed: clients see that other arguments are refused
+    assert all(t.input_schema["additionalProperties"] is False for t in listed.tools)
+    paged = next(t for t in listed.tools if t.name == "list").input_schema["properties"]
+    assert paged["limit"]["maximum"] == 100 and paged["offset"]["minimum"] == 0
 
 
 def test_add_search_get_delete_stats(tmp_path: Path) -> None:
@@ -124,7 +133,7 @@ def test_none_forces_the_coarse_order_over_a_configured_reranker(tmp_path: Path)
     assert [h["memory_id"] for h in out["none"]["hits"]] == ["a"]
 
 
-BAD_CALLS = [
+BAD_CALLS: list[tuple[str, dict[str, Any], str]] = [
     ("add", {"text": ""}, "text"),
     ("add", {"text": 42}, "text"),
     ("add", {"text": "dup", "memory_id": "kept"}, "already exists"),
@@ -137,7 +146,16 @@ BAD_CALLS = [
     ("get", {"memory_id": "kept", "revision": 9}, "revision"),
     ("delete", {"memory_id": "missing"}, "does not exist"),
     ("delete", {}, "memory_id"),
+    ("update", {"memory_id": "missing", "text": "new"}, "does not exist"),
+    ("update", {"memory_id": "kept", "text": ""}, "'text' must be a non-empty string"),
+    ("list", {"limit": 101}, "'limit' must be an integer from 1 to 100, not 101"),
+    ("list", {"offset": -1}, "'offset' must be an integer of at least 0"),
     ("nosuchtool", {}, "nosuchtool"),
+    # unknown arguments are refused, never ignored (a typo must not store the default)
+    ("add", {"text": "x", "importnce": 0.9}, "unknown argument 'importnce' (did you mean"),
+    ("search", {"query": "x", "k": 3}, "unknown argument 'k'; search takes query, limit"),
+    ("stats", {"verbose": True}, "stats takes no arguments"),
+    ("update", {"memory_id": "kept", "txt": "y"}, "unknown argument 'txt' (did you mean 'text'"),
 ]
 
 
@@ -150,8 +168,7 @@ def test_bad_tool_input_is_a_clear_tool_error_and_changes_nothing(tmp_path: Path
     async def fn(client: Client) -> list[tuple[bool, str]]:
         results = []
         for tool, args, _ in BAD_CALLS:
-            result = await client.call_tool(tool, args)
-            results.append((result.is_error, result.content[0].text))
+            results.append(search_text(await client.call_tool(tool, args)))
         # the server still answers normally afterwards
         results.append((False, json.dumps(payload(await client.call_tool("stats", {})))))
         return results
@@ -160,6 +177,9 @@ def test_bad_tool_input_is_a_clear_tool_error_and_changes_nothing(tmp_path: Path
     for (tool, args, expected), (is_error, text) in zip(BAD_CALLS, results, strict=False):
         assert is_error, f"{tool}({args}) was not an error: {text}"
         assert expected.lower() in text.lower(), f"{tool}({args}): {text}"
+        # in our words: not the validator's own text, no links to its documentation
+        assert "pydantic" not in text and "validation error" not in text.lower(), text
+        assert "Input should" not in text and "http" not in text, text
     assert json.loads(results[-1][1])["memories"] == 1
     assert snapshot(db) == before
 
@@ -183,10 +203,6 @@ def config_session(tmp_path: Path, toml: str, fn: Callable[[Client], Awaitable[A
     config = tmp_path / "rankseam.toml"
     config.write_text(toml)
     return session(tmp_path / "m.sqlite3", fn, env={"RANKSEAM_CONFIG": str(config)})
-
-
-def search_text(result: Any) -> tuple[bool, str]:
-    return result.is_error, result.content[0].text
 
 
 def test_by_default_a_client_cannot_choose_a_model_backed_reranker_or_backend_options(
@@ -277,3 +293,89 @@ def test_a_bad_plugins_mcp_table_fails_at_start_with_a_message(tmp_path: Path) -
         assert out.returncode != 0, toml
         assert expected in out.stderr, (toml, out.stderr)
         assert out.stdout == ""
+
+
+def test_update_and_list_pages(tmp_path: Path) -> None:
+    db = tmp_path / "m.sqlite3"
+    with rankseam.open_memory(db) as memory:
+        for i in range(5):
+            memory.add(f"note number {i}", memory_id=f"n{i}", importance=0.3)
+
+    async def fn(client: Client) -> dict[str, Any]:
+        out: dict[str, Any] = {"pages": []}
+        out["update"] = payload(
+            await client.call_tool("update", {"memory_id": "n1", "text": "note one, revised"})
+        )
+        await client.call_tool("delete", {"memory_id": "n3"})
+        offset: int | None = 0
+        while offset is not None:
+            page = payload(await client.call_tool("list", {"offset": offset, "limit": 2}))
+            out["pages"].append(page)
+            offset = page["next_offset"]
+        out["all"] = payload(await client.call_tool("list", {"include_deleted": True}))
+        out["get"] = payload(await client.call_tool("get", {"memory_id": "n1"}))
+        out["old"] = payload(await client.call_tool("get", {"memory_id": "n1", "revision": 1}))
+        return out
+
+    out = session(db, fn)
+    assert out["update"]["ref"] == {"namespace": "default", "memory_id": "n1", "revision": 2}
+    assert out["get"]["text"] == "note one, revised" and out["get"]["importance"] == 0.3
+    assert out["old"]["text"] == "note number 1"
+    pages = out["pages"]
+    # in the order of each memory's last write: the update moved n1 to the end
+    assert [[m["memory_id"] for m in p["memories"]] for p in pages] == [
+        ["n0", "n2"],
+        ["n4", "n1"],
+    ]
+    assert [(p["offset"], p["next_offset"]) for p in pages] == [(0, 2), (2, None)]
+    assert [m["memory_id"] for m in out["all"]["memories"]] == ["n0", "n2", "n3", "n4", "n1"]
+    assert out["all"]["next_offset"] is None
+
+
+def test_a_missing_store_is_not_created_until_add(tmp_path: Path) -> None:
+    db = tmp_path / "typo" / "nested" / "m.sqlite3"  # a mistyped --db
+    reads = [
+        ("search", {"query": "lunch"}),
+        ("get", {"memory_id": "a"}),
+        ("list", {}),
+        ("stats", {}),
+        ("update", {"memory_id": "a", "text": "b"}),
+        ("delete", {"memory_id": "a"}),
+    ]
+
+    async def fn(client: Client) -> dict[str, Any]:
+        out: dict[str, Any] = {"tools": {t.name for t in (await client.list_tools()).tools}}
+        out["reads"] = [search_text(await client.call_tool(t, a)) for t, a in reads]
+        out["created_anything"] = (tmp_path / "typo").exists()
+        out["add"] = payload(
+            await client.call_tool("add", {"text": "lunch at noon", "memory_id": "a"})
+        )
+        out["again"] = payload(await client.call_tool("add", {"text": "more", "memory_id": "b"}))
+        out["search"] = payload(await client.call_tool("search", {"query": "lunch"}))
+        return out
+
+    out = session(db, fn)
+    assert out["tools"] == TOOLS
+    for (tool, _), (is_error, text) in zip(reads, out["reads"], strict=True):
+        assert is_error, (tool, text)
+        assert f"no rankseam store at {db}" in text, (tool, text)
+        assert "`add` tool creates it" in text, (tool, text)
+    assert out["created_anything"] is False
+    assert out["add"]["created_store"] == str(db)
+    assert "created_store" not in out["again"]
+    assert [h["memory_id"] for h in out["search"]["hits"]][:1] == ["a"]
+    assert {m["memory_id"] for m in snapshot(db)} == {"a", "b"}
+
+
+def test_a_store_created_meanwhile_is_found(tmp_path: Path) -> None:
+    db = tmp_path / "m.sqlite3"
+
+    async def fn(client: Client) -> tuple[tuple[bool, str], dict[str, Any]]:
+        before = search_text(await client.call_tool("stats", {}))
+        with rankseam.open_memory(db) as memory:  # e.g. `rankseam add` in a terminal
+            memory.add("written elsewhere", memory_id="w")
+        return before, payload(await client.call_tool("stats", {}))
+
+    before, after = session(db, fn)
+    assert before[0] and "no rankseam store" in before[1]
+    assert after["memories"] == 1

@@ -26,6 +26,8 @@ from anyio.abc import Process
 from mcp import Client
 from mcp.shared.message import SessionMessage
 
+import rankseam
+
 RANKSEAM = str(Path(sys.executable).parent / "rankseam")
 ANSWER_TIMEOUT_S = 30.0  # generous: only "an answer arrives" decides a verdict
 MIB = 1024 * 1024
@@ -114,6 +116,8 @@ async def serve(db: Path) -> AsyncIterator[tuple[Wire, Any]]:
 
 
 def run(db: Path, fn: Callable[[Wire, Any], Awaitable[Any]]) -> Any:
+    rankseam.open_memory(db).close()  # an empty store: `stats` answers 0 memories
+
     async def main() -> Any:
         async with serve(db) as (wire, client):
             return await fn(wire, client)

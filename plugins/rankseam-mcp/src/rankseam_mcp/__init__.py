@@ -1,8 +1,8 @@
 """rankseam-mcp: a Model Context Protocol server that gives agents a rankseam memory.
 
 ``rankseam mcp --db memories.sqlite3`` serves the tools ``add``, ``search`` (with a reranker
-choice and its trace), ``get``, ``delete`` and ``stats`` over stdio. :func:`build_server`
-builds the same server around a ``Memory`` you opened.
+choice and its trace), ``get``, ``update``, ``list``, ``delete`` and ``stats`` over stdio.
+:func:`build_server` builds the same server around a ``Memory`` you opened.
 
 Importing this package does not import the MCP SDK; :func:`build_server` loads it.
 """

@@ -31,24 +31,55 @@ from rankseam.plugin import hookimpl
 )
 @click.option("--namespace", "-n", default=None, help="Default namespace of the tools.")
 def mcp_command(db: str | None, config_file: str | None, namespace: str | None) -> None:
-    """Serve this memory to MCP clients over stdio (tools: add, search, get, delete, stats).
+    """Serve this memory to MCP clients over stdio (tools: add, search, get, update, list,
+    delete, stats).
 
     Configure it in a client as the command `rankseam mcp --db PATH`. Logs go to stderr;
-    stdout carries the protocol only. The rerankers and options the client may choose are
-    set in rankseam.toml under [plugins.mcp] (default: "none" and "mmr" with its lambda).
+    stdout carries the protocol only. A store that does not exist is not created at start:
+    the add tool creates it, and the other tools say so until then. The rerankers and options
+    the client may choose are set in rankseam.toml under [plugins.mcp] (default: "none" and
+    "mmr" with its lambda).
     """
     import anyio
 
-    from rankseam import find_config, open_memory
     from rankseam_mcp.policy import ToolPolicy
     from rankseam_mcp.server import build_server
     from rankseam_mcp.stdio import serve_stdio
 
-    overrides: dict[str, Any] = {} if namespace is None else {"namespace": namespace}
-    with open_memory(db, config_file=find_config(config_file), **overrides) as memory:
-        policy = ToolPolicy.from_mapping(memory.config.plugins.get("mcp", {}))
-        server = build_server(memory, policy=policy)
+    slot = open_slot(db, config_file, namespace)
+    try:
+        policy = ToolPolicy.from_mapping(slot.config.plugins.get("mcp", {}))
+        server = build_server(slot, policy=policy)
         anyio.run(lambda: serve_stdio(server, max_message_bytes=policy.max_message_bytes))
+    finally:
+        slot.close()
+
+
+def open_slot(db: str | None, config_file: str | None, namespace: str | None) -> Any:
+    """The store of ``db`` when it exists, else a slot that opens it when it does (a
+    configuration mistake raises here, before anything is served)."""
+    from rankseam import ConfigurationError, find_config, open_memory
+    from rankseam_mcp.slot import MemorySlot
+
+    overrides: dict[str, Any] = {} if namespace is None else {"namespace": namespace}
+    config = find_config(config_file)
+
+    def opener(create: bool) -> Any:
+        return open_memory(db, config_file=config, create=create, **overrides)
+
+    try:
+        return MemorySlot(opener(False), opener=opener)
+    except ConfigurationError as missing:
+        # The configuration itself is checked on a scratch in-memory store: its mistakes
+        # stop the server here; otherwise the store is what is missing (or unreachable).
+        with open_memory(":memory:", config_file=config, **overrides) as scratch:
+            settings = scratch.config
+        click.echo(
+            f"rankseam mcp: {missing}. Serving anyway: the add tool creates the store; the "
+            "other tools answer this error until it exists.",
+            err=True,
+        )
+        return MemorySlot(opener=opener, config=settings)
 
 
 @hookimpl

@@ -153,16 +153,6 @@ def test_stats_and_reembed(db):
     assert "embedded 0 memories" in out.output
 
 
-def test_demo_runs_with_and_without_reranker(tmp_path):
-    out = run("demo", "--db", str(tmp_path / "demo.sqlite3"), "--limit", "3")
-    assert out.exit_code == 0, out.output
-    assert "no reranker (coarse order)" in out.output
-    # with only core installed the demo reranks with identity; with the local plugins, mmr etc.
-    assert "identity (keeps the coarse order)" in out.output or "mmr, lambda 0.5" in out.output
-    assert '"coarse"' in out.output and '"policy_id"' in out.output  # one trace, reranked
-    assert "allergy-peanut" in out.output
-
-
 def test_read_commands_refuse_a_missing_store_and_create_nothing(tmp_path):
     missing = tmp_path / "nowhere" / "store.sqlite3"
     for args in (["search", "hello"], ["stats"], ["reembed"], ["export", str(tmp_path / "out")]):

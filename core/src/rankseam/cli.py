@@ -36,7 +36,7 @@ LAZY_COMMANDS: dict[str, str] = {
     "delete": "rankseam.commands.memories:delete",
     "stats": "rankseam.commands.store:stats",
     "reembed": "rankseam.commands.store:reembed",
-    "demo": "rankseam.commands.store:demo",
+    "demo": "rankseam.commands.demo:demo",
     "bench": "rankseam.bench.cli:bench",
     "export": "rankseam.commands.snapshot:export",
     "verify": "rankseam.commands.snapshot:verify",

@@ -1,4 +1,4 @@
-"""Store commands: ``add``, ``ingest``, ``stats``, ``reembed``, ``demo`` (``search`` is
+"""Store commands: ``add``, ``ingest``, ``stats``, ``reembed`` (``search`` is
 :mod:`rankseam.commands.search`, re-exported here).
 
 Every command takes ``--db PATH|URL`` (default: ``RANKSEAM_DB``, else the platform default) and
@@ -9,12 +9,9 @@ literal: number, bool or string; a bare word is a string).
 
 from __future__ import annotations
 
-import json
 import os
 import sys
-import tempfile
 from collections.abc import Iterator
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +29,6 @@ from rankseam.commands.search import (
     COMPONENT_ARGS,
     ComponentOptionsCommand,
     parse_component_options,
-    print_hits,
     search,
 )
 from rankseam.errors import RankseamError, ValidationError
@@ -43,7 +39,6 @@ __all__ = [
     "COMPONENT_ARGS",
     "ComponentOptionsCommand",
     "add",
-    "demo",
     "ingest",
     "parse_component_options",
     "reembed",
@@ -290,76 +285,3 @@ def reembed(db: str | None, config_file: str | None, embedder: str | None) -> No
             f"to search with it, set embedder = {embedder!r} in rankseam.toml "
             f"or RANKSEAM_EMBEDDER={embedder}"
         )
-
-
-# -- demo ----------------------------------------------------------------------------------
-
-DEMO_NAMESPACE = "demo"
-DEMO_QUERIES = (
-    "what is Mara allergic to?",
-    "when is her half marathon?",
-    "which coffee does she like",
-    "who looks after the cat while she travels?",
-    "her sister's birthday",
-)
-
-
-def demo_records() -> Iterator[dict[str, Any]]:
-    text = resources.files("rankseam").joinpath("demo/memories.jsonl").read_text("utf-8")
-    for line in text.splitlines():
-        if line.strip():
-            yield json.loads(line)
-
-
-@click.command()
-@click.option(
-    "--db",
-    type=click.Path(dir_okay=False),
-    default=None,
-    help="Build the demo store here (default: a temporary directory).",
-)
-@click.option("--limit", "-k", type=click.IntRange(min=1), default=5, show_default=True)
-def demo(db: str | None, limit: int) -> None:
-    """Build a store from the demo corpus and search it with and without reranking."""
-    with tempfile.TemporaryDirectory(prefix="rankseam-demo-") as tmp:
-        path = db or str(Path(tmp) / "demo.sqlite3")
-        with open_store(path, None, namespace=DEMO_NAMESPACE, reranker=None) as memory:
-            report = memory.ingest(demo_records())
-            click.echo(
-                f"demo store: {memory.path}\n{report.records} memories ingested "
-                f"({report.added} new) in {report.seconds:.2f} s\n"
-            )
-            have = memory.context.available("reranker")
-            # (label, reranker name, options): each shown only when its plugin is installed.
-            policies: list[tuple[str, str | None, dict[str, Any]]] = [
-                ("no reranker (coarse order)", None, {}),
-                ("mmr, lambda 0.5 (diversity)", "mmr", {"lambda": 0.5}),
-                ("mmr, lambda 0.3 (more diversity)", "mmr", {"lambda": 0.3}),
-                ("decision, heuristic backend", "decision", {"backend": "heuristic"}),
-            ]
-            shown = [p for p in policies if p[1] is None or p[1] in have]
-            if len(shown) == 1:
-                shown.append(("identity (keeps the coarse order)", "identity", {}))
-            for query in DEMO_QUERIES:
-                click.echo(f"=== {query}")
-                for label, name, options in shown:
-                    result = memory.search(query, limit, reranker=name, reranker_options=options)
-                    rerank = result.trace.rerank
-                    cost = f", {rerank.usage.calls} backend calls" if rerank else ""
-                    click.echo(f"  -- {label} [{result.status.value}{cost}]")
-                    print_hits(result, indent="  ")
-                click.echo("")
-            missing = sorted({str(p[1]) for p in policies[1:]} - set(have))
-            if missing:
-                click.echo(
-                    f"(not installed: {', '.join(missing)}; `make demo` installs the local "
-                    "plugins, or pip install -e plugins/rankseam-<name>)\n"
-                )
-            traced, options = ("decision", {"backend": "heuristic"})
-            if traced not in have:
-                traced, options = ("identity", {})
-            result = memory.search(
-                DEMO_QUERIES[0], limit, reranker=traced, reranker_options=options, pool=10
-            )
-            click.echo(f"trace of {DEMO_QUERIES[0]!r} with reranker {traced}:")
-            click.echo(json.dumps(result.trace.to_dict(), indent=2, ensure_ascii=False))

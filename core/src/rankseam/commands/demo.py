@@ -1,0 +1,266 @@
+"""``rankseam demo`` (what ``make demo`` runs): build a store from the demo corpus and search it.
+
+The corpus (``rankseam/demo/memories.jsonl``) is 278 memories of an invented assistant's user,
+Mara, with deliberate restatements and repetitive logs. The demo prints three parts:
+
+1. :data:`QUESTIONS`, searched with the default policy (the coarse order, no reranker): each
+   one's top hit is the memory that answers it (a test pins this, by id).
+2. :data:`SHOWCASES`: each installed reranker on one question where its effect shows, the
+   coarse top 5 beside the reranked one, what changed, and why in one line.
+3. The semantic path: with rankseam-sentence-transformers installed, a local sentence model
+   judges a question the word-overlap stand-ins cannot; without it, how to install it.
+
+Then one search trace. Nothing here is tuned for the demo: the questions and memories are
+chosen so that what is shown is what rankseam does on them.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from collections.abc import Iterator, Mapping, Sequence
+from importlib import resources
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import attrs
+import click
+
+from rankseam.commands.common import open_store
+from rankseam.commands.search import print_hits
+
+if TYPE_CHECKING:
+    from rankseam.memory import Memory
+
+__all__ = [
+    "DEMO_NAMESPACE",
+    "QUESTIONS",
+    "SEMANTIC",
+    "SHOWCASES",
+    "DemoQuestion",
+    "Showcase",
+    "demo",
+    "demo_records",
+]
+
+DEMO_NAMESPACE = "demo"
+SHOWN = 5  # hits compared per showcase
+
+
+@attrs.frozen
+class DemoQuestion:
+    """A question and the ids of the memory that answers it (with its restatements)."""
+
+    text: str
+    answers: tuple[str, ...]
+
+
+@attrs.frozen
+class Showcase:
+    """A reranker (with options) on a question where its effect shows, and why in one line."""
+
+    label: str
+    reranker: str
+    options: Mapping[str, Any]
+    question: str
+    why: str
+
+
+QUESTIONS: tuple[DemoQuestion, ...] = (
+    DemoQuestion(
+        "what is Mara allergic to?",
+        ("allergy-peanut", "allergy-peanut-dup1", "allergy-peanut-dup2"),
+    ),
+    DemoQuestion("when is her half marathon?", ("marathon", "marathon-dup1", "marathon-dup2")),
+    DemoQuestion(
+        "what is her usual coffee order?",
+        ("coffee-order", "coffee-order-dup1", "coffee-order-dup2"),
+    ),
+    DemoQuestion(
+        "who looks after the cat while she travels?",
+        ("cat-sitter", "cat-sitter-dup1", "cat-sitter-dup2"),
+    ),
+    DemoQuestion("when is her sister's birthday?", ("sister-birthday", "sister-birthday-dup1")),
+    DemoQuestion("when is Mara's Portuguese lesson?", ("language", "language-dup1")),
+    DemoQuestion("what gift should I buy Rui?", ("gift-ideas-rui",)),
+)
+
+SHOWCASES: tuple[Showcase, ...] = (
+    Showcase(
+        "mmr, lambda 0.5",
+        "mmr",
+        {"lambda": 0.5},
+        "when is her sister's birthday?",
+        "mmr trades a little relevance for variety: sister-birthday says what "
+        "sister-birthday-dup1 already said, so it gives its place to another memory.",
+    ),
+    Showcase(
+        "decision, heuristic backend, keep yes",
+        "decision",
+        {"backend": "heuristic", "keep": "yes"},
+        "what gift should I buy Rui?",
+        "decision asks one yes/no question per candidate and keeps only the YES answers: the "
+        "near misses (gifts for Ines, the anniversary) go, the one sure hit stays.",
+    ),
+    Showcase(
+        "listwise, local backend",
+        "listwise",
+        {"backend": "local"},
+        "what is her usual coffee order?",
+        "listwise orders the pool in one request: coffee-order, which names her usual coffee, "
+        "rises above lactose, which only mentions coffee in passing.",
+    ),
+)
+
+STAND_INS = (
+    "The heuristic decision backend and the local generation backend are stand-ins for a model:\n"
+    "they count shared words and do not read meaning (deterministic and free, for demos and\n"
+    "tests). For real judgements give decision or listwise a model backend (rankseam-openai),\n"
+    "or the similarity backend of rankseam-sentence-transformers (part 3)."
+)
+
+#: The semantic path: the decision reranker with a local sentence model, beside the heuristic.
+SEMANTIC = Showcase(
+    "decision, similarity backend (all-MiniLM-L6-v2), keep yes",
+    "decision",
+    {"backend": "similarity", "keep": "yes"},
+    "what is Mara allergic to?",
+    "the model judges meaning: only the two allergies answer the question, while the heuristic "
+    "stand-in says YES to all five because each one names Mara.",
+)
+SEMANTIC_INSTALL = (
+    "semantic search is not installed: pip install rankseam-sentence-transformers (a local "
+    "MiniLM model; its README installs the CPU build of torch first)"
+)
+
+
+def demo_records() -> Iterator[dict[str, Any]]:
+    """The demo corpus, one record (``id``, ``text``, ``importance``, ``metadata``) a line."""
+    text = resources.files("rankseam").joinpath("demo/memories.jsonl").read_text("utf-8")
+    for line in text.splitlines():
+        if line.strip():
+            yield json.loads(line)
+
+
+def _ids(memory: Memory, question: str, reranker: str | None, options: Mapping[str, Any]) -> Any:
+    result = memory.search(question, SHOWN, reranker=reranker, reranker_options=dict(options))
+    return result, [hit.ref.memory_id for hit in result.hits]
+
+
+def what_changed(coarse: Sequence[str], reranked: Sequence[str]) -> str:
+    """The difference between two top lists, in words: what left, what came in, and which
+    memories now stand above one that was above them."""
+    out = [i for i in coarse if i not in reranked]
+    new = [i for i in reranked if i not in coarse]
+    kept = [i for i in reranked if i in coarse]
+    passed = [
+        f"{b} above {a}"
+        for n, b in enumerate(kept)
+        for a in kept[n + 1 :]
+        if coarse.index(a) < coarse.index(b)
+    ]
+    parts = []
+    if out:
+        parts.append(f"left out {', '.join(out)}")
+    if new:
+        parts.append(f"brought in {', '.join(new)}")
+    if passed:
+        parts.append(f"now {', '.join(passed[:3])}")
+    return "; ".join(parts) or "nothing (the same top list)"
+
+
+def _showcase(memory: Memory, case: Showcase) -> None:
+    _, coarse = _ids(memory, case.question, None, {})
+    result, reranked = _ids(memory, case.question, case.reranker, case.options)
+    rerank = result.trace.rerank
+    calls = f", {rerank.usage.calls} backend calls" if rerank is not None else ""
+    click.echo(f'=== {case.label}: "{case.question}"  [{result.status.value}{calls}]')
+    click.echo(f"  coarse:    {', '.join(coarse)}")
+    click.echo(f"  reranked:  {', '.join(reranked) or '(no hits)'}")
+    click.echo(f"  changed:   {what_changed(coarse, reranked)}")
+    click.echo(f"  why:       {case.why}")
+
+
+def _semantic(memory: Memory) -> None:
+    if "similarity" not in memory.context.available("decision_backend"):
+        click.echo(SEMANTIC_INSTALL)
+        return
+    if SEMANTIC.reranker not in memory.context.available("reranker"):
+        click.echo("the similarity backend is installed; the decision reranker is not")
+        return
+    click.echo("(loading the sentence model: a few seconds)")
+    heuristic = {**SEMANTIC.options, "backend": "heuristic"}
+    _, words = _ids(memory, SEMANTIC.question, SEMANTIC.reranker, heuristic)
+    click.echo(f"  heuristic stand-in: {', '.join(words)}")
+    _showcase(memory, SEMANTIC)
+
+
+@click.command()
+@click.option(
+    "--db",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Build the demo store here (default: a temporary directory).",
+)
+@click.option(
+    "--limit",
+    "-k",
+    type=click.IntRange(min=1),
+    default=3,
+    show_default=True,
+    help="Hits shown per question in part 1.",
+)
+@click.option(
+    "--semantic/--no-semantic",
+    default=True,
+    show_default=True,
+    help="Part 3, when rankseam-sentence-transformers is installed (it loads a model).",
+)
+def demo(db: str | None, limit: int, semantic: bool) -> None:
+    """Build a store from the demo corpus and search it: questions with the default policy,
+    each installed reranker where its effect shows, and the semantic path."""
+    with tempfile.TemporaryDirectory(prefix="rankseam-demo-") as tmp:
+        path = db or str(Path(tmp) / "demo.sqlite3")
+        with open_store(path, None, namespace=DEMO_NAMESPACE, reranker=None) as memory:
+            report = memory.ingest(demo_records())
+            click.echo(
+                f"demo store: {memory.path}\n{report.records} memories ingested "
+                f"({report.added} new) in {report.seconds:.2f} s\n"
+            )
+            click.echo(
+                "1. Questions, with the default policy (the coarse order: words, character "
+                "n-grams and importance; no reranker)\n"
+            )
+            for question in QUESTIONS:
+                click.echo(f"=== {question.text}")
+                print_hits(memory.search(question.text, limit), indent="  ")
+            have = memory.context.available("reranker")
+            click.echo("\n2. Rerankers, each on a question where its effect shows (top 5)\n")
+            shown = [case for case in SHOWCASES if case.reranker in have]
+            for case in shown:
+                _showcase(memory, case)
+            missing = [case.reranker for case in SHOWCASES if case.reranker not in have]
+            if missing:
+                click.echo(
+                    f"(not installed: {', '.join(missing)}; `make demo` installs them, or "
+                    "pip install rankseam-<name>)"
+                )
+            if shown:
+                click.echo(f"\n{STAND_INS}")
+            click.echo("\n3. Semantic search (a local sentence model)\n")
+            if semantic:
+                _semantic(memory)
+            else:
+                click.echo("(skipped: --no-semantic)")
+            traced = (
+                shown[0] if shown else Showcase("identity", "identity", {}, QUESTIONS[0].text, "")
+            )
+            result = memory.search(
+                traced.question,
+                SHOWN,
+                reranker=traced.reranker,
+                reranker_options=dict(traced.options),
+                pool=10,
+            )
+            click.echo(f'\ntrace of "{traced.question}" with reranker {traced.reranker}:')
+            click.echo(json.dumps(result.trace.to_dict(), indent=2, ensure_ascii=False))

@@ -129,8 +129,8 @@ SEMANTIC = Showcase(
     "stand-in says YES to all five because each one names Mara.",
 )
 SEMANTIC_INSTALL = (
-    "semantic search is not installed: pip install rankseam-sentence-transformers (a local "
-    "MiniLM model; its README installs the CPU build of torch first)"
+    "semantic search is not installed: pip install rankseam-sentence-transformers (from a "
+    "checkout: -e plugins/rankseam-sentence-transformers; its README installs CPU torch first)"
 )
 
 

@@ -6,6 +6,7 @@ itself installed, so a plugin that forgets to declare a dependency fails here.
     nox -l                      # list sessions
     nox -s "tests(rankseam)"    # one distribution
     nox -s integration          # everything installed together, tests/ at the root
+    nox -s langchain-standard   # LangChain's standard retriever suite against our retriever
     nox -s lint                 # ruff + mypy
     nox -s wheels               # build every wheel + sdist, twine check, install from wheels
     nox -s compat-3.12          # core + integration tests on Python 3.12 (also 3.13)
@@ -122,6 +123,26 @@ def integration(session: nox.Session) -> None:
         *session.posargs,
         env={"RANKSEAM_DATA": str(ROOT.parent / "shared" / "data")},
     )
+
+
+@nox.session(name="langchain-standard", python="3.11")
+def langchain_standard(session: nox.Session) -> None:
+    """LangChain's standard retriever suite (langchain-tests' RetrieversIntegrationTests, the
+    version pinned in rankseam-langchain's `standard` extra) against RankseamRetriever over a
+    real store, in the coarse order and with the mmr reranker."""
+    path = DISTS["rankseam-langchain"]
+    session.install(
+        "-e",
+        f"{DISTS['rankseam']}[testing]",
+        "-e",
+        str(DISTS["rankseam-mmr"]),
+        "-e",
+        f"{path}[standard]",
+    )
+    session.run("pytest", "-p", "no:cacheprovider", str(path / "standard_tests"), *session.posargs)
+
+
+nox.options.sessions.append("langchain-standard")
 
 
 def _plugin_sources() -> list[str]:

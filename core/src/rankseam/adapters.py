@@ -1,10 +1,11 @@
 """What the framework adapters share (rankseam-langchain, rankseam-llamaindex, rankseam-mcp).
 
-One place for the three things every adapter does: turn a retriever's settings into the
-arguments of ``Memory.search``, describe each hit in a framework document's metadata (the exact
-citation, the scores, the rerank trace), and map a reranked batch of the caller's own items back
-to those items by their input positions. Public through :mod:`rankseam.plugin`
-(docs/integrations.md shows what the metadata holds).
+One place for what every adapter does: turn a retriever's settings into the arguments of
+``Memory.search``, describe each hit in a framework document's metadata (the exact citation,
+the scores, the rerank trace, the stored metadata), decide which score a document or node
+carries and which upstream scores a reranking component uses, and map a reranked batch of the
+caller's own items back to those items by their input positions. Public through
+:mod:`rankseam.plugin` (docs/integrations.md shows what the metadata holds and the score rule).
 """
 
 from __future__ import annotations
@@ -13,16 +14,35 @@ import importlib
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol, TypeVar
 
+from rankseam.checks import is_real
 from rankseam.types import Hit, SearchResult, SearchTrace
 
 __all__ = [
+    "ADAPTER_KEYS",
     "RerankedBatch",
     "hits_metadata",
     "lazy_exports",
     "reranked_items",
     "reranker_arguments",
+    "result_score",
     "search_arguments",
+    "upstream_scores",
 ]
+
+#: The metadata keys the adapters write. A memory's stored metadata is merged in flat beside
+#: them; a stored key that is one of these is kept as ``stored_<key>`` (prefixed again while
+#: that name is taken too), so nothing stored can overwrite the citation or the scores.
+ADAPTER_KEYS = (
+    "namespace",
+    "memory_id",
+    "revision",
+    "score",
+    "coarse_score",
+    "rerank_score",
+    "matched_by",
+    "rerank_trace",
+    "rerank",
+)
 
 T = TypeVar("T")
 
@@ -91,24 +111,58 @@ def _trace(trace: SearchTrace) -> dict[str, Any] | None:
     return None if trace.rerank is None else trace.rerank.to_dict()
 
 
+def result_score(coarse_score: float | None, rerank_score: float | None) -> float | None:
+    """The score a document or node carries: the reranker's own score when it gave one (its
+    order is the result's order), else the coarse score (no reranker ran, or it chose by
+    position alone: mmr, decision, listwise; the order is then the reranker's while the scores
+    are the coarse ones)."""
+    return coarse_score if rerank_score is None else rerank_score
+
+
+def upstream_scores(scores: Sequence[object]) -> list[float] | None:
+    """The scores a reranking component (the LangChain compressor, the LlamaIndex
+    postprocessor) passes to the reranker as its inputs' coarse relevance: each input's own
+    score (a LangChain document's ``metadata["score"]``, a LlamaIndex node's ``score``) when
+    *every* input has one that is a finite number, else ``None``: the input order is the
+    relevance (the first input 1.0, falling evenly). The input order is the coarse order
+    either way."""
+    values = list(scores)
+    if not values or not all(is_real(value) for value in values):
+        return None
+    return [float(value) for value in values]  # type: ignore[arg-type]
+
+
+def _stored_key(key: str, taken: Mapping[str, Any]) -> str:
+    while key in taken or key in ADAPTER_KEYS:
+        key = f"stored_{key}"
+    return key
+
+
 def _hit_metadata(hit: Hit) -> dict[str, Any]:
-    return {
+    ours: dict[str, Any] = {
         "namespace": hit.ref.namespace,
         "memory_id": hit.ref.memory_id,
         "revision": hit.ref.revision,
-        "score": hit.score,
+        "score": result_score(hit.score, hit.rerank_score),
+        "coarse_score": hit.score,
         "rerank_score": hit.rerank_score,
         "matched_by": list(hit.matched_by),
-        "memory_metadata": dict(hit.metadata),
     }
+    stored = {key: value for key, value in hit.metadata.items() if key not in ADAPTER_KEYS}
+    for key, value in hit.metadata.items():
+        if key in ADAPTER_KEYS:
+            stored[_stored_key(key, {**hit.metadata, **stored})] = value
+    return {**ours, **stored}
 
 
 def hits_metadata(result: SearchResult, *, with_trace: bool = True) -> list[dict[str, Any]]:
-    """One metadata dict per hit of a search, in the hits' order: the citation (``namespace``,
-    ``memory_id``, ``revision``), ``score`` (coarse), ``rerank_score`` (the reranker's own, or
-    ``None``), ``matched_by``, the memory's stored metadata under ``memory_metadata`` (so it can
-    never overwrite the citation keys) and, with ``with_trace``, the rerank stage's trace as
-    ``rerank_trace`` (``None`` without a reranker)."""
+    """One flat metadata dict per hit of a search, in the hits' order: the citation
+    (``namespace``, ``memory_id``, ``revision``), ``score`` (:func:`result_score`: the
+    reranker's score when it gave one, else the coarse score), ``coarse_score``,
+    ``rerank_score`` (the reranker's own, or ``None``), ``matched_by``, the memory's stored
+    metadata (each stored key beside ours; one that is in :data:`ADAPTER_KEYS` is kept as
+    ``stored_<key>``) and, with ``with_trace``, the rerank stage's trace as ``rerank_trace``
+    (``None`` without a reranker)."""
     trace = _trace(result.trace) if with_trace else None
     out = []
     for hit in result.hits:
@@ -132,19 +186,30 @@ class RerankedBatch(Protocol):
     def positions(self) -> tuple[int, ...]: ...
 
 
-def reranked_items(items: Sequence[T], result: RerankedBatch) -> list[tuple[T, dict[str, Any]]]:
+def reranked_items(
+    items: Sequence[T], result: RerankedBatch, scores: Sequence[float] | None = None
+) -> list[tuple[T, dict[str, Any]]]:
     """The items the reranker kept, best first, each with what to add to its metadata under
-    ``"rerank"``: ``coarse_rank`` (its 1-based input position), ``rerank_score`` (or ``None``)
-    and the seam's ``trace``.
+    ``"rerank"``: ``coarse_rank`` (its 1-based input position), ``coarse_score`` (its entry in
+    ``scores``, the upstream scores given to the reranker (:func:`upstream_scores`), or
+    ``None`` when the input order was the relevance), ``rerank_score`` (or ``None``) and the
+    seam's ``trace``. The score the kept item then carries is
+    ``result_score(its upstream score, rerank_score)``.
 
-    ``result`` is ``DocumentReranker.rerank(query, texts)`` (or ``arerank``) over ``items``'
-    texts, in the same order: items are found by the result's ``positions``, never by text.
+    ``result`` is ``DocumentReranker.rerank(query, texts, scores=scores)`` (or ``arerank``)
+    over ``items``' texts, in the same order: items are found by the result's ``positions``,
+    never by text.
     """
     positions = getattr(result, "positions", None)
     if positions is None:
         raise TypeError(
             "reranked_items needs the result of DocumentReranker.rerank/arerank (it has "
             f"positions); got {type(result).__name__}"
+        )
+    if scores is not None and len(scores) != len(items):
+        raise ValueError(
+            f"scores must hold one number per item ({len(items)}), got {len(scores)}; pass the "
+            "scores given to the reranker, or None"
         )
     trace = _trace(result.trace)
     out = []
@@ -154,6 +219,11 @@ def reranked_items(items: Sequence[T], result: RerankedBatch) -> list[tuple[T, d
                 f"position {position} is outside the {len(items)} items given; pass the items "
                 "whose texts were reranked, in the same order"
             )
-        rerank = {"coarse_rank": position + 1, "rerank_score": hit.rerank_score, "trace": trace}
+        rerank = {
+            "coarse_rank": position + 1,
+            "coarse_score": None if scores is None else scores[position],
+            "rerank_score": hit.rerank_score,
+            "trace": trace,
+        }
         out.append((items[position], rerank))
     return out

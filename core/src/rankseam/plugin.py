@@ -15,12 +15,15 @@ import warnings
 from typing import Any
 
 from rankseam.adapters import (
+    ADAPTER_KEYS,
     RerankedBatch,
     hits_metadata,
     lazy_exports,
     reranked_items,
     reranker_arguments,
+    result_score,
     search_arguments,
+    upstream_scores,
 )
 from rankseam.checks import is_int, is_real
 from rankseam.decision import (
@@ -113,6 +116,7 @@ from rankseam.store.target import StoreTarget
 from rankseam.store.vectors import decode_vectors, encode_vector
 
 __all__ = [
+    "ADAPTER_KEYS",
     "DEFAULT_FUSION_SCALE",
     "DEFAULT_FUSION_WEIGHT",
     "DEFAULT_MAX_CHARS",
@@ -203,10 +207,12 @@ __all__ = [
     "reranked_items",
     "reranker_arguments",
     "resolve_env_refs",
+    "result_score",
     "search_arguments",
     "store_stats",
     "thaw",
     "unwrap",
+    "upstream_scores",
     "validate_output",
     "write_gate_request",
 ]

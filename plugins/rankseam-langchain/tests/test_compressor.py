@@ -136,6 +136,44 @@ def test_none_keeps_the_input_order_without_a_reranker() -> None:
     out = RankseamCompressor(reranker="none", top_n=2).compress_documents(DOCS, "dinner")
     assert [d.metadata["src"] for d in out] == ["a", "b"]
     assert [d.metadata["rerank"] for d in out] == [
-        {"coarse_rank": 1, "rerank_score": None, "trace": None},
-        {"coarse_rank": 2, "rerank_score": None, "trace": None},
+        {"coarse_rank": 1, "coarse_score": None, "rerank_score": None, "trace": None},
+        {"coarse_rank": 2, "coarse_score": None, "rerank_score": None, "trace": None},
     ]
+    assert all("score" not in d.metadata for d in out)  # none upstream, none from a reranker
+
+
+def scored(scores: list[Any]) -> list[Document]:
+    return [
+        Document(d.page_content, metadata={**d.metadata, "score": score})
+        for d, score in zip(DOCS, scores, strict=True)
+    ]
+
+
+def test_upstream_scores_are_the_relevance_the_reranker_sees() -> None:
+    given = scored([1.0, 0.9, 0.8, 5.0])  # the upstream retriever says "d" is by far the best
+    out = RankseamCompressor(reranker="mmr", options={"lambda": 1.0}, top_n=2)
+    picked = out.compress_documents(given, "q")
+    assert [d.metadata["src"] for d in picked] == ["d", "a"]
+    assert [d.metadata["rerank"]["coarse_score"] for d in picked] == [5.0, 1.0]
+    assert [d.metadata["score"] for d in picked] == [5.0, 1.0]  # mmr gives no score: kept
+    # without a score on every document, the input order is the relevance
+    partial = [*given[:3], DOCS[3]]
+    assert [d.metadata["src"] for d in out.compress_documents(partial, "q")] == ["a", "b"]
+    assert out.compress_documents(partial, "q")[0].metadata["rerank"]["coarse_score"] is None
+
+
+class _ScoredReverse:
+    policy_id = "test.scored-reverse.v1"
+
+    def rerank(self, query: str, candidates: Any, limit: int) -> RerankDecision:
+        ranks = tuple(c.rank for c in reversed(candidates))[:limit]
+        return RerankDecision(ranks, scores=tuple(10.0 + r for r in ranks))
+
+
+def test_a_rerankers_own_score_becomes_the_documents_score() -> None:
+    given = scored([0.4, 0.3, 0.2, 0.1])
+    out = RankseamCompressor(reranker=_ScoredReverse(), top_n=2).compress_documents(given, "q")
+    assert [d.metadata["src"] for d in out] == ["d", "c"]
+    assert [d.metadata["score"] for d in out] == [14.0, 13.0]
+    assert [d.metadata["rerank"]["coarse_score"] for d in out] == [0.1, 0.2]
+    assert [d.metadata["score"] for d in given] == [0.4, 0.3, 0.2, 0.1]  # inputs untouched

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import pytest
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 
 import rankseam
+from rankseam.types import RerankDecision
 from rankseam_langchain import RankseamRetriever
 
 
@@ -27,8 +29,10 @@ def test_hits_become_documents_that_cite_the_stored_revision(memory: rankseam.Me
         assert doc.metadata["namespace"] == hit.ref.namespace
         assert doc.metadata["memory_id"] == hit.ref.memory_id
         assert doc.metadata["revision"] == hit.ref.revision == 1
-        assert doc.metadata["score"] == pytest.approx(hit.score)
-        assert doc.metadata["memory_metadata"] == {"source": "test"}
+        assert doc.metadata["score"] == doc.metadata["coarse_score"] == pytest.approx(hit.score)
+        assert doc.metadata["rerank_score"] is None
+        assert doc.metadata["source"] == "test"  # what was stored, flat beside our keys
+        assert "memory_metadata" not in doc.metadata
         assert doc.metadata["rerank_trace"] is None  # no reranker: the coarse order
 
 
@@ -77,3 +81,51 @@ def test_bad_input_is_a_clear_error(memory: rankseam.Memory) -> None:
         RankseamRetriever(memory=memory).invoke("   ")
     with pytest.raises(rankseam.ConfigurationError, match="no reranker named 'nope'"):
         RankseamRetriever(memory=memory, reranker="nope").invoke("dinner")
+
+
+def test_a_call_may_ask_for_its_own_k_and_settings(memory: rankseam.Memory) -> None:
+    retriever = RankseamRetriever(memory=memory, k=4, reranker="mmr")
+    assert len(retriever.invoke("dinner friday")) == 4
+    assert len(retriever.invoke("dinner friday", k=1)) == 1
+    assert len(asyncio.run(retriever.ainvoke("dinner friday", k=2))) == 2
+    assert retriever.k == 4  # a call's k is for that call only
+    coarse = retriever.invoke("dinner friday", reranker="none", k=2)
+    assert [d.metadata["rerank_trace"] for d in coarse] == [None, None]
+    expected = memory.search("dinner friday", 2, reranker="none")
+    assert [d.id for d in coarse] == [h.ref.memory_id for h in expected.hits]
+    assert retriever.invoke("dinner friday", namespace="elsewhere") == []
+
+
+def test_an_unknown_call_argument_is_refused(memory: rankseam.Memory) -> None:
+    retriever = RankseamRetriever(memory=memory)
+    with pytest.raises(TypeError, match=r"unexpected keyword argument\(s\) \['kk'\].*'k'"):
+        retriever.invoke("dinner", kk=1)
+    with pytest.raises(TypeError, match="kk"):
+        asyncio.run(retriever.ainvoke("dinner", kk=1))
+    with pytest.raises(rankseam.ValidationError):
+        retriever.invoke("dinner", k=0)
+
+
+class _ByOverlap:
+    """Scores each candidate by the share of the query's words it holds (a score of its own)."""
+
+    policy_id = "test.overlap.v1"
+
+    def rerank(self, query: str, candidates: Any, limit: int) -> RerankDecision:
+        words = set(query.lower().split())
+        scored = sorted(
+            ((len(words & set(c.text.lower().split())) / len(words), c.rank) for c in candidates),
+            key=lambda pair: (-pair[0], pair[1]),
+        )[:limit]
+        return RerankDecision(tuple(r for _, r in scored), scores=tuple(s for s, _ in scored))
+
+
+def test_the_score_is_the_rerankers_when_it_gives_one(memory: rankseam.Memory) -> None:
+    docs = RankseamRetriever(memory=memory, k=3, reranker=_ByOverlap()).invoke("the thai place")
+    assert docs
+    for doc in docs:
+        assert doc.metadata["score"] == doc.metadata["rerank_score"] is not None
+        assert doc.metadata["coarse_score"] != doc.metadata["score"]
+    assert [d.metadata["score"] for d in docs] == sorted(
+        (d.metadata["score"] for d in docs), reverse=True
+    )

@@ -8,6 +8,8 @@ import copy
 from typing import Any
 
 import pytest
+from llama_index.core import Settings
+from llama_index.core.callbacks import CallbackManager, CBEventType, LlamaDebugHandler
 from llama_index.core.llms import MockLLM
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.query_engine import RetrieverQueryEngine
@@ -96,7 +98,7 @@ def test_missing_query_and_unknown_reranker_are_clear_errors() -> None:
 
 def test_inside_a_retriever_query_engine(memory: rankseam.Memory) -> None:
     engine = RetrieverQueryEngine.from_args(
-        RankseamRetriever(memory, k=4),
+        RankseamRetriever(memory, similarity_top_k=4),
         llm=MockLLM(),
         node_postprocessors=[
             RankseamNodePostprocessor(reranker="mmr", options={"lambda": 0.0}, top_n=2)
@@ -137,3 +139,80 @@ def test_none_keeps_the_input_order_without_a_reranker() -> None:
     )
     assert [n.node.node_id for n in out] == ["a", "b"]
     assert [n.node.metadata["rerank"]["trace"] for n in out] == [None, None]
+
+
+class _ByOverlap:
+    """Scores each candidate by the share of the query's words it holds (a score of its own)."""
+
+    policy_id = "test.overlap.v1"
+
+    def rerank(self, query: str, candidates: Any, limit: int) -> RerankDecision:
+        words = set(query.lower().split())
+        scored = sorted(
+            ((len(words & set(c.text.lower().split())) / len(words), c.rank) for c in candidates),
+            key=lambda pair: (-pair[0], pair[1]),
+        )[:limit]
+        return RerankDecision(tuple(r for _, r in scored), scores=tuple(s for s, _ in scored))
+
+
+def test_a_rerankers_own_score_becomes_the_nodes_score() -> None:
+    given = nodes()
+    out = RankseamNodePostprocessor(reranker=_ByOverlap(), top_n=2).postprocess_nodes(
+        given, query_str="weekly standup moved"
+    )
+    assert [n.node.node_id for n in out] == ["c", "a"]
+    assert [n.score for n in out] == [1.0, 0.0]
+    assert [n.node.metadata["rerank"]["rerank_score"] for n in out] == [1.0, 0.0]
+    assert [n.node.metadata["rerank"]["coarse_score"] for n in out] == [0.8, 1.0]
+    assert [n.score for n in given] == [1.0, 0.9, 0.8, 0.7]  # inputs untouched
+
+
+def test_without_a_score_on_every_node_the_input_order_is_the_relevance() -> None:
+    given = nodes()
+    given[3].score = None
+    given[2].score = 5.0
+    post = RankseamNodePostprocessor(reranker="mmr", options={"lambda": 1.0}, top_n=1)
+    (top,) = post.postprocess_nodes(given, query_str="q")
+    assert top.node.node_id == "a" and top.node.metadata["rerank"]["coarse_score"] is None
+
+
+def test_from_defaults_and_the_reranking_event() -> None:
+    debug = LlamaDebugHandler()
+    post = RankseamNodePostprocessor.from_defaults(
+        "mmr", top_n=2, options={"lambda": 0.5}, callback_manager=CallbackManager([debug])
+    )
+    assert post.top_n == 2 and post.document_reranker.policy_id == "rankseam.rerank.mmr.v1"
+    out = post.postprocess_nodes(nodes(), query_str="dinner")
+    asyncio.run(post.apostprocess_nodes(nodes(), query_str="dinner"))
+    pairs = debug.get_event_pairs(CBEventType.RERANKING)
+    assert len(pairs) == 2
+    start, end = pairs[0]
+    assert start.payload is not None and end.payload is not None
+    assert start.payload["model_name"] == "rankseam.rerank.mmr.v1"
+    assert [n.node.node_id for n in end.payload["nodes"]] == [n.node.node_id for n in out]
+    default = RankseamNodePostprocessor.from_defaults("identity")
+    assert default.callback_manager is Settings.callback_manager and default.top_n == 3
+
+
+def test_a_query_engine_gives_nodes_scored_by_the_reranker(memory: rankseam.Memory) -> None:
+    """The retriever reranks (its scores become node.score) and so does the postprocessor:
+    what the engine hands the LLM and returns as sources carry the rerank score."""
+    engine = RetrieverQueryEngine.from_args(
+        RankseamRetriever.from_defaults(memory, similarity_top_k=4, reranker=_ByOverlap()),
+        llm=MockLLM(),
+        node_postprocessors=[RankseamNodePostprocessor.from_defaults(_ByOverlap(), top_n=2)],
+    )
+    query = "when is dana's birthday dinner at the thai place?"
+    direct = memory.search(query, 4, reranker="none")
+    coarse = {h.ref.memory_id: h.score for h in direct.hits}
+    for got in (engine.retrieve(QueryBundle(query)), engine.query(query).source_nodes):
+        assert len(got) == 2
+        for n in got:
+            rerank = n.node.metadata["rerank"]
+            assert n.score == rerank["rerank_score"] is not None
+            # the postprocessor saw the retriever's rerank score as the upstream score ...
+            assert rerank["coarse_score"] == n.node.metadata["rerank_score"]
+            # ... and the coarse score stays in the metadata
+            assert n.node.metadata["coarse_score"] == pytest.approx(coarse[n.node.node_id])
+            assert n.score != n.node.metadata["coarse_score"]
+        assert [n.score for n in got] == sorted((n.score for n in got), reverse=True)

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import pytest
+from llama_index.core import Settings
 from llama_index.core.base.base_retriever import BaseRetriever
+from llama_index.core.callbacks import CallbackManager
 from llama_index.core.schema import MetadataMode, NodeWithScore
 
 import rankseam
+from rankseam.types import RerankDecision
 from rankseam_llamaindex import RankseamRetriever
 
 
@@ -17,7 +21,7 @@ def test_is_a_llamaindex_retriever(memory: rankseam.Memory) -> None:
 
 
 def test_hits_become_nodes_that_cite_the_stored_revision(memory: rankseam.Memory) -> None:
-    nodes = RankseamRetriever(memory, k=2).retrieve("when is dinner with dana?")
+    nodes = RankseamRetriever(memory, similarity_top_k=2).retrieve("when is dinner with dana?")
     expected = memory.search("when is dinner with dana?", 2)
     assert [n.node.get_content() for n in nodes] == [h.text for h in expected.hits]
     for n, hit in zip(nodes, expected.hits, strict=True):
@@ -30,15 +34,21 @@ def test_hits_become_nodes_that_cite_the_stored_revision(memory: rankseam.Memory
             hit.ref.memory_id,
             1,
         )
-        assert meta["memory_metadata"] == {"source": "test"}
+        assert meta["score"] == meta["coarse_score"] == pytest.approx(hit.score)
+        assert meta["rerank_score"] is None
+        assert meta["source"] == "test"  # what was stored, flat beside our keys
+        assert "memory_metadata" not in meta
         assert meta["rerank_trace"] is None
         # the trace never reaches an LLM prompt
-        assert "rerank_trace" not in n.node.get_content(metadata_mode=MetadataMode.LLM)
-        assert "memory_id" in n.node.get_content(metadata_mode=MetadataMode.LLM)
+        llm_view = n.node.get_content(metadata_mode=MetadataMode.LLM)
+        assert "rerank_trace" not in llm_view and "coarse_score" not in llm_view
+        assert "memory_id" in llm_view and "source: test" in llm_view
 
 
 def test_a_reranker_by_name_and_its_trace(memory: rankseam.Memory) -> None:
-    retriever = RankseamRetriever(memory, k=2, reranker="mmr", reranker_options={"lambda": 0.0})
+    retriever = RankseamRetriever(
+        memory, similarity_top_k=2, reranker="mmr", reranker_options={"lambda": 0.0}
+    )
     nodes = retriever.retrieve("dana's birthday dinner at the thai place")
     trace = nodes[0].node.metadata["rerank_trace"]
     assert trace["policy_id"] == "rankseam.rerank.mmr.v1" and trace["status"] == "ok"
@@ -47,7 +57,7 @@ def test_a_reranker_by_name_and_its_trace(memory: rankseam.Memory) -> None:
 
 
 def test_async_gives_the_same_nodes(memory: rankseam.Memory) -> None:
-    retriever = RankseamRetriever(memory, k=3, reranker="mmr")
+    retriever = RankseamRetriever(memory, similarity_top_k=3, reranker="mmr")
     sync = retriever.retrieve("dinner friday")
     async_nodes = asyncio.run(retriever.aretrieve("dinner friday"))
     assert [n.node.node_id for n in async_nodes] == [n.node.node_id for n in sync]
@@ -67,3 +77,58 @@ def test_none_forces_the_coarse_order(tmp_path) -> None:  # type: ignore[no-unty
         coarse = RankseamRetriever(mem, reranker="none").retrieve("lunch")
     assert configured[0].node.metadata["rerank_trace"]["policy_id"] == "rankseam.rerank.mmr.v1"
     assert coarse[0].node.metadata["rerank_trace"] is None
+
+
+def test_similarity_top_k_and_its_deprecated_alias_k(memory: rankseam.Memory) -> None:
+    assert len(RankseamRetriever(memory).retrieve("dinner")) == 4  # the default
+    assert len(RankseamRetriever(memory, similarity_top_k=1).retrieve("dinner")) == 1
+    with pytest.warns(DeprecationWarning, match="similarity_top_k"):
+        old = RankseamRetriever(memory, k=2)
+    assert old.similarity_top_k == 2 and len(old.retrieve("dinner")) == 2
+    with pytest.raises(TypeError, match="pass only similarity_top_k"):
+        RankseamRetriever(memory, k=2, similarity_top_k=3)
+
+
+def test_from_defaults_uses_the_settings_callback_manager(memory: rankseam.Memory) -> None:
+    retriever = RankseamRetriever.from_defaults(memory, similarity_top_k=2, reranker="none")
+    assert retriever.callback_manager is Settings.callback_manager
+    assert len(retriever.retrieve("dinner")) == 2
+    own = CallbackManager()
+    assert RankseamRetriever.from_defaults(memory, callback_manager=own).callback_manager is own
+
+
+def test_stored_keys_that_are_ours_are_kept_prefixed(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    with rankseam.open_memory(tmp_path / "m.sqlite3") as mem:
+        mem.add("a note about lunch", memory_id="a", metadata={"score": 7, "revision": "x"})
+        (node,) = RankseamRetriever(mem, similarity_top_k=1).retrieve("lunch")
+    meta = node.node.metadata
+    assert meta["revision"] == 1 and meta["stored_revision"] == "x"
+    assert meta["stored_score"] == 7 and meta["score"] == node.score != 7
+
+
+class _ByOverlap:
+    """Scores each candidate by the share of the query's words it holds (a score of its own)."""
+
+    policy_id = "test.overlap.v1"
+
+    def rerank(self, query: str, candidates: Any, limit: int) -> RerankDecision:
+        words = set(query.lower().split())
+        scored = sorted(
+            ((len(words & set(c.text.lower().split())) / len(words), c.rank) for c in candidates),
+            key=lambda pair: (-pair[0], pair[1]),
+        )[:limit]
+        return RerankDecision(tuple(r for _, r in scored), scores=tuple(s for s, _ in scored))
+
+
+def test_node_score_is_the_score_that_ordered_the_result(memory: rankseam.Memory) -> None:
+    retriever = RankseamRetriever(memory, similarity_top_k=3, reranker=_ByOverlap())
+    nodes = retriever.retrieve("the thai place")
+    assert nodes
+    for n in nodes:
+        meta = n.node.metadata
+        assert n.score == meta["score"] == meta["rerank_score"] is not None
+        assert meta["coarse_score"] != n.score  # the coarse score is kept in the metadata
+    assert [n.score for n in nodes] == sorted((n.score for n in nodes), reverse=True)
+    # a reranker without scores of its own (mmr) orders; the nodes keep the coarse score
+    for n in RankseamRetriever(memory, reranker="mmr").retrieve("dinner"):
+        assert n.score == n.node.metadata["coarse_score"]

@@ -11,7 +11,7 @@ from langchain_core.documents import BaseDocumentCompressor, Document
 from pydantic import ConfigDict, PrivateAttr
 
 from rankseam import DocumentReranker, DocumentResult, open_reranker
-from rankseam.plugin import reranked_items, reranker_arguments
+from rankseam.plugin import reranked_items, reranker_arguments, result_score, upstream_scores
 
 __all__ = ["RankseamCompressor"]
 
@@ -23,9 +23,16 @@ class RankseamCompressor(BaseDocumentCompressor):
     answers with positions only; rankseam validates the positions (invalid or repeated ones
     are discarded and counted), maps them back to *your* documents and records a trace. The
     returned documents are copies of the selected inputs, best first, at most ``top_n``; the
-    inputs are never modified. Each copy's metadata gains ``rerank`` — its input position
-    (``coarse_rank``, 1-based), the reranker's ``rerank_score`` (or ``None``) and the whole
-    seam ``trace`` (policy id, status, selected ranks, discarded count, usage, latency).
+    inputs are never modified.
+
+    Scores follow the rule the LlamaIndex postprocessor follows (docs/integrations.md): when
+    every input document has a numeric ``metadata["score"]`` (a ``RankseamRetriever``'s
+    documents do), those scores are the coarse relevance the reranker sees; otherwise the
+    input order is. Each copy's metadata gains ``rerank`` — its input position
+    (``coarse_rank``, 1-based), the upstream score the reranker saw (``coarse_score``, or
+    ``None``), the reranker's ``rerank_score`` (or ``None``) and the whole seam ``trace``
+    (policy id, status, selected ranks, discarded count, usage, latency) — and, when the
+    reranker gave a score, ``metadata["score"]`` becomes that score.
 
     ``reranker``: an installed reranker name (``rankseam plugins --options`` lists them) or a
     reranker object;
@@ -68,11 +75,26 @@ class RankseamCompressor(BaseDocumentCompressor):
             )
         return [d.metadata["embedding"] for d in documents]
 
-    def _select(self, documents: Sequence[Document], result: DocumentResult) -> list[Document]:
-        return [
-            source.model_copy(update={"metadata": {**source.metadata, "rerank": rerank}})
-            for source, rerank in reranked_items(documents, result)
-        ]
+    def _arguments(self, documents: Sequence[Document]) -> dict[str, Any]:
+        return {
+            "scores": upstream_scores([d.metadata.get("score") for d in documents]),
+            "vectors": self._vectors(documents),
+        }
+
+    def _select(
+        self,
+        documents: Sequence[Document],
+        result: DocumentResult,
+        scores: Sequence[float] | None,
+    ) -> list[Document]:
+        out = []
+        for source, rerank in reranked_items(documents, result, scores):
+            metadata = {**source.metadata, "rerank": rerank}
+            score = result_score(source.metadata.get("score"), rerank["rerank_score"])
+            if score is not None:
+                metadata["score"] = score
+            out.append(source.model_copy(update={"metadata": metadata}))
+        return out
 
     def compress_documents(
         self,
@@ -81,10 +103,11 @@ class RankseamCompressor(BaseDocumentCompressor):
         callbacks: Callbacks | None = None,
     ) -> Sequence[Document]:
         docs = list(documents)
+        arguments = self._arguments(docs)
         result = self.document_reranker.rerank(
-            query, [d.page_content for d in docs], self.top_n, vectors=self._vectors(docs)
+            query, [d.page_content for d in docs], self.top_n, **arguments
         )
-        return self._select(docs, result)
+        return self._select(docs, result, arguments["scores"])
 
     async def acompress_documents(
         self,
@@ -93,7 +116,8 @@ class RankseamCompressor(BaseDocumentCompressor):
         callbacks: Callbacks | None = None,
     ) -> Sequence[Document]:
         docs = list(documents)
+        arguments = self._arguments(docs)
         result = await self.document_reranker.arerank(
-            query, [d.page_content for d in docs], self.top_n, vectors=self._vectors(docs)
+            query, [d.page_content for d in docs], self.top_n, **arguments
         )
-        return self._select(docs, result)
+        return self._select(docs, result, arguments["scores"])

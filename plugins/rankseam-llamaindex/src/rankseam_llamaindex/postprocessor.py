@@ -7,12 +7,14 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from llama_index.core.bridge.pydantic import Field, PrivateAttr
+from llama_index.core.callbacks import CallbackManager, CBEventType, EventPayload
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle
+from llama_index.core.settings import Settings
 
 from rankseam import DocumentReranker, DocumentResult, open_reranker
 from rankseam.errors import ValidationError
-from rankseam.plugin import reranked_items, reranker_arguments
+from rankseam.plugin import reranked_items, reranker_arguments, result_score, upstream_scores
 
 __all__ = ["RankseamNodePostprocessor"]
 
@@ -24,14 +26,19 @@ class RankseamNodePostprocessor(BaseNodePostprocessor):
     text (``MetadataMode.NONE``) and answers with positions only; rankseam validates the
     positions (invalid or repeated ones are discarded and counted), maps them back to *your*
     nodes and records a trace. The result holds copies of the selected nodes, best first, at
-    most ``top_n``, each with its input score; the inputs are never modified. Each copy's
-    metadata gains ``rerank`` — its input position (``coarse_rank``, 1-based), the reranker's
+    most ``top_n``; the inputs are never modified.
+
+    Scores follow the rule the LangChain compressor follows (docs/integrations.md): when
+    every input node has a score, those scores are the coarse relevance the reranker sees;
+    otherwise the input order is. Each copy's ``score`` is the score that ordered it: the
+    reranker's own when it gave one (as LlamaIndex's rerankers do), else its input score.
+    Its metadata gains ``rerank`` — its input position (``coarse_rank``, 1-based), its input
+    score as the reranker saw it (``coarse_score``, or ``None``), the reranker's
     ``rerank_score`` (or ``None``) and the seam ``trace`` — kept out of the LLM's view.
 
-    When every input node has a score, those scores are the relevance the reranker sees;
-    otherwise the input order is. ``use_embeddings``: for rerankers that use vectors (mmr),
-    use the nodes' own ``embedding`` instead of embedding their text with the configured
-    embedder. ``on_error``: ``"raise"`` (default) or ``"coarse"`` (input order, ``degraded``).
+    ``use_embeddings``: for rerankers that use vectors (mmr), use the nodes' own
+    ``embedding`` instead of embedding their text with the configured embedder.
+    ``on_error``: ``"raise"`` (default) or ``"coarse"`` (input order, ``degraded``).
     """
 
     reranker: Any = Field(
@@ -59,6 +66,29 @@ class RankseamNodePostprocessor(BaseNodePostprocessor):
     def class_name(cls) -> str:
         return "RankseamNodePostprocessor"
 
+    @classmethod
+    def from_defaults(
+        cls,
+        reranker: Any,
+        top_n: int | None = 3,
+        options: Mapping[str, Any] | None = None,
+        on_error: str | None = None,
+        config_file: str | os.PathLike[str] | None = None,
+        use_embeddings: bool = False,
+        callback_manager: CallbackManager | None = None,
+    ) -> RankseamNodePostprocessor:
+        """A postprocessor running ``reranker`` with LlamaIndex's defaults: the callback
+        manager is ``Settings.callback_manager`` unless one is given."""
+        return cls(
+            reranker=reranker,
+            top_n=top_n,
+            options=options,
+            on_error=on_error,
+            config_file=config_file,
+            use_embeddings=use_embeddings,
+            callback_manager=callback_manager or Settings.callback_manager,
+        )
+
     @property
     def document_reranker(self) -> DocumentReranker:
         assert self._built is not None
@@ -72,9 +102,7 @@ class RankseamNodePostprocessor(BaseNodePostprocessor):
                 "RankseamNodePostprocessor needs the query: pass query_str= or query_bundle="
             )
         texts = [n.node.get_content(metadata_mode=MetadataMode.NONE) for n in nodes]
-        kwargs: dict[str, Any] = {}
-        if nodes and all(n.score is not None for n in nodes):
-            kwargs["scores"] = [float(n.score) for n in nodes]  # type: ignore[arg-type]
+        kwargs: dict[str, Any] = {"scores": upstream_scores([n.score for n in nodes])}
         if self.use_embeddings:
             missing = [i + 1 for i, n in enumerate(nodes) if n.node.embedding is None]
             if missing:
@@ -86,10 +114,13 @@ class RankseamNodePostprocessor(BaseNodePostprocessor):
         return query_bundle.query_str, texts, kwargs
 
     def _select(
-        self, nodes: Sequence[NodeWithScore], result: DocumentResult
+        self,
+        nodes: Sequence[NodeWithScore],
+        result: DocumentResult,
+        scores: Sequence[float] | None,
     ) -> list[NodeWithScore]:
         out = []
-        for source, rerank in reranked_items(nodes, result):
+        for source, rerank in reranked_items(nodes, result, scores):
             node = source.node.model_copy()
             node.metadata = {**source.node.metadata, "rerank": rerank}
             node.excluded_llm_metadata_keys = [*source.node.excluded_llm_metadata_keys, "rerank"]
@@ -97,20 +128,38 @@ class RankseamNodePostprocessor(BaseNodePostprocessor):
                 *source.node.excluded_embed_metadata_keys,
                 "rerank",
             ]
-            out.append(NodeWithScore(node=node, score=source.score))
+            score = result_score(source.score, rerank["rerank_score"])
+            out.append(NodeWithScore(node=node, score=score))
         return out
+
+    def _event(self, nodes: Sequence[NodeWithScore], query: str) -> Any:
+        """The callback event LlamaIndex's rerankers record around a rerank."""
+        return self.callback_manager.event(
+            CBEventType.RERANKING,
+            payload={
+                EventPayload.NODES: nodes,
+                EventPayload.MODEL_NAME: self.document_reranker.policy_id,
+                EventPayload.QUERY_STR: query,
+                EventPayload.TOP_K: self.top_n,
+            },
+        )
 
     def _postprocess_nodes(
         self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None
     ) -> list[NodeWithScore]:
         query, texts, kwargs = self._arguments(nodes, query_bundle)
-        return self._select(
-            nodes, self.document_reranker.rerank(query, texts, self.top_n, **kwargs)
-        )
+        with self._event(nodes, query) as event:
+            result = self.document_reranker.rerank(query, texts, self.top_n, **kwargs)
+            out = self._select(nodes, result, kwargs["scores"])
+            event.on_end(payload={EventPayload.NODES: out})
+        return out
 
     async def _apostprocess_nodes(
         self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None
     ) -> list[NodeWithScore]:
         query, texts, kwargs = self._arguments(nodes, query_bundle)
-        result = await self.document_reranker.arerank(query, texts, self.top_n, **kwargs)
-        return self._select(nodes, result)
+        with self._event(nodes, query) as event:
+            result = await self.document_reranker.arerank(query, texts, self.top_n, **kwargs)
+            out = self._select(nodes, result, kwargs["scores"])
+            event.on_end(payload={EventPayload.NODES: out})
+        return out

@@ -2,58 +2,117 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping
 from typing import Any
 
 from llama_index.core.base.base_retriever import BaseRetriever
+from llama_index.core.callbacks import CallbackManager
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
+from llama_index.core.settings import Settings
 
 from rankseam import Memory
 from rankseam.plugin import hits_metadata, search_arguments
 from rankseam.types import SearchResult
 
-__all__ = ["TRACE_KEYS", "RankseamRetriever"]
+__all__ = ["DEFAULT_SIMILARITY_TOP_K", "TRACE_KEYS", "RankseamRetriever"]
 
-#: Metadata keys kept out of what LlamaIndex sends to an LLM or an embedder.
-TRACE_KEYS = ["score", "rerank_score", "matched_by", "rerank_trace", "memory_metadata"]
+#: How many nodes a retriever returns unless ``similarity_top_k`` says otherwise.
+DEFAULT_SIMILARITY_TOP_K = 4
+
+#: Metadata keys kept out of what LlamaIndex sends to an LLM or an embedder (the citation keys
+#: ``namespace``, ``memory_id``, ``revision`` and the stored metadata stay in view).
+TRACE_KEYS = ["score", "coarse_score", "rerank_score", "matched_by", "rerank_trace"]
 
 
 class RankseamRetriever(BaseRetriever):
     """Search a rankseam ``Memory`` from LlamaIndex.
 
-    Each hit becomes a ``NodeWithScore``: a ``TextNode`` (``id_`` = the memory id) whose
-    metadata holds ``namespace``, ``memory_id``, ``revision`` (the exact stored revision it
-    cites), ``score`` (coarse), ``rerank_score`` (the reranker's own, when it gave one),
-    ``matched_by``, ``memory_metadata`` and ``rerank_trace`` (the seam's trace; ``None``
-    without a reranker). The node's score is the coarse score; the nodes come in the
-    reranker's order. Trace keys are excluded from the LLM's and the embedder's view.
+    Each hit becomes a ``NodeWithScore`` around a ``TextNode`` (``id_`` = the memory id), in
+    the reranker's order. ``node.score`` is the score that ordered the result: the reranker's
+    own when it gave one, else the coarse score. The node's metadata is flat: ``namespace``,
+    ``memory_id``, ``revision`` (the exact stored revision it cites), ``score`` (as
+    ``node.score``), ``coarse_score``, ``rerank_score`` (or ``None``), ``matched_by``,
+    ``rerank_trace`` (the seam's trace; ``None`` without a reranker) and, beside them, what
+    was stored with the memory (a stored key that is one of these is kept as
+    ``stored_<key>``). Score and trace keys (:data:`TRACE_KEYS`) are excluded from the LLM's
+    and the embedder's view.
 
-    ``reranker``: a registered name (``"mmr"``), ``"none"`` for the coarse order, or ``None``
-    (default) for the memory's configured default. The caller owns ``memory`` and closes it.
+    ``similarity_top_k``: how many nodes (at most; ``k`` is a deprecated alias).
+    ``reranker``: a registered name (``"mmr"``), ``"none"`` for the coarse order, a reranker
+    object, or ``None`` (default) for the memory's configured default. The caller owns
+    ``memory`` and closes it.
     """
 
     def __init__(
         self,
         memory: Memory,
         *,
-        k: int = 4,
+        similarity_top_k: int | None = None,
         namespace: str | None = None,
-        reranker: str | None = None,
+        reranker: Any = None,
         reranker_options: Mapping[str, Any] | None = None,
         pool: int | None = None,
         on_error: str | None = None,
         include_trace: bool = True,
-        **kwargs: Any,
+        callback_manager: CallbackManager | None = None,
+        object_map: dict[str, Any] | None = None,
+        verbose: bool = False,
+        k: int | None = None,
     ) -> None:
-        super().__init__(**kwargs)
+        if k is not None:
+            if similarity_top_k is not None and similarity_top_k != k:
+                raise TypeError(
+                    f"RankseamRetriever got k={k} and similarity_top_k={similarity_top_k}; "
+                    "pass only similarity_top_k (k is its deprecated alias)"
+                )
+            warnings.warn(
+                "RankseamRetriever(k=...) is deprecated; pass similarity_top_k=... "
+                "(LlamaIndex's name for it)",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            similarity_top_k = k
+        super().__init__(callback_manager=callback_manager, object_map=object_map, verbose=verbose)
         self.memory = memory
-        self.k = k
+        self.similarity_top_k = (
+            DEFAULT_SIMILARITY_TOP_K if similarity_top_k is None else similarity_top_k
+        )
         self.namespace = namespace
         self.reranker = reranker
         self.reranker_options = reranker_options
         self.pool = pool
         self.on_error = on_error
         self.include_trace = include_trace
+
+    @classmethod
+    def from_defaults(
+        cls,
+        memory: Memory,
+        similarity_top_k: int = DEFAULT_SIMILARITY_TOP_K,
+        reranker: Any = None,
+        reranker_options: Mapping[str, Any] | None = None,
+        namespace: str | None = None,
+        pool: int | None = None,
+        on_error: str | None = None,
+        include_trace: bool = True,
+        callback_manager: CallbackManager | None = None,
+        verbose: bool = False,
+    ) -> RankseamRetriever:
+        """A retriever over ``memory`` with LlamaIndex's defaults: the callback manager is
+        ``Settings.callback_manager`` unless one is given."""
+        return cls(
+            memory,
+            similarity_top_k=similarity_top_k,
+            namespace=namespace,
+            reranker=reranker,
+            reranker_options=reranker_options,
+            pool=pool,
+            on_error=on_error,
+            include_trace=include_trace,
+            callback_manager=callback_manager or Settings.callback_manager,
+            verbose=verbose,
+        )
 
     def _nodes(self, result: SearchResult) -> list[NodeWithScore]:
         out = []
@@ -66,14 +125,17 @@ class RankseamRetriever(BaseRetriever):
                 excluded_llm_metadata_keys=list(TRACE_KEYS),
                 excluded_embed_metadata_keys=list(TRACE_KEYS),
             )
-            out.append(NodeWithScore(node=node, score=hit.score))
+            out.append(NodeWithScore(node=node, score=meta["score"]))
         return out
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        return self._nodes(
-            self.memory.search(query_bundle.query_str, self.k, **search_arguments(self))
+        result = self.memory.search(
+            query_bundle.query_str, self.similarity_top_k, **search_arguments(self)
         )
+        return self._nodes(result)
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        result = await self.memory.asearch(query_bundle.query_str, self.k, **search_arguments(self))
+        result = await self.memory.asearch(
+            query_bundle.query_str, self.similarity_top_k, **search_arguments(self)
+        )
         return self._nodes(result)

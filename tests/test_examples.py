@@ -21,13 +21,18 @@ EXPECTED = {
     ],
     "rerank_texts.py": ['"policy_id": "rankseam.rerank.mmr.v1", "status": "ok"'],
     "langchain_pipeline.py": ["standup 1 ok"],
+    "llamaindex_query_engine.py": ["standup 1 example coarse rank 3"],
     "mcp_client.py": [
         "tools: ['add', 'delete', 'get', 'search', 'stats']",
         "hit: seat | rerank: ok",
         "bad input is a tool error: True",
     ],
 }
-NEEDS = {"langchain_pipeline.py": "langchain_classic", "mcp_client.py": "mcp"}
+NEEDS = {
+    "langchain_pipeline.py": "langchain_classic",
+    "llamaindex_query_engine.py": "llama_index",
+    "mcp_client.py": "mcp",
+}
 
 
 def test_every_example_is_covered() -> None:
@@ -49,6 +54,7 @@ def test_example_runs(name: str, tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     for line in EXPECTED[name]:
         assert line in proc.stdout, f"{name}: {line!r} not in\n{proc.stdout}"
-    if name == "langchain_pipeline.py":  # pure diversity keeps one of the two dinner notes
+    if name in ("langchain_pipeline.py", "llamaindex_query_engine.py"):
+        # pure diversity keeps one of the two dinner notes
         dinners = [ln for ln in proc.stdout.splitlines() if ln.startswith("dinner")]
         assert len(dinners) == 1, proc.stdout

@@ -1,45 +1,90 @@
 """rankseam: memory search with a governed rerank seam.
 
-Importing rankseam has no side effects: plugins load lazily, once, on first need.
+Importing rankseam has no side effects and loads nothing heavy: every public name is imported
+on first use (``rankseam.Memory`` imports :mod:`rankseam.memory` then), plugins load lazily,
+once, on first need. So ``rankseam --version`` imports neither numpy nor attrs nor pluggy.
 """
 
 from __future__ import annotations
 
+import importlib
 from typing import TYPE_CHECKING, Any
 
-from rankseam.errors import (
-    BackendError,
-    BackendTimeoutError,
-    BackendUnavailableError,
-    ConfigurationError,
-    InvalidOutputError,
-    PluginError,
-    RankseamError,
-    RerankError,
-    StoreError,
-    ValidationError,
-    WriteGateError,
-)
-from rankseam.hookspecs import hookimpl
-from rankseam.types import (
-    Candidate,
-    CandidateRecord,
-    Hit,
-    MemoryRef,
-    RerankDecision,
-    RerankStatus,
-    RerankTrace,
-    SearchResult,
-    SearchTrace,
-    Usage,
-)
 from rankseam.version import __version__
 
 if TYPE_CHECKING:
     from rankseam.documents import DocumentReranker, DocumentResult, open_reranker
+    from rankseam.errors import (
+        BackendError,
+        BackendTimeoutError,
+        BackendUnavailableError,
+        ConfigurationError,
+        InvalidOutputError,
+        PluginError,
+        RankseamError,
+        RerankError,
+        StoreError,
+        ValidationError,
+        WriteGateError,
+    )
+    from rankseam.hookspecs import hookimpl
     from rankseam.memory import Memory, open_memory
     from rankseam.resolve import find_config
+    from rankseam.types import (
+        Candidate,
+        CandidateRecord,
+        Hit,
+        MemoryRef,
+        RerankDecision,
+        RerankStatus,
+        RerankTrace,
+        SearchResult,
+        SearchTrace,
+        Usage,
+    )
 
+
+#: Where each public name lives; imported on first access (PEP 562 ``__getattr__``).
+_HOMES: dict[str, str] = {
+    **dict.fromkeys(
+        (
+            "BackendError",
+            "BackendTimeoutError",
+            "BackendUnavailableError",
+            "ConfigurationError",
+            "InvalidOutputError",
+            "PluginError",
+            "RankseamError",
+            "RerankError",
+            "StoreError",
+            "ValidationError",
+            "WriteGateError",
+        ),
+        "rankseam.errors",
+    ),
+    **dict.fromkeys(
+        (
+            "Candidate",
+            "CandidateRecord",
+            "Hit",
+            "MemoryRef",
+            "RerankDecision",
+            "RerankStatus",
+            "RerankTrace",
+            "SearchResult",
+            "SearchTrace",
+            "Usage",
+        ),
+        "rankseam.types",
+    ),
+    "hookimpl": "rankseam.hookspecs",
+    "Memory": "rankseam.memory",
+    "open_memory": "rankseam.memory",
+    "find_config": "rankseam.resolve",
+    "DocumentReranker": "rankseam.documents",
+    "DocumentResult": "rankseam.documents",
+    "open_reranker": "rankseam.documents",
+}
 
 __all__ = [
     "BackendError",
@@ -75,20 +120,21 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    if name in ("open_memory", "Memory"):
-        from rankseam import memory
-
-        return getattr(memory, name)
-    if name == "find_config":
-        from rankseam.resolve import find_config
-
-        return find_config
-    if name == "compose":  # the module code has always reached as rankseam.compose
-        import rankseam.compose
-
-        return rankseam.compose
-    if name in ("open_reranker", "DocumentReranker", "DocumentResult"):
-        from rankseam import documents
-
-        return getattr(documents, name)
+    home = _HOMES.get(name)
+    if home is not None:
+        value = getattr(importlib.import_module(home), name)
+        globals()[name] = value  # later lookups skip this function
+        return value
+    if not name.startswith("_"):
+        # a submodule reached as an attribute (``rankseam.types`` after ``import rankseam``),
+        # as when this package imported its submodules eagerly
+        try:
+            return importlib.import_module(f"{__name__}.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"{__name__}.{name}":
+                raise
     raise AttributeError(f"module 'rankseam' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -43,6 +43,30 @@ LAZY_COMMANDS: dict[str, str] = {
     "import": "rankseam.commands.snapshot:import_",
 }
 
+#: name -> the first paragraph of a built-in command's help: what ``rankseam --help`` shows
+#: without importing the command (a test keeps it equal to the command's own help).
+LAZY_HELP: dict[str, str] = {
+    "add": "Add one memory.",
+    "ingest": (
+        "Bulk-add memories from a JSONL file (one JSON object per line: text, id, importance, "
+        "metadata, namespace, created_at)."
+    ),
+    "search": "Search memories; optionally rerank (--rerank NAME --NAME-OPTION VALUE ...).",
+    "get": "Show a memory: its current revision, or exactly --revision N.",
+    "list": (
+        "List a namespace's memories (current revisions), one page at a time, oldest first."
+    ),
+    "update": "Write a new revision of a memory; the previous revision stays readable.",
+    "delete": "Delete a memory from search; its revisions stay readable (get --revision N).",
+    "stats": "Print store statistics as JSON.",
+    "reembed": "Embed every live memory that lacks a vector in an embedder's space.",
+    "demo": "Build a store from the demo corpus and search it with and without reranking.",
+    "bench": "Benchmarks: retrieval quality per policy and latency of the search path.",
+    "export": "Write a portable snapshot of the store into the new folder OUT.",
+    "verify": "Check a snapshot: manifest, checksums and every record.",
+    "import": "Hydrate the store --db from SNAPSHOT in one transaction.",
+}
+
 
 log = logging.getLogger("rankseam.cli")
 
@@ -128,9 +152,24 @@ class RankseamGroup(click.Group):
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         self._add_plugin_commands()
-        names = set(self.commands)
-        names.update(n for n in LAZY_COMMANDS if self._lazy(n) is not None)
-        return sorted(names)
+        return sorted({*self.commands, *LAZY_COMMANDS})
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The commands section of ``--help``: a built-in command's line comes from
+        :data:`LAZY_HELP`, so listing the commands imports none of them."""
+        commands: list[tuple[str, click.Command]] = []
+        for name in self.list_commands(ctx):
+            command = self.commands.get(name)
+            if command is None and name in LAZY_HELP:
+                command = click.Command(name, help=LAZY_HELP[name])  # its help line only
+            elif command is None:
+                command = self.get_command(ctx, name)
+            if command is not None and not command.hidden:
+                commands.append((name, command))
+        if commands:
+            limit = formatter.width - 6 - max(len(name) for name, _ in commands)
+            with formatter.section("Commands"):
+                formatter.write_dl([(n, c.get_short_help_str(limit)) for n, c in commands])
 
     def invoke(self, ctx: click.Context) -> Any:
         """Every command's rankseam errors end it the same way: one line, exit status 1."""

@@ -19,7 +19,6 @@ import logging
 import os
 import re
 import sys
-import tomllib
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from types import MappingProxyType
@@ -396,6 +395,8 @@ class Config:
 
     @classmethod
     def from_toml(cls, path: str | os.PathLike[str]) -> Config:
+        import tomllib  # on first use: without a configuration file it is never imported
+
         p = Path(path)
         try:
             if p.stat().st_size > MAX_CONFIG_BYTES:

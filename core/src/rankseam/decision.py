@@ -19,7 +19,6 @@ belongs to the role, never to the backend. ``docs/decision-port.md`` is the user
 
 from __future__ import annotations
 
-import asyncio
 import enum
 import logging
 import warnings
@@ -254,6 +253,8 @@ class FailOpenDecisionBackend:
         self.deterministic = bool(getattr(delegate, "deterministic", False))
 
     async def evaluate(self, request: DecisionRequest, /) -> DecisionResult:
+        import asyncio  # on first use: a search without async work never imports asyncio
+
         try:
             async with asyncio.timeout(self.timeout_s):
                 raw = await self.delegate.evaluate(request)
@@ -400,6 +401,8 @@ async def _closed_gate(
     backend: DecisionBackend, request: DecisionRequest, role: Role
 ) -> DecisionResult:
     """A fail-closed gate's call: the verdict, or WriteGateError (nothing is stored)."""
+    import asyncio  # on first use: a search without async work never imports asyncio
+
     try:
         async with asyncio.timeout(role.timeout_s):
             raw = await backend.evaluate(request)

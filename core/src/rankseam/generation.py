@@ -31,7 +31,6 @@ similar narrow answers): ``type`` (``object``, ``array``, ``integer``, ``number`
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import math
@@ -349,6 +348,8 @@ class FailOpenGenerationBackend:
         self.descriptor = getattr(delegate, "descriptor", {})
 
     async def generate(self, request: GenerationRequest, /) -> GenerationResult:
+        import asyncio  # on first use: importing this module does not import asyncio
+
         try:
             async with asyncio.timeout(self.timeout_s):
                 raw = await self.delegate.generate(request)

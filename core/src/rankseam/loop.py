@@ -17,12 +17,14 @@ what ran on it raises :class:`LoopStopped`, and the next call starts a fresh one
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
 import logging
 import threading
 from collections.abc import Coroutine
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:  # imported where a loop is first needed: inline runs never import asyncio
+    import asyncio
+    import concurrent.futures
 
 __all__ = [
     "LoopRunner",
@@ -84,6 +86,8 @@ class _Loop:
     __slots__ = ("closing", "futures", "lock", "loop", "stopped", "thread")
 
     def __init__(self) -> None:
+        import asyncio
+
         self.loop = asyncio.new_event_loop()
         self.closing = False  # the runner stops it (close, abandon): not a plugin
         self.stopped = False  # it was stopped by something else (a plugin)
@@ -94,6 +98,8 @@ class _Loop:
         )
 
     def submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
+        import asyncio
+
         future = asyncio.run_coroutine_threadsafe(coro, self.loop)
         with self.lock:
             self.futures.add(future)
@@ -135,6 +141,8 @@ class LoopRunner:
         seconds (then :class:`LoopTimeout`, and the loop is replaced). :class:`LoopStopped`
         when the loop was stopped under it; :class:`Reentrant` when called from the loop
         thread itself."""
+        import concurrent.futures
+
         if threading.current_thread() in self._threads:
             coro.close()
             raise Reentrant(
@@ -202,6 +210,8 @@ def _serve(held: _Loop) -> None:
     """The loop thread: run the loop until the runner stops it, whatever a plugin raises.
     A stop the runner did not ask for (a plugin's ``loop.stop()``) ends this loop: what ran on
     it is cancelled and its callers get :class:`LoopStopped`."""
+    import asyncio
+
     loop = held.loop
     asyncio.set_event_loop(loop)
     try:
@@ -240,6 +250,7 @@ def _serve(held: _Loop) -> None:
 
 def _wind_down(loop: asyncio.AbstractEventLoop) -> None:
     """On an abandoned loop, once it runs again: let what it still holds finish, then stop."""
+    import asyncio
 
     async def drain() -> None:
         me = asyncio.current_task()

@@ -9,7 +9,6 @@ thin facade: writes go through :mod:`rankseam.ingest`, searches through
 
 from __future__ import annotations
 
-import asyncio
 import builtins
 import logging
 import os
@@ -427,5 +426,7 @@ class Memory:
         plan = self._plan(
             query, limit, namespace, reranker, reranker_options, pool, on_error, rerank_deadline_s
         )
+        import asyncio  # on first use: a synchronous caller never imports asyncio
+
         coarse = await asyncio.to_thread(self._search.coarse, plan)
         return await self._search.afinish(plan, coarse)

@@ -104,7 +104,7 @@ def run_latency(
         policy, _at, variant = policy.partition("@")
         if variant:
             from rankseam.bench.policies import parse_search
-            from rankseam.compose import Config
+            from rankseam.config import Config
 
             Config.from_mapping(parse_search(variant).config(config), source=f"@{variant}")
         if policy != "none" and policy not in built:
@@ -117,7 +117,8 @@ def run_latency(
     stage = time_rerank_stage(stage_rerankers, limit=limit, repeats=repeats, progress=progress)
     reference: dict[str, Any] | None = None
     if "mmr" in names:
-        from rankseam.compose import ComponentContext, Config
+        from rankseam.assembly import ComponentContext
+        from rankseam.config import Config
 
         lam = float(reranker_options.get("mmr", {}).get("lambda", 0.7))
         say("reference MMR: mmr vs langchain-core")

@@ -35,8 +35,8 @@ from typing import Any
 
 import attrs
 
-from rankseam.compose import TABLE_FOR_KIND
 from rankseam.errors import ConfigurationError
+from rankseam.registry import TABLE_FOR_KIND
 from rankseam.types import frozen_mapping
 
 __all__ = [
@@ -55,7 +55,7 @@ __all__ = [
 
 NONE = "none"
 RERANKERS = "rerankers"
-#: Configuration tables ``--option TABLE.NAME.KEY=VALUE`` may address (see rankseam.compose).
+#: Configuration tables ``--option TABLE.NAME.KEY=VALUE`` may address (see rankseam.registry).
 COMPONENT_TABLES = tuple(TABLE_FOR_KIND.values())
 
 

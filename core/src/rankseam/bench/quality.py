@@ -118,7 +118,9 @@ def check_policies(
     plugin or a bad option fails in a second, not after ingest; so does every search
     variant's assembly (with the sources of ``store_url``'s store, when given). Returns
     ``label -> {policy_id, descriptor}``."""
-    from rankseam.compose import TABLE_FOR_KIND, ComponentContext, Config
+    from rankseam.assembly import ComponentContext
+    from rankseam.config import Config
+    from rankseam.registry import TABLE_FOR_KIND
 
     def with_store(mapping: Mapping[str, Any] | None) -> dict[str, Any]:
         out = dict(mapping or {})

@@ -42,7 +42,8 @@ def build_rerankers(
     """Build each reranker with its ``options`` (default: none) in a context configured with
     ``config`` (other components' options, ``rankseam.toml`` layout); list the ones that cannot
     be built (typically: a backend must be chosen) with the reason."""
-    from rankseam.compose import ComponentContext, Config
+    from rankseam.assembly import ComponentContext
+    from rankseam.config import Config
 
     context = ComponentContext(Config.from_mapping(config or {}, source="bench --option"))
     options = options or {}

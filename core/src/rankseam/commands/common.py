@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from rankseam.cli import CommandError
-from rankseam.compose import find_config
-from rankseam.memory import Memory, open_memory
+
+if TYPE_CHECKING:
+    from rankseam.memory import Memory
 
 __all__ = ["CommandError", "echo_json", "echo_report", "json_option", "open_store", "store_options"]
 
@@ -53,7 +54,10 @@ def open_store(
     db: str | None, config_file: str | None, *, create: bool = True, **overrides: Any
 ) -> Memory:
     """The store of ``--db``/``--config``; ``create=False`` for read-only commands. Without
-    ``--config`` the configuration file is discovered (:func:`rankseam.compose.find_config`)."""
+    ``--config`` the configuration file is discovered (:func:`rankseam.resolve.find_config`)."""
+    from rankseam.memory import open_memory  # on first use: a command's --help stays light
+    from rankseam.resolve import find_config
+
     return open_memory(db, config_file=find_config(config_file), create=create, **overrides)
 
 

@@ -6,7 +6,6 @@ literal: number, bool or string; a bare word is a string) before or after its ar
 from __future__ import annotations
 
 import json
-import tomllib
 from typing import Any
 
 import click
@@ -25,6 +24,8 @@ __all__ = [
 
 
 def _toml_value(raw: str) -> Any:
+    import tomllib  # on first use: a search without component options never imports it
+
     try:
         return tomllib.loads(f"v = {raw}")["v"]
     except tomllib.TOMLDecodeError:

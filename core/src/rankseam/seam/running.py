@@ -11,14 +11,13 @@ declares ``needs_event_loop = False`` inline in the caller's thread
 
 from __future__ import annotations
 
-import asyncio
 import contextvars
 import inspect
 import logging
 import threading
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from rankseam.errors import RerankError, ValidationError
 from rankseam.loop import LoopRunner, LoopStopped, LoopTimeout, Suspended, run_inline
@@ -43,6 +42,9 @@ from rankseam.seam.validation import (
 )
 from rankseam.seam.views import VectorFetcher, Vectors, make_candidates
 from rankseam.types import Candidate, Hit, RerankDecision, RerankTrace, Usage
+
+if TYPE_CHECKING:
+    import asyncio
 
 __all__ = [
     "CANCEL_GRACE_S",
@@ -104,6 +106,8 @@ class _SyncRerankerAdapter:
         return getattr(self.wrapped_reranker, name)
 
     async def rerank(self, query: str, candidates: Sequence[Candidate], limit: int, /) -> Any:
+        import asyncio  # on first use: a search that runs inline never imports asyncio
+
         loop = asyncio.get_running_loop()
         answer: asyncio.Future[Any] = loop.create_future()
         context = contextvars.copy_context()
@@ -360,6 +364,8 @@ class RerankStage:
     async def _answer(self) -> tuple[bool, Any]:
         """The reranker's answer within the deadline: ``(True, value)``, or ``(False,
         exception)`` saying why not. Only a cancellation of the search itself propagates."""
+        import asyncio  # on first use: a search that runs inline never imports asyncio
+
         task = asyncio.ensure_future(
             _guarded(self.reranker.rerank(self.query, self.candidates, self.k))
         )

@@ -9,6 +9,7 @@ to other components, each backend handed to a role wrapped for the role's failur
 
 from __future__ import annotations
 
+import contextvars
 import inspect
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -26,7 +27,7 @@ from rankseam.embedding import Embedder, EmbedderDescriptor
 from rankseam.errors import ConfigurationError
 from rankseam.generation import FailOpenGenerationBackend, GenerationBackend
 from rankseam.plugins import get_registry
-from rankseam.registry import ComponentSpec, Registry
+from rankseam.registry import TABLE_FOR_KIND, ComponentSpec, Registry
 from rankseam.retrieval.base import CandidateSource
 from rankseam.seam import check_reranker
 from rankseam.store.contract import Store
@@ -56,6 +57,12 @@ _KIND_WORDS = {
 #: The role of a generation consumer that names none: fail-open with the default timeout
 #: (:data:`~rankseam.decision.DEFAULT_ROLE_TIMEOUT_S`), the defaults of every role.
 GENERATION_ROLE = Role("generation")
+
+#: The component whose factory is running, ``(kind, name)``: a backend it asks for without
+#: naming one is reported against it, with the switches that name one.
+_BUILDING: contextvars.ContextVar[tuple[str, str] | None] = contextvars.ContextVar(
+    "rankseam_building", default=None
+)
 
 
 @attrs.frozen
@@ -131,6 +138,7 @@ class ComponentContext:
                 "installed)"
             )
         opts = dict(self.config.options(kind, name) if options is None else options)
+        building = _BUILDING.set((kind, name))
         try:
             component = spec.factory(spec.parse(opts), self)
         except ConfigurationError:
@@ -140,6 +148,8 @@ class ComponentContext:
                 f"{word} {name!r} (plugin {spec.plugin!r}) could not be built: "
                 f"{type(exc).__name__}: {exc}"
             ) from exc
+        finally:
+            _BUILDING.reset(building)
         if options is None:
             self._instances[cache_key] = component
         return component
@@ -185,6 +195,9 @@ class ComponentContext:
                 f"the role asking for {word} {name!r} must be a rankseam Role, got {role!r}"
             )
         if not name:
+            asker = _BUILDING.get()
+            if asker is not None:
+                raise ConfigurationError(_unnamed_backend(asker, word, role, self.available(kind)))
             have = ", ".join(self.available(kind)) or "none"
             raise ConfigurationError(
                 f"the {role.name} role needs a {word}; name one of the installed ones ({have}) "
@@ -206,6 +219,26 @@ class ComponentContext:
         embedder = self.build("embedder", name)
         check_embedder(embedder, name)
         return embedder  # type: ignore[no-any-return]
+
+
+def _unnamed_backend(asker: tuple[str, str], word: str, role: Role, have: list[str]) -> str:
+    """The message for component ``asker`` that asked for a backend without naming one: every
+    switch that names it (for a reranker: the ``search`` command line first)."""
+    kind, name = asker
+    example = have[0] if have else "NAME"
+    ways = [f"[{TABLE_FOR_KIND[kind]}.{name}] backend = {example!r} in rankseam.toml"]
+    if kind == "reranker":
+        ways = [
+            f"`rankseam search --rerank {name} --{name}-backend {example}`",
+            *ways,
+            f"search(..., reranker={name!r}, reranker_options={{'backend': {example!r}}}) in "
+            "Python",
+        ]
+    return (
+        f"{_KIND_WORDS[kind]} {name!r} needs a {word} for the {role.name} role: set its "
+        f"'backend' option to one of the installed ones ({', '.join(have) or 'none'}), e.g. "
+        f"{'; '.join(ways)}"
+    )
 
 
 def check_embedder(embedder: Any, name: str) -> None:

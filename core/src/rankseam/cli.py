@@ -53,9 +53,7 @@ LAZY_HELP: dict[str, str] = {
     ),
     "search": "Search memories; optionally rerank (--rerank NAME --NAME-OPTION VALUE ...).",
     "get": "Show a memory: its current revision, or exactly --revision N.",
-    "list": (
-        "List a namespace's memories (current revisions), one page at a time, oldest first."
-    ),
+    "list": ("List a namespace's memories (current revisions), one page at a time, oldest first."),
     "update": "Write a new revision of a memory; the previous revision stays readable.",
     "delete": "Delete a memory from search; its revisions stay readable (get --revision N).",
     "stats": "Print store statistics as JSON.",

@@ -28,6 +28,7 @@ from rankseam.embedding import Embedder, EmbedderDescriptor
 from rankseam.errors import ConfigurationError
 from rankseam.ingest import AddResult, IngestError, IngestReport, ReembedReport, Writer
 from rankseam.loop import LoopRunner, LoopStopped, LoopTimeout
+from rankseam.memory_async import AsyncMethods
 from rankseam.resolve import resolve_config
 from rankseam.retrieval.base import CandidateSource
 from rankseam.seam import check_reranker
@@ -115,8 +116,12 @@ def open_memory(
     )
 
 
-class Memory:
-    """A memory store with search. Thread-safe. Create it with :func:`open_memory`."""
+class Memory(AsyncMethods):
+    """A memory store with search. Thread-safe. Create it with :func:`open_memory`.
+
+    Every operation has an async twin for event-loop code: ``asearch``, ``aadd``,
+    ``aupdate``, ``aget``, ``adelete``, ``aingest`` (:mod:`rankseam.memory_async`,
+    docs/async.md)."""
 
     def __init__(
         self,

@@ -1,0 +1,125 @@
+"""The async twins of :class:`~rankseam.memory.Memory`'s writes and reads (docs/async.md).
+
+Each ``aNAME`` runs ``NAME`` in a worker thread (``asyncio.to_thread``): the same arguments,
+the same result, the same exceptions, and the same thread-safety, so they may run
+concurrently with each other and with :meth:`~rankseam.memory.Memory.asearch` on one event
+loop. The event loop is never blocked by the store. ``asearch`` lives with ``search``.
+
+Cancelling the awaiting task stops the wait, not the work: a write already handed to its
+thread completes (all or nothing, as its sync twin), so re-read before retrying.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from rankseam.ingest import AddResult, IngestReport
+    from rankseam.store.records import StoredMemory
+    from rankseam.types import MemoryRef
+
+__all__ = ["AsyncMethods"]
+
+
+class _Operations(Protocol):
+    """The synchronous operations the async twins run (those of :class:`Memory`)."""
+
+    @property
+    def add(self) -> Callable[..., AddResult]: ...
+    @property
+    def update(self) -> Callable[..., MemoryRef]: ...
+    @property
+    def get(self) -> Callable[..., StoredMemory]: ...
+    @property
+    def delete(self) -> Callable[..., MemoryRef]: ...
+    @property
+    def ingest(self) -> Callable[..., IngestReport]: ...
+
+
+async def _in_thread(fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
+    import asyncio  # on first use: synchronous callers never import asyncio
+
+    return await asyncio.to_thread(fn, *args, **kwargs)
+
+
+class AsyncMethods:
+    """``aadd``, ``aupdate``, ``aget``, ``adelete``, ``aingest`` of :class:`Memory`."""
+
+    async def aadd(
+        self: _Operations,
+        text: str,
+        *,
+        namespace: str | None = None,
+        memory_id: str | None = None,
+        importance: float = 0.5,
+        metadata: Mapping[str, Any] | None = None,
+        gate: bool | None = None,
+    ) -> AddResult:
+        """:meth:`~rankseam.memory.Memory.add` for async code. The write gate, when asked,
+        runs on the memory's own event-loop thread, exactly as for ``add`` (its
+        ``timeout_s`` and failure policy hold the same)."""
+        result: AddResult = await _in_thread(
+            self.add,
+            text,
+            namespace=namespace,
+            memory_id=memory_id,
+            importance=importance,
+            metadata=metadata,
+            gate=gate,
+        )
+        return result
+
+    async def aupdate(
+        self: _Operations,
+        memory_id: str,
+        text: str,
+        *,
+        namespace: str | None = None,
+        importance: float | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> MemoryRef:
+        """:meth:`~rankseam.memory.Memory.update` for async code."""
+        ref: MemoryRef = await _in_thread(
+            self.update,
+            memory_id,
+            text,
+            namespace=namespace,
+            importance=importance,
+            metadata=metadata,
+        )
+        return ref
+
+    async def aget(
+        self: _Operations, memory_id_or_ref: str | MemoryRef, *, namespace: str | None = None
+    ) -> StoredMemory:
+        """:meth:`~rankseam.memory.Memory.get` for async code."""
+        stored: StoredMemory = await _in_thread(self.get, memory_id_or_ref, namespace=namespace)
+        return stored
+
+    async def adelete(
+        self: _Operations, memory_id: str, *, namespace: str | None = None
+    ) -> MemoryRef:
+        """:meth:`~rankseam.memory.Memory.delete` for async code."""
+        ref: MemoryRef = await _in_thread(self.delete, memory_id, namespace=namespace)
+        return ref
+
+    async def aingest(
+        self: _Operations,
+        records: Iterable[Mapping[str, Any]],
+        *,
+        namespace: str | None = None,
+        batch_size: int = 500,
+        progress: bool | Callable[[int], None] = False,
+    ) -> IngestReport:
+        """:meth:`~rankseam.memory.Memory.ingest` for async code. ``records`` is iterated and
+        a ``progress`` callable called in the worker thread (a generator that reads a file is
+        fine; one that awaits is not: collect it first)."""
+        report: IngestReport = await _in_thread(
+            self.ingest,
+            records,
+            namespace=namespace,
+            batch_size=batch_size,
+            progress=progress,
+        )
+        return report

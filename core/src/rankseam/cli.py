@@ -58,7 +58,10 @@ LAZY_HELP: dict[str, str] = {
     "delete": "Delete a memory from search; its revisions stay readable (get --revision N).",
     "stats": "Print store statistics as JSON.",
     "reembed": "Embed every live memory that lacks a vector in an embedder's space.",
-    "demo": "Build a store from the demo corpus and search it with and without reranking.",
+    "demo": (
+        "Build a store from the demo corpus and search it: questions with the default policy, "
+        "each installed reranker where its effect shows, and the semantic path."
+    ),
     "bench": "Benchmarks: retrieval quality per policy and latency of the search path.",
     "export": "Write a portable snapshot of the store into the new folder OUT.",
     "verify": "Check a snapshot: manifest, checksums and every record.",

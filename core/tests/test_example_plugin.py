@@ -18,7 +18,9 @@ DOC = ROOT / "docs" / "writing-plugins.md"
 
 
 def _block(text: str, filename: str, lang: str) -> str:
-    match = re.search(rf"`{re.escape(filename)}`:\n\n```{lang}\n(.*?)\n```", text, flags=re.S)
+    marker = r"(?:<!-- docs-test: [^\n]* -->\n)?"  # docs/testing.md, "Code blocks in the docs"
+    pattern = rf"`{re.escape(filename)}`:\n\n{marker}```{lang}\n(.*?)\n```"
+    match = re.search(pattern, text, flags=re.S)
     assert match, f"docs/writing-plugins.md has no {lang} block for {filename}"
     return match.group(1) + "\n"
 

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
         RankseamError,
         RerankError,
         StoreError,
+        StoreUnavailableError,
         ValidationError,
         WriteGateError,
     )
@@ -57,6 +58,7 @@ _HOMES: dict[str, str] = {
             "RankseamError",
             "RerankError",
             "StoreError",
+            "StoreUnavailableError",
             "ValidationError",
             "WriteGateError",
         ),
@@ -108,6 +110,7 @@ __all__ = [
     "SearchResult",
     "SearchTrace",
     "StoreError",
+    "StoreUnavailableError",
     "Usage",
     "ValidationError",
     "WriteGateError",

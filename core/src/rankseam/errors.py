@@ -14,6 +14,7 @@ __all__ = [
     "RankseamError",
     "RerankError",
     "StoreError",
+    "StoreUnavailableError",
     "ValidationError",
     "WriteGateError",
 ]
@@ -33,12 +34,28 @@ class ValidationError(RankseamError, ValueError):
 
 class StoreError(RankseamError):
     """The store cannot be written (or read) for a reason outside the data: the disk is full,
-    an I/O error. ``reason`` is a short machine-readable cause (``full``, ``io``). Nothing of
-    the failed write was stored."""
+    an I/O error, a server that cannot be reached. ``reason`` is a short machine-readable cause
+    (``full``, ``io``, ``unavailable``, ``timeout``). Nothing of the failed write was stored
+    (except where :class:`StoreUnavailableError` says ``maybe_committed``)."""
 
     def __init__(self, message: str, *, reason: str) -> None:
         super().__init__(message)
         self.reason = reason
+
+
+class StoreUnavailableError(StoreError):
+    """The store's server cannot be reached: it is down, restarting, or the network to it is
+    gone (``reason="unavailable"``). Raised within the store's connect timeout instead of
+    blocking; the same ``Memory`` recovers by itself once the server is back (retry the call,
+    nothing needs reopening).
+
+    ``maybe_committed`` is True only for a write whose connection was lost while it committed:
+    the server may have stored it or not (read it back, or repeat it: an ingest of the same
+    records is idempotent). Otherwise nothing of the failed write was stored."""
+
+    def __init__(self, message: str, *, maybe_committed: bool = False) -> None:
+        super().__init__(message, reason="unavailable")
+        self.maybe_committed = maybe_committed
 
 
 class PluginError(RankseamError):

@@ -36,6 +36,19 @@ def pg_server() -> Iterator[TemporaryServer]:
         server.stop()
 
 
+@pytest.fixture(scope="session")
+def spare_server() -> Iterator[TemporaryServer]:
+    """A second private server that tests may stop, restart and replicate (the session's
+    ``pg_server`` stays up for every other test)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        server = TemporaryServer().start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
 @pytest.fixture
 def pg_url(pg_server: TemporaryServer) -> str:
     """A fresh store URL (its own schema) on the session's server."""

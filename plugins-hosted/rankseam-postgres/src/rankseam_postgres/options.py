@@ -38,6 +38,23 @@ class PostgresStoreOptions:
     pool_max: int | None = option(
         None, ge=1, default_doc="the URL's pool_max=, else 10", help="most connections at once"
     )
+    connect_timeout: int | None = option(
+        None,
+        ge=2,
+        default_doc="the URL's connect_timeout=, else 5",
+        help="seconds a store call waits for a connection before StoreUnavailableError",
+    )
+    search_timeout: float | None = option(
+        None,
+        ge=0,
+        default_doc="the URL's search_timeout=, else 30",
+        help="statement_timeout of a search's read transaction, seconds (0: none)",
+    )
+    replicas: tuple[str, ...] | None = option(
+        None,
+        default_doc="the URL's replica= parameters, else none",
+        help="standbys that serve searches: host, host:port, socket folder or postgresql:// URL",
+    )
     text_search: str | None = option(
         None,
         pattern=_IDENT,

@@ -12,8 +12,11 @@ machines share:
   (one snapshot) and releases it before any reranker runs. Revision rows never change after
   they are written (only ``live`` goes from true to false), so a hit's text always belongs to
   the revision it cites.
-- **Connections.** A ``psycopg_pool.ConnectionPool`` per store object (``?pool_min=`` /
-  ``?pool_max=``, default 1 / 10); the pgvector type adapter is registered on each connection.
+- **Connections.** A ``psycopg_pool.ConnectionPool`` per store object and server (``?pool_min=``
+  / ``?pool_max=``, default 1 / 10); the pgvector type adapter is registered on each
+  connection. Every wait is bounded by ``connect_timeout``; a server that cannot be reached
+  raises :class:`~rankseam.errors.StoreUnavailableError`, and searches may go to standbys
+  (``replica=``): :mod:`.pools`.
 - **Secrets.** The URL's password never leaves :class:`~rankseam_postgres.url.StoreURL`:
   ``path``, ``repr``, ``stats()`` and every error show the redacted URL.
 """
@@ -24,14 +27,13 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import psycopg
-from pgvector.psycopg import register_vector
-from psycopg_pool import ConnectionPool, PoolTimeout
+from psycopg_pool import PoolTimeout
 
-from rankseam.errors import ConfigurationError, ValidationError
+from rankseam.errors import ConfigurationError, StoreError, ValidationError
 from rankseam.plugin import (
     EmbedderDescriptor,
     MemoryNotFoundError,
@@ -44,6 +46,7 @@ from rankseam.plugin import (
     store_stats,
 )
 from rankseam.types import MemoryRef
+from rankseam_postgres.pools import Router, ServerPool
 from rankseam_postgres.reader import EXACT_BELOW, PostgresReader
 from rankseam_postgres.schema import (
     SCHEMA_VERSION,
@@ -59,6 +62,8 @@ from rankseam_postgres.writer import RowWriter
 __all__ = ["PostgresStore"]
 
 _PAGE = 500
+
+T = TypeVar("T")
 
 
 class PostgresStore:
@@ -89,19 +94,18 @@ class PostgresStore:
                 )
         except psycopg.Error as exc:
             raise self._error("cannot open", exc) from None
-        self._pool = ConnectionPool(
-            self.url.conninfo,
-            min_size=self.url.pool_min,
-            max_size=self.url.pool_max,
-            kwargs={"autocommit": True, **self.url.connect_kwargs},
-            configure=register_vector,
-            open=False,
-            name=f"rankseam:{self.schema}",
-        )
+        self._router = Router(self.url, f"rankseam:{self.schema}")
+        self._primary = self._router.primary
+        begin = "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY"
+        if self.url.search_timeout > 0:
+            begin += (
+                f"; SET LOCAL statement_timeout = {max(1, round(self.url.search_timeout * 1000))}"
+            )
+        self._search_begin = begin
         try:
-            self._pool.open(wait=self.url.pool_min > 0, timeout=30.0)
+            self._router.open()
         except (psycopg.Error, PoolTimeout) as exc:
-            self._pool.close()
+            self._router.close()
             raise self._error("cannot connect to", exc) from None
 
     # -- identity ----------------------------------------------------------------------------
@@ -154,32 +158,102 @@ class PostgresStore:
 
     # -- connections and transactions --------------------------------------------------------
 
-    @contextmanager
-    def _connection(self) -> Iterator[psycopg.Connection[Any]]:
+    def _check_open(self) -> None:
         if self._closed:
             raise ValidationError(f"the store {self.url.display} is closed; open it again")
+
+    def _failed(
+        self, server: ServerPool, conn: psycopg.Connection[Any], exc: psycopg.OperationalError
+    ) -> Exception:
+        """The error for ``exc`` raised by a statement on ``conn`` (before any COMMIT)."""
+        if conn.broken or conn.closed:
+            return server.unavailable("lost the connection to", exc)
+        if isinstance(exc, psycopg.errors.QueryCanceled):
+            return StoreError(
+                f"a search on {self.url.display} ran past search_timeout="
+                f"{self.url.search_timeout:g} s and was cancelled by the server; raise "
+                "search_timeout, or see why the server is slow",
+                reason="timeout",
+            )
+        return self._error("a statement failed on", exc)
+
+    def _fetch(self, query: Any, args: Any = None, *, one: bool = False) -> Any:
+        """One read statement on the primary (repeated on another connection when the pool's
+        was broken by a server restart): its rows, or its first row with ``one``."""
+        self._check_open()
+
+        def run(conn: psycopg.Connection[Any]) -> Any:
+            cur = conn.execute(query, args)
+            return cur.fetchone() if one else cur.fetchall()
+
+        conn, pooled, rows = self._primary.acquire(run)
+        self._primary.release(conn, pooled)
+        return rows
+
+    @contextmanager
+    def _connection(self) -> Iterator[psycopg.Connection[Any]]:
+        self._check_open()
+        conn, pooled, _r = self._primary.acquire()
         try:
-            with self._pool.connection(timeout=60.0) as conn:
-                yield conn
-        except PoolTimeout as exc:
-            raise self._error("no connection from the pool of", exc) from None
+            yield conn
         except psycopg.OperationalError as exc:
-            raise self._error("lost the connection to", exc) from None
+            raise self._failed(self._primary, conn, exc) from None
+        finally:
+            self._primary.release(conn, pooled)
 
     @contextmanager
     def _transaction(self, begin: str) -> Iterator[psycopg.Connection[Any]]:
-        with self._connection() as conn:
-            conn.execute(begin)
-            try:
-                yield conn
-            except BaseException:
-                if not conn.closed:
+        """One transaction on the primary: ``begin`` runs first (on another connection when
+        the pool's was broken), COMMIT last. A connection lost before COMMIT left nothing
+        (the server rolls the transaction back); one lost during COMMIT may have committed."""
+        self._check_open()
+        server = self._primary
+        conn, pooled, _r = server.acquire(begin)
+        try:
+            yield from self._run_transaction(
+                server, conn, conn, write=not begin.endswith("READ ONLY")
+            )
+        finally:
+            server.release(conn, pooled)
+
+    def _run_transaction(
+        self, server: ServerPool, conn: psycopg.Connection[Any], value: T, *, write: bool
+    ) -> Iterator[T]:
+        """The body of a transaction on ``conn`` (``value`` is what its block gets)."""
+        try:
+            yield value
+        except BaseException as exc:
+            if not (conn.broken or conn.closed):
+                try:
                     conn.execute("ROLLBACK")
-                raise
-            try:
+                except psycopg.OperationalError:
+                    pass
+            if isinstance(exc, psycopg.OperationalError):
+                raise self._failed(server, conn, exc) from None
+            raise
+        track = write and bool(self._router.replicas)
+        try:
+            if track:  # where the commit is in the WAL, when it wrote anything
+                cur = conn.execute(
+                    "SELECT pg_current_xact_id_if_assigned()::text; COMMIT; "
+                    "SELECT pg_current_wal_lsn()::text"
+                )
+                wrote = cur.fetchone()
+                cur.nextset()
+                cur.nextset()
+                lsn = cur.fetchone()
+                if wrote and wrote[0] is not None and lsn:
+                    self._router.wrote(lsn[0])
+            else:
                 conn.execute("COMMIT")
-            except psycopg.errors.SerializationFailure as exc:  # pragma: no cover - defensive
-                raise ValidationError(f"a write to {self.url.display} conflicted: {exc}") from None
+        except psycopg.errors.SerializationFailure as exc:  # pragma: no cover - defensive
+            raise ValidationError(f"a write to {self.url.display} conflicted: {exc}") from None
+        except psycopg.OperationalError as exc:
+            if conn.broken or conn.closed:
+                raise server.unavailable(
+                    "lost the connection while committing to", exc, maybe_committed=write
+                ) from None
+            raise self._failed(server, conn, exc) from None
 
     @contextmanager
     def _write(self, namespaces: Sequence[str], *, vectors: bool = False) -> Iterator[RowWriter]:
@@ -216,15 +290,22 @@ class PostgresStore:
 
     @contextmanager
     def read(self) -> Iterator[PostgresReader]:
-        """One short read transaction (a consistent snapshot); never held while reranking."""
-        with self._transaction("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY") as conn:
-            yield PostgresReader(self, conn)
+        """One short read transaction (a consistent snapshot) for a search, on a standby when
+        the URL names some (read-your-writes: see :mod:`.pools`); never held while
+        reranking. ``search_timeout`` is its ``statement_timeout``."""
+        self._check_open()
+        server, conn, pooled = self._router.search(self._search_begin)
+        try:
+            reader = PostgresReader(self, conn)
+            yield from self._run_transaction(server, conn, reader, write=False)
+        finally:
+            server.release(conn, pooled)
 
     def close(self) -> None:
         if self._closed:
             return
         self._closed = True
-        self._pool.close()
+        self._router.close()
 
     # -- spaces ------------------------------------------------------------------------------
 
@@ -267,29 +348,29 @@ class PostgresStore:
     # -- reads -------------------------------------------------------------------------------
 
     def get(self, namespace: str, memory_id: str) -> StoredMemory:
-        with self._connection() as conn:
-            row = conn.execute(
-                self.tables(
-                    f"SELECT {StoredMemory.COLUMNS}, m.deleted FROM {{memories}} m "
-                    "JOIN {revisions} r ON r.namespace = m.namespace AND r.rid = m.head_rid "
-                    "WHERE m.namespace = %s AND m.memory_id = %s"
-                ),
-                (namespace, memory_id),
-            ).fetchone()
+        row = self._fetch(
+            self.tables(
+                f"SELECT {StoredMemory.COLUMNS}, m.deleted FROM {{memories}} m "
+                "JOIN {revisions} r ON r.namespace = m.namespace AND r.rid = m.head_rid "
+                "WHERE m.namespace = %s AND m.memory_id = %s"
+            ),
+            (namespace, memory_id),
+            one=True,
+        )
         if row is None:
             raise MemoryNotFoundError.no_memory(namespace, memory_id)
         return StoredMemory.from_row(row)
 
     def get_ref(self, ref: MemoryRef) -> StoredMemory:
-        with self._connection() as conn:
-            row = conn.execute(
-                self.tables(
-                    f"SELECT {StoredMemory.COLUMNS}, m.deleted FROM {{revisions}} r "
-                    "JOIN {memories} m ON m.namespace = r.namespace AND m.memory_id = "
-                    "r.memory_id WHERE r.namespace = %s AND r.memory_id = %s AND r.revision = %s"
-                ),
-                (ref.namespace, ref.memory_id, ref.revision),
-            ).fetchone()
+        row = self._fetch(
+            self.tables(
+                f"SELECT {StoredMemory.COLUMNS}, m.deleted FROM {{revisions}} r "
+                "JOIN {memories} m ON m.namespace = r.namespace AND m.memory_id = "
+                "r.memory_id WHERE r.namespace = %s AND r.memory_id = %s AND r.revision = %s"
+            ),
+            (ref.namespace, ref.memory_id, ref.revision),
+            one=True,
+        )
         if row is None:
             raise MemoryNotFoundError.no_revision(ref)
         return StoredMemory.from_row(row)
@@ -299,8 +380,7 @@ class PostgresStore:
         :func:`~rankseam.plugin.pending_pages`, on a pooled connection per page."""
 
         def fetch(after: int) -> list[Any]:
-            with self._connection() as conn:
-                return conn.execute(query, args(after)).fetchall()
+            return list(self._fetch(query, args(after)))
 
         return fetch
 
@@ -333,22 +413,21 @@ class PostgresStore:
         """The stored vectors of ``refs`` in ``descriptor``'s space (one statement)."""
         if not refs:
             return []
-        with self._connection() as conn:
-            rows = conn.execute(
-                self.tables(
-                    "SELECT w.i, v.vector FROM unnest(%s::text[], %s::text[], %s::int[]) "
-                    "WITH ORDINALITY AS w(namespace, memory_id, revision, i) "
-                    "JOIN {revisions} r ON r.namespace = w.namespace AND r.memory_id = "
-                    "w.memory_id AND r.revision = w.revision JOIN {vectors} v ON v.namespace = "
-                    "r.namespace AND v.space = %s AND v.rid = r.rid"
-                ),
-                (
-                    [r.namespace for r in refs],
-                    [r.memory_id for r in refs],
-                    [r.revision for r in refs],
-                    descriptor.key,
-                ),
-            ).fetchall()
+        rows = self._fetch(
+            self.tables(
+                "SELECT w.i, v.vector FROM unnest(%s::text[], %s::text[], %s::int[]) "
+                "WITH ORDINALITY AS w(namespace, memory_id, revision, i) "
+                "JOIN {revisions} r ON r.namespace = w.namespace AND r.memory_id = "
+                "w.memory_id AND r.revision = w.revision JOIN {vectors} v ON v.namespace = "
+                "r.namespace AND v.space = %s AND v.rid = r.rid"
+            ),
+            (
+                [r.namespace for r in refs],
+                [r.memory_id for r in refs],
+                [r.revision for r in refs],
+                descriptor.key,
+            ),
+        )
         found = {int(i): v for i, v in rows}
         return vector_array([found.get(i + 1) for i in range(len(refs))], descriptor.dimensions)
 
@@ -359,26 +438,21 @@ class PostgresStore:
         wanted = [rid for rid in rids if rid is not None]
         found: dict[int, Any] = {}
         if wanted:
-            with self._connection() as conn:
-                rows = conn.execute(
-                    self.tables(
-                        "SELECT rid, vector FROM {vectors} WHERE space = %s AND rid = ANY(%s)"
-                    ),
-                    (descriptor.key, wanted),
-                ).fetchall()
+            rows = self._fetch(
+                self.tables("SELECT rid, vector FROM {vectors} WHERE space = %s AND rid = ANY(%s)"),
+                (descriptor.key, wanted),
+            )
             found = {int(r): v for r, v in rows}
         return vector_array(
             [None if rid is None else found.get(rid) for rid in rids], descriptor.dimensions
         )
 
     def namespaces(self) -> list[str]:
-        with self._connection() as conn:
-            rows = conn.execute(
-                self.tables(
-                    "SELECT namespace FROM {memories} GROUP BY namespace "
-                    'ORDER BY namespace COLLATE "C"'
-                )
-            ).fetchall()
+        rows = self._fetch(
+            self.tables(
+                'SELECT namespace FROM {memories} GROUP BY namespace ORDER BY namespace COLLATE "C"'
+            )
+        )
         return [r[0] for r in rows]
 
     def stats(self, space: str | None = None) -> dict[str, Any]:
@@ -414,7 +488,12 @@ class PostgresStore:
             memories=memories,
             revisions=revisions,
             vectors=vectors,
-            extra={"pool": {"min_size": self.url.pool_min, "max_size": self.url.pool_max}},
+            extra={
+                "pool": {"min_size": self.url.pool_min, "max_size": self.url.pool_max},
+                "connect_timeout": self.url.connect_timeout,
+                "search_timeout": self.url.search_timeout,
+                **self._router.stats(),
+            },
         )
 
     # -- index maintenance -------------------------------------------------------------------

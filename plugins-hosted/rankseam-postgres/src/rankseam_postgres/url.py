@@ -10,7 +10,14 @@ every part may be left out and libpq fills it from the standard ``PG*`` environm
   database can hold several stores;
 - ``pool_min`` / ``pool_max`` (default 1 / 10): the connection pool's size per process;
 - ``text_search`` (default ``english``): the text search configuration of a new store (a store
-  keeps the one it was created with).
+  keeps the one it was created with);
+- ``connect_timeout`` (default 5, whole seconds >= 2, libpq's own minimum): the longest a store
+  call waits for a connection; a server that cannot be reached within it raises
+  :class:`~rankseam.errors.StoreUnavailableError`. libpq reads it too (one connection attempt);
+- ``search_timeout`` (default 30 seconds, 0 = none): the server-side ``statement_timeout`` of a
+  search's read transaction;
+- ``replica`` (repeatable): a standby that serves searches, as ``host``, ``host:port``, a Unix
+  socket folder, or a whole ``postgresql://`` URL (percent-encoded); see docs/plugins/postgres.md.
 """
 
 from __future__ import annotations
@@ -33,7 +40,10 @@ SCHEMES = ("postgresql", "postgres")
 
 _IDENT = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 _SECRET_PARAMS = {"password", "sslpassword"}
-_OWN = {"schema", "pool_min", "pool_max", "text_search"}
+_OWN = {"schema", "pool_min", "pool_max", "text_search", "connect_timeout", "search_timeout"}
+#: Default seconds of ``connect_timeout`` and ``search_timeout``.
+CONNECT_TIMEOUT = 5
+SEARCH_TIMEOUT = 30.0
 
 
 def redact(url: str) -> str:
@@ -53,6 +63,10 @@ class StoreURL:
     pool_min: int = 1
     pool_max: int = 10
     text_search: str = "english"
+    connect_timeout: int = CONNECT_TIMEOUT
+    search_timeout: float = SEARCH_TIMEOUT
+    #: Standbys for searches (``replica=`` parameters or the ``replicas`` option), as given.
+    replicas: tuple[str, ...] = ()
     secrets: tuple[str, ...] = ()
     #: A password given apart from the URL (``[stores.postgres] password``); never shown.
     password: str | None = None
@@ -87,9 +101,35 @@ def _int_param(name: str, value: str, low: int, display: str) -> int:
     return out
 
 
+def _seconds(name: str, value: str, display: str) -> float:
+    try:
+        out = float(value)
+    except ValueError:
+        out = -1.0
+    if not 0 <= out < float("inf"):
+        raise ConfigurationError(
+            f"the store URL {display} has {name}={value!r}; it must be a number of seconds >= 0"
+        )
+    return out
+
+
+def _display(url: str) -> str:
+    """The redacted URL, its ``replica=`` URLs redacted too."""
+    display = redact(url)
+    parts = urlsplit(display)
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    if not any(k == "replica" and "://" in v for k, v in query):
+        return display
+    query = [(k, redact(v) if k == "replica" and "://" in v else v) for k, v in query]
+    return urlunsplit(parts._replace(query=urlencode(query, safe="/:@*")))
+
+
 def parse_url(url: str) -> StoreURL:
     """Parse a ``postgresql://`` store URL (see the module docstring)."""
-    display = redact(url)
+    try:
+        display = _display(url)
+    except ValueError:
+        display = redact(url)
     try:
         parts = urlsplit(url)
     except ValueError as exc:
@@ -103,8 +143,13 @@ def parse_url(url: str) -> StoreURL:
         secrets.extend({parts.password, unquote(parts.password)})
     own: dict[str, str] = {}
     passed: list[tuple[str, str]] = []
+    replicas: list[str] = []
     for key, value in parse_qsl(parts.query, keep_blank_values=True):
-        if key in _OWN:
+        if key == "replica":
+            if value.startswith(tuple(f"{s}://" for s in SCHEMES)):
+                secrets.extend(_url_secrets(value))
+            replicas.append(value)
+        elif key in _OWN:
             own[key] = value
         else:
             if key in _SECRET_PARAMS:
@@ -128,6 +173,12 @@ def parse_url(url: str) -> StoreURL:
         raise ConfigurationError(
             f"the store URL {display} has pool_max={pool_max} < pool_min={pool_min}"
         )
+    connect_timeout = _int_param(
+        "connect_timeout", own.get("connect_timeout", str(CONNECT_TIMEOUT)), 2, display
+    )
+    search_timeout = _seconds("search_timeout", own.get("search_timeout", "30"), display)
+    # libpq bounds one connection attempt by the same timeout
+    passed.append(("connect_timeout", str(connect_timeout)))
     conninfo = urlunsplit(
         ("postgresql", parts.netloc, parts.path, urlencode(passed, safe="/"), parts.fragment)
     )
@@ -138,8 +189,22 @@ def parse_url(url: str) -> StoreURL:
         pool_min=pool_min,
         pool_max=pool_max,
         text_search=text_search,
+        connect_timeout=connect_timeout,
+        search_timeout=search_timeout,
+        replicas=tuple(replicas),
         secrets=tuple(secrets),
     )
+
+
+def _url_secrets(url: str) -> list[str]:
+    """The passwords a ``postgresql://`` URL holds (to scrub from messages)."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return []
+    found = [parts.password, unquote(parts.password)] if parts.password else []
+    found += [v for k, v in parse_qsl(parts.query) if k in _SECRET_PARAMS]
+    return found
 
 
 def with_options(url: str, options: PostgresStoreOptions | Mapping[str, Any]) -> StoreURL:
@@ -150,15 +215,34 @@ def with_options(url: str, options: PostgresStoreOptions | Mapping[str, Any]) ->
     parsed = parse_url(url)
     changes: dict[str, Any] = {
         key: getattr(options, key)
-        for key in ("schema", "text_search", "pool_min", "pool_max")
+        for key in ("schema", "text_search", "pool_min", "pool_max", "search_timeout")
         if getattr(options, key) is not None
     }
+    if options.connect_timeout is not None:
+        changes["connect_timeout"] = options.connect_timeout
+        changes["conninfo"] = _set_param(
+            parsed.conninfo, "connect_timeout", options.connect_timeout
+        )
+    if options.replicas is not None:
+        changes["replicas"] = options.replicas
+        changes["secrets"] = (
+            *parsed.secrets,
+            *(s for r in options.replicas for s in _url_secrets(r)),
+        )
     if options.password is not None:
         changes["password"] = options.password
-        changes["secrets"] = (*parsed.secrets, options.password)
+        changes["secrets"] = (*changes.get("secrets", parsed.secrets), options.password)
     out = attrs.evolve(parsed, **changes)
     if out.pool_max < out.pool_min:
         raise ConfigurationError(
             f"the store {out.display} has pool_max={out.pool_max} < pool_min={out.pool_min}"
         )
     return out
+
+
+def _set_param(conninfo: str, key: str, value: object) -> str:
+    """``conninfo`` (a URL) with its query parameter ``key`` set to ``value``."""
+    parts = urlsplit(conninfo)
+    query = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k != key]
+    query.append((key, str(value)))
+    return urlunsplit(parts._replace(query=urlencode(query, safe="/")))

@@ -1,0 +1,301 @@
+"""Connections to the servers of a store: one pool per server (the primary and each standby),
+every wait bounded by ``connect_timeout``, a typed error for a server that cannot be reached,
+and the routing of searches to standbys with read-your-writes (docs/plugins/postgres.md,
+"Outages" and "Read replicas").
+
+- **Bounded waits.** A call waits at most ``connect_timeout`` for a connection. A pooled
+  connection that a server restart broke is found by the call's first statement, discarded
+  and replaced, within the same bound (that first statement changed nothing, so it is safe to
+  run on another connection).
+- **Outage.** Once a server was found down, each call first tries one direct connection
+  (libpq bounds it by ``connect_timeout``): refused, it raises
+  :class:`~rankseam.errors.StoreUnavailableError` at once with libpq's reason; accepted, the
+  call runs on it and the pool refills as calls need it. So nothing blocks longer than the
+  connect timeout while the server is down, and the first call after a restart succeeds.
+- **Replicas.** A search goes to a standby (round robin) unless this store object wrote
+  something the standby has not replayed yet: then to the primary, until
+  ``pg_last_wal_replay_lsn()`` on that standby has passed the write's commit
+  (``pg_current_wal_lsn()`` after the commit). A standby that cannot be reached is skipped for
+  :data:`REPLICA_RETRY_S`; the search goes to the next one, else the primary.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import psycopg
+from pgvector.psycopg import register_vector
+from psycopg.conninfo import make_conninfo
+from psycopg_pool import ConnectionPool, PoolTimeout
+
+from rankseam.errors import StoreUnavailableError
+from rankseam_postgres.url import SCHEMES, StoreURL, redact
+
+__all__ = ["REPLICA_RETRY_S", "Router", "ServerPool", "lsn_value"]
+
+log = logging.getLogger("rankseam_postgres")
+
+#: Seconds a standby that could not be reached is left out of the searches' rotation.
+REPLICA_RETRY_S = 30.0
+
+Connection = psycopg.Connection[Any]
+
+
+def lsn_value(text: str | None) -> int:
+    """A ``pg_lsn`` (``16/B374D848``) as an integer (``None``: 0)."""
+    if not text:
+        return 0
+    high, _, low = str(text).partition("/")
+    return (int(high, 16) << 32) + int(low, 16)
+
+
+First = str | Callable[[Connection], Any] | None
+
+
+def _run(conn: Connection, first: First) -> Any:
+    if first is None:
+        return None
+    if isinstance(first, str):
+        conn.execute(first)
+        return None
+    return first(conn)
+
+
+def first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+class ServerPool:
+    """One server's connection pool, its health, and (for a standby) how far it replayed."""
+
+    def __init__(
+        self,
+        url: StoreURL,
+        conninfo: str,
+        display: str,
+        *,
+        role: str,
+        min_size: int,
+        name: str,
+    ) -> None:
+        self.url = url
+        self.conninfo = conninfo
+        self.display = display
+        self.role = role
+        self.timeout = float(url.connect_timeout)
+        self._kwargs: dict[str, Any] = {"autocommit": True, **url.connect_kwargs}
+        self.pool = ConnectionPool(
+            conninfo,
+            min_size=min_size,
+            max_size=url.pool_max,
+            kwargs=self._kwargs,
+            configure=register_vector,
+            open=False,
+            name=name,
+            timeout=self.timeout,
+            # a failed reconnection gives up soon; the next call that needs a connection
+            # starts a new attempt at once (no backoff of minutes after a long outage)
+            reconnect_timeout=self.timeout,
+        )
+        #: When the server was last found unreachable (``None``: not since it last answered).
+        self.down_since: float | None = None
+        #: The highest ``pg_last_wal_replay_lsn()`` seen on this standby.
+        self.replayed = 0
+        #: Searches served (for ``stats()``).
+        self.searches = 0
+
+    def open(self, *, wait: bool) -> None:
+        self.pool.open(wait=wait, timeout=self.timeout)
+
+    def close(self) -> None:
+        self.pool.close()
+
+    def unavailable(
+        self, what: str, exc: BaseException | None, *, maybe_committed: bool = False
+    ) -> StoreUnavailableError:
+        """The error for this server not answering (and the mark that it is down)."""
+        if self.down_since is None:
+            self.down_since = time.monotonic()
+        detail = f": {self.url.scrub(first_line(exc))}" if exc is not None else ""
+        role = "" if self.role == "primary" else f" (standby {self.display})"
+        return StoreUnavailableError(
+            f"{what} the PostgreSQL store {self.url.display}{role}{detail}; the server cannot "
+            f"be reached (connect_timeout={self.url.connect_timeout} s). Retry once it is "
+            "back: the store reconnects by itself",
+            maybe_committed=maybe_committed,
+        )
+
+    def acquire(self, first: First = None) -> tuple[Connection, bool, Any]:
+        """A connection on which ``first`` ran (a statement, or a function of the connection,
+        that changes nothing: it is repeated on another connection when the first was broken),
+        whether it came from the pool, and what ``first`` returned; within ``connect_timeout``."""
+        deadline = time.monotonic() + self.timeout
+        while True:
+            if self.down_since is not None:
+                return self._direct(first)
+            try:
+                conn = self.pool.getconn(timeout=max(deadline - time.monotonic(), 0.001))
+            except PoolTimeout:
+                raise self.unavailable(
+                    "no connection within the connect timeout to", None
+                ) from None
+            try:
+                return conn, True, _run(conn, first)
+            except psycopg.OperationalError as exc:
+                broken = conn.broken or conn.closed
+                self.pool.putconn(conn)  # a broken connection is discarded and replaced
+                if not broken:
+                    raise
+                if time.monotonic() >= deadline:
+                    raise self.unavailable("lost the connection to", exc) from None
+                # the server restarted or is gone: another pooled connection, or (once none
+                # is left) a direct one, which says which
+                if self.pool.get_stats().get("pool_available", 0) == 0:
+                    self.down_since = time.monotonic()
+            except BaseException:
+                self.pool.putconn(conn)
+                raise
+
+    def _direct(self, first: First) -> tuple[Connection, bool, Any]:
+        """One connection outside the pool (libpq bounds it by ``connect_timeout``)."""
+        try:
+            conn = psycopg.connect(self.conninfo, **self._kwargs)
+        except psycopg.OperationalError as exc:
+            self.down_since = time.monotonic()
+            raise self.unavailable("cannot connect to", exc) from None
+        try:
+            register_vector(conn)
+            result = _run(conn, first)
+        except psycopg.OperationalError as exc:
+            conn.close()
+            raise self.unavailable("lost the connection to", exc) from None
+        except BaseException:
+            conn.close()
+            raise
+        self.down_since = None
+        return conn, False, result
+
+    def release(self, conn: Connection, pooled: bool) -> None:
+        if pooled:
+            self.pool.putconn(conn)
+        else:
+            conn.close()
+
+
+def replica_conninfo(primary: StoreURL, spec: str) -> tuple[str, str]:
+    """The conninfo and the shown name of the standby ``spec``: a whole ``postgresql://`` URL,
+    else a host (or Unix socket folder) with an optional ``:port`` that replaces the
+    primary's, every other parameter (user, database, password, TLS) kept."""
+    if spec.startswith(tuple(f"{s}://" for s in SCHEMES)):
+        extra = {"connect_timeout": primary.connect_timeout}
+        return make_conninfo(spec, **extra), redact(spec)
+    host, port = spec, None
+    if not spec.startswith("/") and spec.count(":") == 1:
+        host, _, port = spec.partition(":")
+    params: dict[str, Any] = {"host": host}
+    if port:
+        params["port"] = port
+    return make_conninfo(primary.conninfo, **params), spec
+
+
+class Router:
+    """The primary's pool, the standbys' pools, and which one serves the next search."""
+
+    def __init__(self, url: StoreURL, name: str) -> None:
+        self.url = url
+        self.primary = ServerPool(
+            url, url.conninfo, url.display, role="primary", min_size=url.pool_min, name=name
+        )
+        self.replicas: list[ServerPool] = []
+        for i, spec in enumerate(url.replicas):
+            conninfo, shown = replica_conninfo(url, spec)
+            self.replicas.append(
+                ServerPool(url, conninfo, shown, role="standby", min_size=0, name=f"{name}:r{i}")
+            )
+        self._turn = itertools.count()
+        self._lock = threading.Lock()
+        #: The commit position of this store object's latest write (0: none yet).
+        self.written = 0
+        self._down_until: dict[int, float] = {}
+
+    def open(self) -> None:
+        self.primary.open(wait=self.url.pool_min > 0)
+        for replica in self.replicas:
+            replica.open(wait=False)
+
+    def close(self) -> None:
+        for server in (self.primary, *self.replicas):
+            server.close()
+
+    def wrote(self, lsn: str | None) -> None:
+        """Record a committed write's position (read-your-writes)."""
+        value = lsn_value(lsn)
+        with self._lock:
+            self.written = max(self.written, value)
+
+    def search(
+        self, begin: str, on_replica: Callable[[ServerPool], None] | None = None
+    ) -> tuple[ServerPool, Connection, bool]:
+        """The server, connection (``begin`` run on it) and pooled flag for one search."""
+        for replica in self._rotation():
+            try:
+                conn, pooled, _r = replica.acquire(None)
+            except StoreUnavailableError as exc:
+                self._skip(replica, str(exc))
+                continue
+            try:
+                if self.written > replica.replayed:
+                    row = conn.execute("SELECT pg_last_wal_replay_lsn()::text").fetchone()
+                    replica.replayed = max(replica.replayed, lsn_value(row[0] if row else None))
+                    if self.written > replica.replayed:
+                        replica.release(conn, pooled)
+                        continue  # behind this store's last write: another one, or the primary
+                conn.execute(begin)
+            except psycopg.OperationalError as exc:
+                replica.release(conn, pooled)
+                self._skip(replica, first_line(exc))
+                continue
+            replica.searches += 1
+            replica.down_since = None
+            return replica, conn, pooled
+        conn, pooled, _r = self.primary.acquire(begin)
+        self.primary.searches += 1
+        return self.primary, conn, pooled
+
+    def _rotation(self) -> Sequence[ServerPool]:
+        if not self.replicas:
+            return ()
+        now = time.monotonic()
+        start = next(self._turn) % len(self.replicas)
+        order = self.replicas[start:] + self.replicas[:start]
+        return [r for i, r in enumerate(order) if self._down_until.get(id(r), 0.0) <= now]
+
+    def _skip(self, replica: ServerPool, why: str) -> None:
+        self._down_until[id(replica)] = time.monotonic() + REPLICA_RETRY_S
+        log.warning(
+            "standby %s of %s left out of searches for %.0f s: %s",
+            replica.display,
+            self.url.display,
+            REPLICA_RETRY_S,
+            why,
+        )
+
+    def stats(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"primary_searches": self.primary.searches}
+        if self.replicas:
+            now = time.monotonic()
+            out["replicas"] = [
+                {
+                    "replica": r.display,
+                    "searches": r.searches,
+                    "in_rotation": self._down_until.get(id(r), 0.0) <= now,
+                }
+                for r in self.replicas
+            ]
+        return out

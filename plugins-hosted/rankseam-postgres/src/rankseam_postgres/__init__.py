@@ -7,7 +7,8 @@ host's candidate sources (lexical, vector, importance) run on it through its rea
 
 Options (``[stores.postgres]``): ``password`` (a string or ``{"$env" = "NAME"}``; else the
 URL's, ``PGPASSWORD`` or ``~/.pgpass``), ``schema``, ``pool_min``, ``pool_max``,
-``text_search`` (each also a URL parameter; the option wins).
+``text_search``, ``connect_timeout``, ``search_timeout``, ``replicas`` (each also a URL
+parameter, ``replica=`` for each standby; the option wins).
 """
 
 from __future__ import annotations

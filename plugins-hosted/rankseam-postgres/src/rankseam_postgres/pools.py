@@ -25,7 +25,8 @@ import itertools
 import logging
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import psycopg
@@ -33,10 +34,15 @@ from pgvector.psycopg import register_vector
 from psycopg.conninfo import make_conninfo
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from rankseam.errors import StoreUnavailableError
+from rankseam.errors import (
+    ConfigurationError,
+    StoreError,
+    StoreUnavailableError,
+    ValidationError,
+)
 from rankseam_postgres.url import SCHEMES, StoreURL, redact
 
-__all__ = ["REPLICA_RETRY_S", "Router", "ServerPool", "lsn_value"]
+__all__ = ["REPLICA_RETRY_S", "Router", "ServerPool", "configuration_error", "lsn_value"]
 
 log = logging.getLogger("rankseam_postgres")
 
@@ -69,6 +75,16 @@ def _run(conn: Connection, first: First) -> Any:
 def first_line(exc: BaseException) -> str:
     text = str(exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__
+
+
+def configuration_error(url: StoreURL, what: str, exc: BaseException) -> ConfigurationError:
+    """The error for a store that cannot work as configured (at open: no such host, a wrong
+    password, no database)."""
+    return ConfigurationError(
+        f"{what} the PostgreSQL store {url.display}: {url.scrub(first_line(exc))}; check the "
+        "URL, the PG* environment variables (PGHOST, PGUSER, PGPASSWORD ...) and that the "
+        "server is reachable"
+    )
 
 
 class ServerPool:
@@ -173,7 +189,10 @@ class ServerPool:
             register_vector(conn)
             result = _run(conn, first)
         except psycopg.OperationalError as exc:
+            broken = conn.broken
             conn.close()
+            if not broken:
+                raise
             raise self.unavailable("lost the connection to", exc) from None
         except BaseException:
             conn.close()
@@ -223,6 +242,11 @@ class Router:
         #: The commit position of this store object's latest write (0: none yet).
         self.written = 0
         self._down_until: dict[int, float] = {}
+        begin = "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY"
+        if url.search_timeout > 0:
+            ms = max(1, round(url.search_timeout * 1000))
+            begin += f"; SET LOCAL statement_timeout = {ms}"
+        self._search_begin = begin
 
     def open(self) -> None:
         self.primary.open(wait=self.url.pool_min > 0)
@@ -239,10 +263,112 @@ class Router:
         with self._lock:
             self.written = max(self.written, value)
 
-    def search(
-        self, begin: str, on_replica: Callable[[ServerPool], None] | None = None
-    ) -> tuple[ServerPool, Connection, bool]:
-        """The server, connection (``begin`` run on it) and pooled flag for one search."""
+    # -- calls -----------------------------------------------------------------------------
+
+    def fetch(self, query: Any, args: Any = None, *, one: bool = False) -> Any:
+        """One read statement on the primary (repeated on another connection when the pool's
+        was broken by a server restart): its rows, or its first row with ``one``."""
+
+        def run(conn: Connection) -> Any:
+            cur = conn.execute(query, args)
+            return cur.fetchone() if one else cur.fetchall()
+
+        try:
+            conn, pooled, rows = self.primary.acquire(run)
+        except psycopg.OperationalError as exc:  # the server answered: not an outage
+            raise configuration_error(self.url, "a statement failed on", exc) from None
+        self.primary.release(conn, pooled)
+        return rows
+
+    @contextmanager
+    def connection(self) -> Iterator[Connection]:
+        """A primary's connection in autocommit mode."""
+        conn, pooled, _r = self.primary.acquire()
+        try:
+            yield conn
+        except psycopg.OperationalError as exc:
+            raise self._failed(self.primary, conn, exc) from None
+        finally:
+            self.primary.release(conn, pooled)
+
+    @contextmanager
+    def transaction(self, begin: str) -> Iterator[Connection]:
+        """One transaction on the primary: ``begin`` runs first (on another connection when
+        the pool's was broken), COMMIT last. A connection lost before COMMIT left nothing
+        (the server rolls the transaction back); one lost during COMMIT may have committed."""
+        conn, pooled, _r = self.primary.acquire(begin)
+        try:
+            yield from self._body(self.primary, conn, write=not begin.endswith("READ ONLY"))
+        finally:
+            self.primary.release(conn, pooled)
+
+    @contextmanager
+    def search(self) -> Iterator[Connection]:
+        """A search's read transaction: on a standby when one may serve it, else the primary;
+        ``search_timeout`` is its ``statement_timeout``."""
+        server, conn, pooled = self._search_connection()
+        try:
+            yield from self._body(server, conn, write=False)
+        finally:
+            server.release(conn, pooled)
+
+    def _body(self, server: ServerPool, conn: Connection, *, write: bool) -> Iterator[Connection]:
+        try:
+            yield conn
+        except BaseException as exc:
+            if not (conn.broken or conn.closed):
+                try:
+                    conn.execute("ROLLBACK")
+                except psycopg.OperationalError:
+                    pass
+            if isinstance(exc, psycopg.OperationalError):
+                raise self._failed(server, conn, exc) from None
+            if isinstance(exc, psycopg.errors.SerializationFailure) and server.role != "primary":
+                raise StoreError(
+                    f"a search on the standby {server.display} of {self.url.display} was "
+                    f"cancelled by its recovery ({first_line(exc)}); retry it, and set "
+                    "hot_standby_feedback = on on the standby",
+                    reason="conflict",
+                ) from None
+            raise
+        try:
+            if write and self.replicas:  # where the commit is in the WAL, when it wrote
+                cur = conn.execute(
+                    "SELECT pg_current_xact_id_if_assigned()::text; COMMIT; "
+                    "SELECT pg_current_wal_lsn()::text"
+                )
+                wrote = cur.fetchone()
+                cur.nextset()
+                cur.nextset()
+                lsn = cur.fetchone()
+                if wrote and wrote[0] is not None and lsn:
+                    self.wrote(lsn[0])
+            else:
+                conn.execute("COMMIT")
+        except psycopg.errors.SerializationFailure as exc:  # pragma: no cover - defensive
+            raise ValidationError(f"a write to {self.url.display} conflicted: {exc}") from None
+        except psycopg.OperationalError as exc:
+            if conn.broken or conn.closed:
+                raise server.unavailable(
+                    "lost the connection while committing to", exc, maybe_committed=write
+                ) from None
+            raise self._failed(server, conn, exc) from None
+
+    def _failed(self, server: ServerPool, conn: Connection, exc: Exception) -> Exception:
+        """The error for ``exc`` raised by a statement on ``conn`` (before any COMMIT)."""
+        if conn.broken or conn.closed:
+            return server.unavailable("lost the connection to", exc)
+        if isinstance(exc, psycopg.errors.QueryCanceled):
+            return StoreError(
+                f"a statement on {self.url.display} was cancelled by the server ({first_line(exc)}"
+                f"); a search's limit is search_timeout={self.url.search_timeout:g} s",
+                reason="timeout",
+            )
+        return configuration_error(self.url, "a statement failed on", exc)
+
+    def _search_connection(self) -> tuple[ServerPool, Connection, bool]:
+        """The server, connection (the search's BEGIN run on it) and pooled flag."""
+        begin = self._search_begin
         for replica in self._rotation():
             try:
                 conn, pooled, _r = replica.acquire(None)

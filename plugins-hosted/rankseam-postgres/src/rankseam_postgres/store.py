@@ -26,14 +26,14 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
-from typing import Any, TypeVar
+from contextlib import AbstractContextManager, contextmanager
+from typing import Any
 
 import numpy as np
 import psycopg
 from psycopg_pool import PoolTimeout
 
-from rankseam.errors import ConfigurationError, StoreError, ValidationError
+from rankseam.errors import ConfigurationError, ValidationError
 from rankseam.plugin import (
     EmbedderDescriptor,
     MemoryNotFoundError,
@@ -46,7 +46,7 @@ from rankseam.plugin import (
     store_stats,
 )
 from rankseam.types import MemoryRef
-from rankseam_postgres.pools import Router, ServerPool
+from rankseam_postgres.pools import Router, configuration_error
 from rankseam_postgres.reader import EXACT_BELOW, PostgresReader
 from rankseam_postgres.schema import (
     SCHEMA_VERSION,
@@ -62,8 +62,6 @@ from rankseam_postgres.writer import RowWriter
 __all__ = ["PostgresStore"]
 
 _PAGE = 500
-
-T = TypeVar("T")
 
 
 class PostgresStore:
@@ -95,13 +93,6 @@ class PostgresStore:
         except psycopg.Error as exc:
             raise self._error("cannot open", exc) from None
         self._router = Router(self.url, f"rankseam:{self.schema}")
-        self._primary = self._router.primary
-        begin = "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY"
-        if self.url.search_timeout > 0:
-            begin += (
-                f"; SET LOCAL statement_timeout = {max(1, round(self.url.search_timeout * 1000))}"
-            )
-        self._search_begin = begin
         try:
             self._router.open()
         except (psycopg.Error, PoolTimeout) as exc:
@@ -134,14 +125,7 @@ class PostgresStore:
         return f"PostgresStore({self.url.display!r})"
 
     def _error(self, what: str, exc: BaseException) -> ConfigurationError:
-        detail = self.url.scrub(
-            str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        )
-        return ConfigurationError(
-            f"{what} the PostgreSQL store {self.url.display}: {detail}; check the URL, the "
-            "PG* environment variables (PGHOST, PGUSER, PGPASSWORD ...) and that the server "
-            "is reachable"
-        )
+        return configuration_error(self.url, what, exc)
 
     # -- memo --------------------------------------------------------------------------------
 
@@ -162,98 +146,17 @@ class PostgresStore:
         if self._closed:
             raise ValidationError(f"the store {self.url.display} is closed; open it again")
 
-    def _failed(
-        self, server: ServerPool, conn: psycopg.Connection[Any], exc: psycopg.OperationalError
-    ) -> Exception:
-        """The error for ``exc`` raised by a statement on ``conn`` (before any COMMIT)."""
-        if conn.broken or conn.closed:
-            return server.unavailable("lost the connection to", exc)
-        if isinstance(exc, psycopg.errors.QueryCanceled):
-            return StoreError(
-                f"a search on {self.url.display} ran past search_timeout="
-                f"{self.url.search_timeout:g} s and was cancelled by the server; raise "
-                "search_timeout, or see why the server is slow",
-                reason="timeout",
-            )
-        return self._error("a statement failed on", exc)
-
     def _fetch(self, query: Any, args: Any = None, *, one: bool = False) -> Any:
-        """One read statement on the primary (repeated on another connection when the pool's
-        was broken by a server restart): its rows, or its first row with ``one``."""
         self._check_open()
+        return self._router.fetch(query, args, one=one)
 
-        def run(conn: psycopg.Connection[Any]) -> Any:
-            cur = conn.execute(query, args)
-            return cur.fetchone() if one else cur.fetchall()
-
-        conn, pooled, rows = self._primary.acquire(run)
-        self._primary.release(conn, pooled)
-        return rows
-
-    @contextmanager
-    def _connection(self) -> Iterator[psycopg.Connection[Any]]:
+    def _connection(self) -> AbstractContextManager[psycopg.Connection[Any]]:
         self._check_open()
-        conn, pooled, _r = self._primary.acquire()
-        try:
-            yield conn
-        except psycopg.OperationalError as exc:
-            raise self._failed(self._primary, conn, exc) from None
-        finally:
-            self._primary.release(conn, pooled)
+        return self._router.connection()
 
-    @contextmanager
-    def _transaction(self, begin: str) -> Iterator[psycopg.Connection[Any]]:
-        """One transaction on the primary: ``begin`` runs first (on another connection when
-        the pool's was broken), COMMIT last. A connection lost before COMMIT left nothing
-        (the server rolls the transaction back); one lost during COMMIT may have committed."""
+    def _transaction(self, begin: str) -> AbstractContextManager[psycopg.Connection[Any]]:
         self._check_open()
-        server = self._primary
-        conn, pooled, _r = server.acquire(begin)
-        try:
-            yield from self._run_transaction(
-                server, conn, conn, write=not begin.endswith("READ ONLY")
-            )
-        finally:
-            server.release(conn, pooled)
-
-    def _run_transaction(
-        self, server: ServerPool, conn: psycopg.Connection[Any], value: T, *, write: bool
-    ) -> Iterator[T]:
-        """The body of a transaction on ``conn`` (``value`` is what its block gets)."""
-        try:
-            yield value
-        except BaseException as exc:
-            if not (conn.broken or conn.closed):
-                try:
-                    conn.execute("ROLLBACK")
-                except psycopg.OperationalError:
-                    pass
-            if isinstance(exc, psycopg.OperationalError):
-                raise self._failed(server, conn, exc) from None
-            raise
-        track = write and bool(self._router.replicas)
-        try:
-            if track:  # where the commit is in the WAL, when it wrote anything
-                cur = conn.execute(
-                    "SELECT pg_current_xact_id_if_assigned()::text; COMMIT; "
-                    "SELECT pg_current_wal_lsn()::text"
-                )
-                wrote = cur.fetchone()
-                cur.nextset()
-                cur.nextset()
-                lsn = cur.fetchone()
-                if wrote and wrote[0] is not None and lsn:
-                    self._router.wrote(lsn[0])
-            else:
-                conn.execute("COMMIT")
-        except psycopg.errors.SerializationFailure as exc:  # pragma: no cover - defensive
-            raise ValidationError(f"a write to {self.url.display} conflicted: {exc}") from None
-        except psycopg.OperationalError as exc:
-            if conn.broken or conn.closed:
-                raise server.unavailable(
-                    "lost the connection while committing to", exc, maybe_committed=write
-                ) from None
-            raise self._failed(server, conn, exc) from None
+        return self._router.transaction(begin)
 
     @contextmanager
     def _write(self, namespaces: Sequence[str], *, vectors: bool = False) -> Iterator[RowWriter]:
@@ -294,12 +197,8 @@ class PostgresStore:
         the URL names some (read-your-writes: see :mod:`.pools`); never held while
         reranking. ``search_timeout`` is its ``statement_timeout``."""
         self._check_open()
-        server, conn, pooled = self._router.search(self._search_begin)
-        try:
-            reader = PostgresReader(self, conn)
-            yield from self._run_transaction(server, conn, reader, write=False)
-        finally:
-            server.release(conn, pooled)
+        with self._router.search() as conn:
+            yield PostgresReader(self, conn)
 
     def close(self) -> None:
         if self._closed:

@@ -177,8 +177,15 @@ def parse_url(url: str) -> StoreURL:
         "connect_timeout", own.get("connect_timeout", str(CONNECT_TIMEOUT)), 2, display
     )
     search_timeout = _seconds("search_timeout", own.get("search_timeout", "30"), display)
-    # libpq bounds one connection attempt by the same timeout
+    # libpq bounds one connection attempt by the same timeout; over TCP, a server host that
+    # vanished without closing its connections is found by keepalives after about as long
     passed.append(("connect_timeout", str(connect_timeout)))
+    if not any(key.startswith(("keepalives", "tcp_user_timeout")) for key, _v in passed):
+        passed += [
+            ("keepalives_idle", str(connect_timeout)),
+            ("keepalives_interval", "1"),
+            ("keepalives_count", "3"),
+        ]
     conninfo = urlunsplit(
         ("postgresql", parts.netloc, parts.path, urlencode(passed, safe="/"), parts.fragment)
     )
@@ -220,9 +227,10 @@ def with_options(url: str, options: PostgresStoreOptions | Mapping[str, Any]) ->
     }
     if options.connect_timeout is not None:
         changes["connect_timeout"] = options.connect_timeout
-        changes["conninfo"] = _set_param(
-            parsed.conninfo, "connect_timeout", options.connect_timeout
-        )
+        conninfo = _set_param(parsed.conninfo, "connect_timeout", options.connect_timeout)
+        if "keepalives" not in url and "tcp_user_timeout" not in url:  # our default follows
+            conninfo = _set_param(conninfo, "keepalives_idle", options.connect_timeout)
+        changes["conninfo"] = conninfo
     if options.replicas is not None:
         changes["replicas"] = options.replicas
         changes["secrets"] = (

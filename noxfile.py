@@ -10,6 +10,7 @@ itself installed, so a plugin that forgets to declare a dependency fails here.
     nox -s lint                 # ruff + mypy
     nox -s wheels               # build every wheel + sdist, twine check, install from wheels
     nox -s compat-3.12          # core + integration tests on Python 3.12 (also 3.13)
+    nox -s docs                 # the docs site, API reference included, warnings as errors
     nox -s bench                # a small, fast benchmark run (not part of `make test`)
     nox -s mutation             # mutation testing of the guarantees (slow; not in `make test`)
 """
@@ -169,6 +170,22 @@ def lint(session: nox.Session) -> None:
     # the same public-API rule for every plugin's tests (they import what users import)
     session.run("python", str(ROOT / ".ci" / "lint_plugin_tests.py"), str(ROOT))
     session.run("mypy", str(DISTS["rankseam"] / "src" / "rankseam"), *_plugin_sources())
+
+
+@nox.session(python="3.11")
+def docs(session: nox.Session) -> None:
+    """The docs site (mkdocs.yml: docs/ plus an API reference from the docstrings of rankseam,
+    rankseam.plugin and rankseam.testing), built with every warning an error, then its links,
+    the README's and the API reference's coverage of the public names checked, offline.
+    `nox -s docs -- DIR` keeps the site in DIR."""
+    session.install("mkdocs>=1.6,<2", "mkdocstrings[python]>=0.29", "pymdown-extensions>=10")
+    site = session.posargs[0] if session.posargs else str(Path(session.create_tmp()) / "site")
+    config = str(ROOT / "mkdocs.yml")
+    session.run("mkdocs", "build", "--strict", "--clean", "-f", config, "-d", site)
+    session.run("python", str(ROOT / ".ci" / "check_docs_site.py"), site)
+
+
+nox.options.sessions.append("docs")
 
 
 @nox.session(python="3.11")

@@ -14,6 +14,7 @@ import psycopg
 import pytest
 
 import rankseam
+from rankseam.errors import StoreUnavailableError
 from rankseam_postgres.testing import TemporaryServer, TemporaryStandby
 
 
@@ -73,6 +74,17 @@ def test_searches_go_to_the_standby_with_read_your_writes(spare_server: Temporar
             assert _ids(writer, "kettle") == {"red", "blue"}
             assert _served(writer) == (p1, s1 + 1)  # caught up: the standby serves it again
             assert _ids(other, "kettle") == {"red", "blue"}
+
+            # the primary goes away: searches are still served by the standby, writes fail
+            # with the typed error; once it is back, writes go on
+            primary.stop_server("immediate")
+            try:
+                assert _ids(other, "kettle") == {"red", "blue"}
+                with pytest.raises(StoreUnavailableError):
+                    writer.add("written while the primary is down")
+            finally:
+                primary.start_server()
+            assert _served(other) == (0, 4)  # (stats() itself reads the primary)
 
             # the standby goes away: searches fall back to the primary, nothing fails
             standby.stop()

@@ -370,25 +370,27 @@ class Router:
         """The server, connection (the search's BEGIN run on it) and pooled flag."""
         begin = self._search_begin
         for replica in self._rotation():
-            try:
-                conn, pooled, _r = replica.acquire(None)
-            except StoreUnavailableError as exc:
-                self._skip(replica, str(exc))
-                continue
-            try:
+
+            def start(conn: Connection, replica: ServerPool = replica) -> bool:
+                """BEGIN the search on ``conn`` unless the standby is behind this store's last
+                write (checked while it may be; remembered once it is not)."""
                 if self.written > replica.replayed:
                     row = conn.execute("SELECT pg_last_wal_replay_lsn()::text").fetchone()
                     replica.replayed = max(replica.replayed, lsn_value(row[0] if row else None))
                     if self.written > replica.replayed:
-                        replica.release(conn, pooled)
-                        continue  # behind this store's last write: another one, or the primary
+                        return False
                 conn.execute(begin)
-            except psycopg.OperationalError as exc:
-                replica.release(conn, pooled)
+                return True
+
+            try:
+                conn, pooled, started = replica.acquire(start)
+            except (StoreUnavailableError, psycopg.OperationalError) as exc:
                 self._skip(replica, first_line(exc))
                 continue
+            if not started:
+                replica.release(conn, pooled)
+                continue  # behind this store's last write: another one, or the primary
             replica.searches += 1
-            replica.down_since = None
             return replica, conn, pooled
         conn, pooled, _r = self.primary.acquire(begin)
         self.primary.searches += 1

@@ -11,10 +11,11 @@ from __future__ import annotations
 import threading
 import time
 
+import psycopg
 import pytest
 
 import rankseam
-from rankseam.errors import ConfigurationError, StoreUnavailableError
+from rankseam.errors import ConfigurationError, StoreError, StoreUnavailableError
 from rankseam_postgres.testing import TemporaryServer
 
 #: Seconds allowed past the connect timeout (see the module docstring).
@@ -129,3 +130,19 @@ def test_writes_when_the_server_dies_are_committed_or_reported_failed(
         missing = [n for n in reported if stored.get(n) != 10]
         assert not missing, f"batches reported written but not stored whole: {missing}"
         assert all(count == 10 for count in stored.values()), stored  # all or nothing
+
+
+def test_a_search_is_bounded_by_search_timeout(pg_server: TemporaryServer) -> None:
+    """A search that the server cannot answer in time (here: another session holds an
+    exclusive lock on the revisions) is cancelled by the server at ``search_timeout``."""
+    url = pg_server.url("slow_search", search_timeout="0.5")
+    with rankseam.open_memory(url) as memory:
+        memory.add("the red kettle is on the stove", memory_id="k")
+        with psycopg.connect(pg_server.base_url) as locker:  # its transaction holds the lock
+            locker.execute("LOCK TABLE slow_search.revisions IN ACCESS EXCLUSIVE MODE")
+            started = time.monotonic()
+            with pytest.raises(StoreError) as err:
+                memory.search("kettle", 5, reranker=None)
+            assert time.monotonic() - started < 0.5 + MARGIN
+        assert err.value.reason == "timeout" and "search_timeout=0.5" in str(err.value)
+        assert [h.ref.memory_id for h in memory.search("kettle", 5, reranker=None).hits] == ["k"]

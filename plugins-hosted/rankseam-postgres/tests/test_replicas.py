@@ -102,3 +102,8 @@ def test_replica_urls_are_checked_and_redacted(pg_server: TemporaryServer) -> No
         assert "hunter2" not in memory.path and "hunter2" not in repr(memory.stats())
     with pytest.raises(rankseam.ConfigurationError, match="connect_timeout"):
         rankseam.open_memory(pg_server.url(connect_timeout="1"))
+    options = {"connect_timeout": 3, "replicas": ["postgresql://reader:hunter2@standby.internal"]}
+    with rankseam.open_memory(pg_server.url(), config={"stores": {"postgres": options}}) as memory:
+        stats = memory.stats()
+        assert stats["connect_timeout"] == 3 and len(stats["replicas"]) == 1
+        assert "hunter2" not in repr(stats) and "hunter2" not in memory.path

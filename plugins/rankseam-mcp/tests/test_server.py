@@ -15,6 +15,8 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
 import rankseam
+from rankseam_mcp import build_server
+from rankseam_mcp.slot import MemorySlot
 
 RANKSEAM = str(Path(sys.executable).parent / "rankseam")
 TOOLS = {"add", "search", "get", "update", "list", "delete", "stats"}
@@ -379,3 +381,38 @@ def test_a_store_created_meanwhile_is_found(tmp_path: Path) -> None:
     before, after = session(db, fn)
     assert before[0] and "no rankseam store" in before[1]
     assert after["memories"] == 1
+
+
+def test_build_server_in_process_around_a_memory_the_caller_owns(tmp_path: Path) -> None:
+    db = tmp_path / "m.sqlite3"
+
+    async def calls(server: Any) -> dict[str, Any]:
+        async with Client(server) as client:
+            return {
+                "add": payload(await client.call_tool("add", {"text": "tea at five"})),
+                "typo": search_text(await client.call_tool("list", {"limt": 5})),
+                "list": payload(await client.call_tool("list", {})),
+            }
+
+    with rankseam.open_memory(db) as memory:
+        out = asyncio.run(calls(build_server(memory)))
+        assert memory.stats()["memories"] == 1  # still open: the caller closes it
+    assert "created_store" not in out["add"]
+    assert out["typo"][0] and "unknown argument 'limt' (did you mean 'limit'?)" in out["typo"][1]
+    assert [m["text"] for m in out["list"]["memories"]] == ["tea at five"]
+
+    fresh = tmp_path / "new" / "m.sqlite3"
+    opened: list[bool] = []
+
+    def opener(create: bool) -> rankseam.Memory:
+        opened.append(create)
+        return rankseam.open_memory(fresh, create=create)
+
+    with rankseam.open_memory(":memory:") as scratch:
+        slot = MemorySlot.on_demand(opener, scratch.config)
+    try:
+        out = asyncio.run(calls(build_server(slot)))
+    finally:
+        slot.close()
+    assert out["add"]["created_store"] == str(fresh)
+    assert opened == [False, True]  # looked for it, then created it for add

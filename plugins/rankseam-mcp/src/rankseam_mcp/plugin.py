@@ -68,7 +68,7 @@ def open_slot(db: str | None, config_file: str | None, namespace: str | None) ->
         return open_memory(db, config_file=config, create=create, **overrides)
 
     try:
-        return MemorySlot(opener(False), opener=opener)
+        memory = opener(False)
     except ConfigurationError as missing:
         # The configuration itself is checked on a scratch in-memory store: its mistakes
         # stop the server here; otherwise the store is what is missing (or unreachable).
@@ -79,7 +79,8 @@ def open_slot(db: str | None, config_file: str | None, namespace: str | None) ->
             "other tools answer this error until it exists.",
             err=True,
         )
-        return MemorySlot(opener=opener, config=settings)
+        return MemorySlot.on_demand(opener, settings)
+    return MemorySlot.on_demand(opener, memory.config, opened=memory)
 
 
 @hookimpl

@@ -124,7 +124,7 @@ def build_server(
     memory's ``[plugins.mcp]`` configuration, else :class:`~rankseam_mcp.policy.ToolPolicy`'s
     defaults (``"none"`` and ``"mmr"`` with its ``lambda``: no model-backed reranker).
     """
-    slot = memory if isinstance(memory, MemorySlot) else MemorySlot(memory)
+    slot = memory if isinstance(memory, MemorySlot) else MemorySlot.given(memory)
     if policy is None:
         policy = ToolPolicy.from_mapping(slot.config.plugins.get("mcp", {}))
     allowed = ", ".join(repr(r) for r in policy.rerankers) or "none"

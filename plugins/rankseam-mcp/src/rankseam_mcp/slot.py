@@ -27,25 +27,34 @@ CREATE_HINT = "this server's `add` tool creates it"
 
 
 class MemorySlot:
-    """A :class:`~rankseam.Memory`, given open or opened on first use by ``opener(create)``.
+    """A :class:`~rankseam.Memory`, given open (:meth:`given`) or opened on first use
+    (:meth:`on_demand`).
 
     ``config`` is the configuration the tools read (namespace, default reranker, the
-    ``[plugins.mcp]`` table) while no store is open.
+    ``[plugins.mcp]`` table), also while no store is open.
     """
 
     def __init__(
-        self,
-        memory: Memory | None = None,
-        *,
-        opener: Callable[[bool], Memory] | None = None,
-        config: Any = None,
+        self, memory: Memory | None, opener: Callable[[bool], Memory] | None, config: Any
     ) -> None:
-        if memory is None and (opener is None or config is None):
-            raise TypeError("MemorySlot needs an open memory, or an opener and its config")
         self._memory = memory
         self._opener = opener
-        self._config = memory.config if memory is not None else config
+        self._config = config
         self._lock = threading.Lock()
+
+    @classmethod
+    def given(cls, memory: Memory) -> MemorySlot:
+        """A memory the caller opened (and closes): :meth:`close` leaves it open."""
+        return cls(memory, None, memory.config)
+
+    @classmethod
+    def on_demand(
+        cls, opener: Callable[[bool], Memory], config: Any, *, opened: Memory | None = None
+    ) -> MemorySlot:
+        """A store ``opener(create)`` opens: for reading once it exists (``create=False``),
+        for ``add`` also when it does not (``create=True``); ``opened`` is one it already
+        opened. :meth:`close` closes it."""
+        return cls(opened, opener, config)
 
     @property
     def config(self) -> Any:
@@ -86,5 +95,5 @@ class MemorySlot:
     def close(self) -> None:
         with self._lock:
             if self._memory is not None and self._opener is not None:
-                self._memory.close()  # only the one this slot opened; a given one is the caller's
+                self._memory.close()  # only one this slot opened; a given one is the caller's
                 self._memory = None

@@ -137,7 +137,7 @@ def test_schema_is_versioned_and_foreign_schemas_are_refused(pg_server, pg_url: 
     import psycopg
 
     with rankseam.open_memory(pg_url) as memory:
-        assert memory.stats()["schema_version"] == 1
+        assert memory.stats()["schema_version"] == 2
     schema = pg_url.rsplit("schema=", 1)[1]
     conninfo = pg_server.base_url
     with psycopg.connect(conninfo, autocommit=True) as conn:

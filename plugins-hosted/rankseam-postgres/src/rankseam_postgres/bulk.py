@@ -27,7 +27,13 @@ from rankseam.plugin import (
     WriteOrder,
 )
 from rankseam_postgres.schema import ensure_space_index
-from rankseam_postgres.tables import as_array, copy_vectors, count_tokens, retire_row
+from rankseam_postgres.tables import (
+    as_array,
+    copy_vectors,
+    count_tokens,
+    insert_revisions,
+    retire_row,
+)
 
 if TYPE_CHECKING:
     from rankseam_postgres.store import PostgresStore
@@ -238,19 +244,7 @@ class PostgresBulkWriter:
         c = self._conn
         t = self._t
         if self._revisions:
-            cols = list(zip(*self._revisions, strict=True))
-            c.execute(
-                t(
-                    "INSERT INTO {revisions}(namespace, rid, memory_id, revision, text, "
-                    "importance, metadata, created_at, content_hash, live, tokens, tsv) "
-                    "SELECT u.ns, u.rid, u.mid, u.rev, u.text, u.imp, u.meta, u.created, u.hash, "
-                    "u.live, u.tokens, to_tsvector(%s::regconfig, u.text) FROM unnest(%s::text[], "
-                    "%s::bigint[], %s::text[], %s::int[], %s::text[], %s::float8[], %s::text[], "
-                    "%s::float8[], %s::text[], %s::bool[], %s::int[]) AS u(ns, rid, mid, rev, "
-                    "text, imp, meta, created, hash, live, tokens)"
-                ),
-                [self._store.text_search, *[list(col) for col in cols]],
-            )
+            insert_revisions(c, t, self._store.text_search, self._revisions)
             self.revisions_written += len(self._revisions)
         if self._vectors:
             copy_vectors(c, t, self._vectors)

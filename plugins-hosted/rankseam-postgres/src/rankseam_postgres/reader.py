@@ -4,6 +4,8 @@ cosine (exact, or through the space's HNSW index), importances and identities.""
 
 from __future__ import annotations
 
+import threading
+import weakref
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -21,7 +23,7 @@ from rankseam.types import MemoryRef
 from rankseam_postgres.schema import (
     space_index_state,
 )
-from rankseam_postgres.tables import COLUMNS, row_to_memory, tsquery
+from rankseam_postgres.tables import COLUMNS, row_to_memory
 
 if TYPE_CHECKING:
     from rankseam_postgres.store import PostgresStore
@@ -37,6 +39,49 @@ EF_SEARCH = 512
 #: Planner methods turned off for the statement that searches an HNSW index.
 _NO_SCAN = ("enable_seqscan", "enable_bitmapscan", "enable_sort")
 
+# BM25 over the postings: the term of one posting (tf, document length in tokens)
+_TERM = "q.idf * p.tf * %(k1p)s / (p.tf + %(k1)s * (1 - %(b)s + %(b)s * p.tokens / %(avgdl)s))"
+# the revisions the finding lexemes find, each with its score over them (and whether it
+# holds a required lexeme among them)
+_FOUND = (
+    "found AS (SELECT p.rid, sum(" + _TERM + ") AS s, bool_or(q.req) AS req "
+    "FROM unnest(%(f_lex)s::text[], %(f_idf)s::float8[], %(f_req)s::bool[]) AS q(lex, idf, req) "
+    "JOIN {postings} p ON p.namespace = %(ns)s AND p.lexeme = q.lex GROUP BY p.rid)"
+)
+_BM25_FOUND_ONLY = (
+    "SELECT p.rid, sum(" + _TERM + ") AS s "
+    "FROM unnest(%(f_lex)s::text[], %(f_idf)s::float8[]) AS q(lex, idf) "
+    "JOIN {postings} p ON p.namespace = %(ns)s AND p.lexeme = q.lex "
+    "GROUP BY p.rid ORDER BY s DESC, p.rid LIMIT %(k)s"
+)
+_BM25_FOUND = (
+    "WITH " + _FOUND + " SELECT rid, s FROM found WHERE req OR NOT %(required)s "
+    "ORDER BY s DESC, rid LIMIT %(k)s"
+)
+# lexemes that only score add their postings of the revisions found
+_BM25_MORE = (
+    "WITH " + _FOUND + ", more AS (SELECT p.rid, sum(" + _TERM + ") AS s, "
+    "bool_or(q.req) AS req FROM unnest(%(m_lex)s::text[], %(m_idf)s::float8[], "
+    "%(m_req)s::bool[]) AS q(lex, idf, req) CROSS JOIN found f JOIN {postings} p ON "
+    "p.namespace = %(ns)s AND p.lexeme = q.lex AND p.rid = f.rid GROUP BY p.rid) "
+    "SELECT f.rid, f.s + coalesce(m.s, 0) AS s FROM found f LEFT JOIN more m ON m.rid = f.rid "
+    "WHERE f.req OR m.req OR NOT %(required)s ORDER BY s DESC, f.rid LIMIT %(k)s"
+)
+
+#: Each store's memo of the lexemes of query words (they depend on its text search
+#: configuration only).
+_LEXEMES: weakref.WeakKeyDictionary[Any, dict[str, tuple[str, ...]]] = weakref.WeakKeyDictionary()
+_LEXEMES_LOCK = threading.Lock()
+_LEXEMES_MAX = 50_000
+
+
+def _lexeme_memo(store: Any) -> dict[str, tuple[str, ...]]:
+    with _LEXEMES_LOCK:
+        memo = _LEXEMES.get(store)
+        if memo is None or len(memo) > _LEXEMES_MAX:
+            memo = _LEXEMES[store] = {}
+        return memo
+
 
 class PostgresReader:
     """Read access bound to one read transaction (one snapshot): the reader protocols
@@ -49,7 +94,8 @@ class PostgresReader:
         self._t = store.tables
         self._namespaces: dict[str, tuple[int, int, int, int]] = {}
         self._indexed: dict[str, bool] = {}
-        self._lexeme_memo: dict[str, tuple[str, ...]] = {}
+        self._df: dict[tuple[str, str, int, str], int] = {}
+        self._found: tuple[frozenset[int], dict[int, MemoryRef]] | None = None
 
     # -- namespace statistics --------------------------------------------------------------
 
@@ -85,37 +131,60 @@ class PostgresReader:
 
     def _lexemes(self, terms: Sequence[str]) -> dict[str, tuple[str, ...]]:
         """Each term's lexemes under the store's text search configuration (none for a term
-        the configuration drops as a stop word), memoised per term for this snapshot."""
-        missing = [t for t in dict.fromkeys(terms) if t not in self._lexeme_memo]
+        the configuration drops as a stop word), memoised per store (they depend on the
+        configuration only)."""
+        memo = _lexeme_memo(self._store)
+        missing = [t for t in dict.fromkeys(terms) if t not in memo]
         if missing:
             rows = self._conn.execute(
                 "SELECT u.t, tsvector_to_array(to_tsvector(%s::regconfig, u.t)) "
                 "FROM unnest(%s::text[]) AS u(t)",
                 (self._store.text_search, missing),
             ).fetchall()
-            for term, lexemes in rows:
-                self._lexeme_memo[term] = tuple(lexemes)
-        return {t: self._lexeme_memo[t] for t in terms}
+            memo.update((term, tuple(lexemes)) for term, lexemes in rows)
+        return {t: memo[t] for t in terms}
 
     def document_frequency(self, namespace: str, term: str, cap: int, /) -> int:
         """How many live revisions of ``namespace`` hold any lexeme of the word ``term``,
-        counted up to ``cap`` (0 for a word the text search configuration drops)."""
+        counted up to ``cap`` (0 for a word the text search configuration drops): the
+        ``terms`` table's count of a single lexeme, the union of postings of several."""
         lexemes = self._lexemes([term])[term]
         if not lexemes:
             return 0
+        if len(lexemes) == 1:
+            return min(self._term_frequencies(namespace, lexemes).get(lexemes[0], 0), cap)
         version = self.namespace_version(namespace)
         return self._store.cached_count(
             ("df", namespace, version, lexemes, cap),
             lambda: int(
                 self._conn.execute(
                     self._t(
-                        "SELECT count(*) FROM (SELECT 1 FROM {revisions} WHERE namespace = %s "
-                        "AND live AND tsv @@ %s::tsquery LIMIT %s) AS hits"
+                        "SELECT count(*) FROM (SELECT DISTINCT rid FROM {postings} "
+                        "WHERE namespace = %s AND lexeme = ANY(%s) LIMIT %s) AS hits"
                     ),
-                    (namespace, tsquery(lexemes), cap),
+                    (namespace, list(lexemes), cap),
                 ).fetchone()[0]  # type: ignore[index]
             ),
         )
+
+    def _term_frequencies(self, namespace: str, lexemes: Sequence[str]) -> dict[str, int]:
+        """How many live revisions of ``namespace`` hold each of ``lexemes`` (the ``terms``
+        table; memoised per namespace version)."""
+        version = self.namespace_version(namespace)
+        key = ("terms", namespace, version)
+        missing = [lex for lex in lexemes if (*key, lex) not in self._df]
+        if missing:
+            rows = dict(
+                self._conn.execute(
+                    self._t(
+                        "SELECT lexeme, df FROM {terms} WHERE namespace = %s AND lexeme = ANY(%s)"
+                    ),
+                    (namespace, missing),
+                ).fetchall()
+            )
+            for lex in missing:
+                self._df[(*key, lex)] = int(rows.get(lex, 0))
+        return {lex: self._df[(*key, lex)] for lex in lexemes}
 
     def lexical(self, query: LexicalQuery, /) -> ScoredKeys:
         """Okapi BM25 (:meth:`bm25`) of the query's words: each word counts through its
@@ -155,76 +224,50 @@ class PostgresReader:
         ``required``; scored over every lexeme ``weights`` names (lexeme -> how many query
         words it stands for), FTS5's formula: ``idf = ln((N - n + 0.5) / (n + 0.5))`` (at
         least 1e-6), ``k1 = 1.2``, ``b = 0.75``, document length in word tokens. Best ``k``
-        ``(rid, score)``, ties by rid."""
+        ``(rid, score)``, ties by rid.
+
+        One statement over the ``postings`` table (index-only scans of its primary key):
+        the finding lexemes' postings are summed per revision; a lexeme that only scores adds
+        its postings of the revisions found."""
         if not weights:
             return ScoredKeys.empty()
         _version, _epoch, live, tokens = self._ns_row(namespace)
         if live == 0:
             return ScoredKeys.empty()
-        avgdl = max(tokens / live, 1e-9)
         lexemes = sorted(weights)
-        idf = []
-        for lex in lexemes:
-            n = self._lexeme_frequency(namespace, lex, live + 1)
-            idf.append(max(float(np.log((live - n + 0.5) / (n + 0.5))), 1e-6) * weights[lex])
-        # tf of each lexeme: ts_rank_cd with every weight 1 counts a single lexeme's positions
+        df = self._term_frequencies(namespace, lexemes)
+        find = set(lexemes if finding is None else finding)
+        need = set(required) if required is not None else set()
+        rows = [
+            (lex, max(float(np.log((live - df[lex] + 0.5) / (df[lex] + 0.5))), 1e-6) * weights[lex])
+            for lex in lexemes
+            if df[lex] > 0
+        ]
+        found = [(lex, idf) for lex, idf in rows if lex in find]
+        more = [(lex, idf) for lex, idf in rows if lex not in find]
+        if not found:
+            return ScoredKeys.empty()
         params: dict[str, Any] = {
             "ns": namespace,
-            "q": tsquery(lexemes if finding is None else finding),
             "k": k,
-            "ones": [1.0, 1.0, 1.0, 1.0],
             "k1": k1,
+            "k1p": k1 + 1,
             "b": b,
-            "avgdl": avgdl,
+            "avgdl": max(tokens / live, 1e-9),
+            "f_lex": [lex for lex, _ in found],
+            "f_idf": [idf for _, idf in found],
+            "f_req": [lex in need for lex, _ in found],
+            "m_lex": [lex for lex, _ in more],
+            "m_idf": [idf for _, idf in more],
+            "m_req": [lex in need for lex, _ in more],
         }
-        tfs, terms = [], []
-        for n, (lex, weight) in enumerate(zip(lexemes, idf, strict=True)):
-            params[f"q{n}"] = tsquery([lex])
-            params[f"idf{n}"] = weight
-            tfs.append(
-                sql.SQL("ts_rank_cd(%(ones)s::float4[], r.tsv, {}::tsquery, 0) AS {}").format(
-                    sql.Placeholder(f"q{n}"), sql.Identifier(f"t{n}")
-                )
-            )
-            terms.append(
-                sql.SQL("{idf} * f.{t} * (%(k1)s + 1) / (f.{t} + f.kd)").format(
-                    idf=sql.Placeholder(f"idf{n}"), t=sql.Identifier(f"t{n}")
-                )
-            )
-        also = sql.SQL("")
-        if required is not None:
-            params["r"] = tsquery(required)
-            also = sql.SQL(" AND r.tsv @@ %(r)s::tsquery")
-        # OFFSET 0 keeps the planner from inlining the tf subquery (each tf once per row)
-        query = sql.SQL(
-            "SELECT rid, {score} AS s FROM (SELECT r.rid, {tfs}, "
-            "%(k1)s * (1 - %(b)s + %(b)s * r.tokens / %(avgdl)s) AS kd FROM {s}.revisions r "
-            "WHERE r.namespace = %(ns)s AND r.live AND r.tsv @@ %(q)s::tsquery{also} "
-            "OFFSET 0) AS f ORDER BY s DESC, rid LIMIT %(k)s"
-        ).format(
-            score=sql.SQL(" + ").join(terms),
-            s=sql.Identifier(self._store.schema),
-            tfs=sql.SQL(", ").join(tfs),
-            also=also,
-        )
-        rows = self._conn.execute(query, params).fetchall()
-        return ScoredKeys.of(rows)
-
-    def _lexeme_frequency(self, namespace: str, lexeme: str, cap: int) -> int:
-        """How many live revisions of ``namespace`` hold ``lexeme``, counted up to ``cap``."""
-        version = self.namespace_version(namespace)
-        return self._store.cached_count(
-            ("df", namespace, version, (lexeme,), cap),
-            lambda: int(
-                self._conn.execute(
-                    self._t(
-                        "SELECT count(*) FROM (SELECT 1 FROM {revisions} WHERE namespace = %s "
-                        "AND live AND tsv @@ %s::tsquery LIMIT %s) AS hits"
-                    ),
-                    (namespace, tsquery([lexeme]), cap),
-                ).fetchone()[0]  # type: ignore[index]
-            ),
-        )
+        rows_out = self._conn.execute(
+            self._t(_BM25_MORE if more else _BM25_FOUND)
+            if more or required is not None
+            else self._t(_BM25_FOUND_ONLY),
+            {**params, "required": required is not None},
+        ).fetchall()
+        return ScoredKeys.of(rows_out)
 
     # -- vector ------------------------------------------------------------------------------
 
@@ -255,14 +298,15 @@ class PostgresReader:
             and self._index_ready(descriptor.key)
         )
         if indexed:
-            self._conn.execute(
-                sql.SQL("SET LOCAL hnsw.ef_search = {}").format(sql.Literal(max(EF_SEARCH, k)))
-            )
-            self._conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
             # with ef_search 512 pgvector's cost estimate favours a scan and sort below a few
-            # hundred thousand rows: make the planner walk the graph (reset right after)
-            for setting in _NO_SCAN:
-                self._conn.execute(f"SET LOCAL {setting} = off")
+            # hundred thousand rows: make the planner walk the graph (reset right after);
+            # one statement sets them all
+            self._conn.execute(
+                "SELECT set_config('hnsw.ef_search', %s, true), "
+                "set_config('hnsw.iterative_scan', 'relaxed_order', true)"
+                + "".join(f", set_config('{name}', 'off', true)" for name in _NO_SCAN),
+                (str(max(EF_SEARCH, k)),),
+            )
             # the index's own expression, so the planner walks the HNSW graph
             dims = sql.Literal(descriptor.dimensions)
             distance = sql.SQL("(v.vector::vector({d}) {op} %(q)s::vector({d}))").format(
@@ -285,8 +329,9 @@ class PostgresReader:
         )
         rows = self._conn.execute(query_sql, {"q": q, "ns": namespace, "k": k}).fetchall()
         if indexed:
-            for setting in _NO_SCAN:
-                self._conn.execute(f"SET LOCAL {setting} = on")
+            self._conn.execute(
+                "SELECT " + ", ".join(f"set_config('{name}', 'on', true)" for name in _NO_SCAN)
+            )
         hits = [(int(r), float(s)) for r, s in rows]
         hits.sort(key=lambda h: (-h[1], h[0]))
         return ScoredKeys.of(hits[:k])
@@ -301,11 +346,21 @@ class PostgresReader:
     # -- rows --------------------------------------------------------------------------------
 
     def importance(self, rids: Sequence[int], /) -> dict[int, float]:
+        """The stored importance of each of ``rids`` that exists; the same statement reads
+        the identities of the live ones, which :meth:`identities` then answers without
+        another round trip (the host asks both of the same admitted keys)."""
         rows = self._conn.execute(
-            self._t("SELECT rid, importance FROM {revisions} WHERE rid = ANY(%s)"),
+            self._t(
+                "SELECT rid, importance, live, namespace, memory_id, revision FROM {revisions} "
+                "WHERE rid = ANY(%s)"
+            ),
             (list(rids),),
         ).fetchall()
-        return {int(r): float(i) for r, i in rows}
+        self._found = (
+            frozenset(rids),
+            {int(r[0]): MemoryRef(r[3], r[4], int(r[5])) for r in rows if r[2]},
+        )
+        return {int(r[0]): float(r[1]) for r in rows}
 
     def top_importance(self, namespace: str, k: int, /) -> ScoredKeys:
         rows = self._conn.execute(
@@ -319,6 +374,9 @@ class PostgresReader:
 
     def identities(self, rids: Sequence[int], /) -> dict[int, MemoryRef]:
         """The identity of each *live* revision among ``rids``; others are left out."""
+        if self._found is not None and self._found[0].issuperset(rids):
+            known = self._found[1]
+            return {rid: known[rid] for rid in rids if rid in known}
         rows = self._conn.execute(
             self._t(
                 "SELECT rid, namespace, memory_id, revision FROM {revisions} "

@@ -16,6 +16,11 @@ A store written by a newer rankseam-postgres, or a schema that holds tables but 
   ``vectors`` (pgvector, one row per revision and space; a partial HNSW index per space,
   built once a namespace of that space reaches 20 000 live memories, see
   ``PostgresStore.maintain_index``).
+- version 2: ``terms`` (per namespace and lexeme, how many live revisions hold it: BM25's
+  document frequency, kept by every write) and ``postings`` (per live revision and lexeme its
+  term frequency and the revision's token count; its primary key is the lexical channel's
+  index, read by index-only scans). The GIN index is dropped: no search reads it any more.
+  Migrating a version 1 store fills both tables from the live revisions' ``tsvector``.
 """
 
 from __future__ import annotations
@@ -40,7 +45,7 @@ __all__ = [
 ]
 
 #: The version this rankseam-postgres writes (the ``meta`` table's ``schema_version``).
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 #: pgvector's HNSW index takes ``vector`` columns of at most this many dimensions; a space with
 #: more is searched exactly.
 HNSW_MAX_DIMS = 2000
@@ -100,8 +105,31 @@ CREATE TABLE {s}.vectors (
 );
 """
 
+_V2 = """
+CREATE TABLE {s}.terms (
+    namespace text NOT NULL,
+    lexeme text NOT NULL,
+    df bigint NOT NULL,
+    PRIMARY KEY (namespace, lexeme)
+);
+CREATE TABLE {s}.postings (
+    namespace text NOT NULL,
+    lexeme text NOT NULL,
+    rid bigint NOT NULL,
+    tf integer NOT NULL,
+    tokens integer NOT NULL,
+    PRIMARY KEY (namespace, lexeme, rid) INCLUDE (tf, tokens)
+);
+INSERT INTO {s}.postings (namespace, lexeme, rid, tf, tokens)
+    SELECT r.namespace, u.lexeme, r.rid, cardinality(u.positions), r.tokens
+    FROM {s}.revisions r CROSS JOIN LATERAL unnest(r.tsv) AS u WHERE r.live;
+INSERT INTO {s}.terms (namespace, lexeme, df)
+    SELECT namespace, lexeme, count(*) FROM {s}.postings GROUP BY namespace, lexeme;
+DROP INDEX {s}.revisions_tsv
+"""
+
 #: Migrations: MIGRATIONS[v] brings a store from version v to v + 1.
-MIGRATIONS: dict[int, str] = {0: _V1}
+MIGRATIONS: dict[int, str] = {0: _V1, 1: _V2}
 
 
 def _exists(conn: psycopg.Connection[Any], schema: str, table: str) -> bool:

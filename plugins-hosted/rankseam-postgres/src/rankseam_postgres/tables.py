@@ -1,5 +1,5 @@
 """Shared pieces of the PostgreSQL store's SQL: schema-qualified table names, the row and
-vector formats, and the ``tsquery`` of a set of lexemes."""
+vector formats, and the statements that insert and retire revisions (with their postings)."""
 
 from __future__ import annotations
 
@@ -17,13 +17,14 @@ from rankseam.plugin import (
 
 __all__ = [
     "COLUMNS",
+    "REVISION_COLUMNS",
     "Tables",
     "as_array",
     "copy_vectors",
     "count_tokens",
+    "insert_revisions",
     "retire_row",
     "row_to_memory",
-    "tsquery",
     "vector_array",
 ]
 
@@ -83,6 +84,55 @@ def copy_vectors(
                 copy.write_row(row)
 
 
+#: The revision columns :func:`insert_revisions` takes, in order, with their array types.
+REVISION_COLUMNS = (
+    ("namespace", "text"),
+    ("rid", "bigint"),
+    ("memory_id", "text"),
+    ("revision", "int"),
+    ("text", "text"),
+    ("importance", "float8"),
+    ("metadata", "text"),
+    ("created_at", "float8"),
+    ("content_hash", "text"),
+    ("live", "bool"),
+    ("tokens", "int"),
+)
+
+_INSERT_REVISIONS = (
+    # the revisions with their tsvector; the postings of the live ones; the terms' document
+    # frequencies raised by as many: one statement (the server does the text analysis once)
+    "WITH ins AS (INSERT INTO {{revisions}}({cols}, tsv) SELECT {u_cols}, "
+    "to_tsvector(%s::regconfig, u.text) FROM unnest({arrays}) AS u({cols}) "
+    "RETURNING namespace, rid, tokens, live, tsv), "
+    "p AS (SELECT i.namespace, x.lexeme, i.rid, cardinality(x.positions) AS tf, i.tokens "
+    "FROM ins i CROSS JOIN LATERAL unnest(i.tsv) AS x WHERE i.live), "
+    "t AS (INSERT INTO {{terms}}(namespace, lexeme, df) SELECT namespace, lexeme, count(*) "
+    "FROM p GROUP BY namespace, lexeme ON CONFLICT (namespace, lexeme) DO UPDATE "
+    "SET df = {{terms}}.df + excluded.df) "
+    "INSERT INTO {{postings}}(namespace, lexeme, rid, tf, tokens) "
+    "SELECT namespace, lexeme, rid, tf, tokens FROM p"
+).format(
+    cols=", ".join(c for c, _t in REVISION_COLUMNS),
+    u_cols=", ".join(f"u.{c}" for c, _t in REVISION_COLUMNS),
+    arrays=", ".join(f"%s::{t}[]" for _c, t in REVISION_COLUMNS),
+)
+
+
+def insert_revisions(
+    conn: psycopg.Connection[Any],
+    tables: Callable[[str], sql.Composed],
+    text_search: str,
+    rows: Sequence[tuple[Any, ...]],
+) -> None:
+    """Insert revision rows (:data:`REVISION_COLUMNS`, in order) with one statement: the
+    server computes each ``tsvector`` once, and the live ones' postings and terms' document
+    frequencies follow in the same statement."""
+    if rows:
+        columns = [list(col) for col in zip(*rows, strict=True)]
+        conn.execute(tables(_INSERT_REVISIONS), [text_search, *columns])
+
+
 def retire_row(
     conn: psycopg.Connection[Any],
     tables: Callable[[str], sql.Composed],
@@ -90,12 +140,18 @@ def retire_row(
     namespace: str,
     rid: int,
 ) -> int | None:
-    """Take the live revision ``rid`` of ``namespace`` (and its vectors) out of search, marked
-    retired in ``version``; its token count, or None when it was not live."""
+    """Take the live revision ``rid`` of ``namespace`` (its vectors and postings) out of
+    search, marked retired in ``version``, and lower its terms' document frequencies; its
+    token count, or None when it was not live."""
     row = conn.execute(
         tables(
-            "UPDATE {revisions} SET live = false, retired_version = %s "
-            "WHERE namespace = %s AND rid = %s AND live RETURNING tokens"
+            "WITH r AS (UPDATE {revisions} SET live = false, retired_version = %s "
+            "WHERE namespace = %s AND rid = %s AND live RETURNING namespace, rid, tokens, tsv), "
+            "d AS (DELETE FROM {postings} p USING r WHERE p.namespace = r.namespace AND "
+            "p.lexeme = ANY(tsvector_to_array(r.tsv)) AND p.rid = r.rid "
+            "RETURNING p.namespace, p.lexeme), "
+            "t AS (UPDATE {terms} t SET df = t.df - 1 FROM d WHERE t.namespace = d.namespace "
+            "AND t.lexeme = d.lexeme) SELECT tokens FROM r"
         ),
         (version, namespace, rid),
     ).fetchone()
@@ -106,15 +162,20 @@ def retire_row(
     return None if row is None else int(row[0])
 
 
-def tsquery(lexemes: Sequence[str]) -> str:
-    """An OR of lexemes as ``tsquery`` text (each quoted: nothing in it is an operator)."""
-    return " | ".join("'" + lex.replace("\\", "\\\\").replace("'", "''") + "'" for lex in lexemes)
-
-
 class Tables:
     """Formats SQL with the store's schema-qualified table names (``{revisions}`` ...)."""
 
-    NAMES = ("meta", "namespaces", "spaces", "memories", "revisions", "vectors", "rid_seq")
+    NAMES = (
+        "meta",
+        "namespaces",
+        "spaces",
+        "memories",
+        "revisions",
+        "vectors",
+        "terms",
+        "postings",
+        "rid_seq",
+    )
 
     def __init__(self, schema: str) -> None:
         quoted = sql.Identifier(schema)

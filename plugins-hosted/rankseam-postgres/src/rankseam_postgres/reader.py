@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import threading
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -19,7 +19,7 @@ from rankseam.plugin import (
     ScoredKeys,
     StoredMemory,
 )
-from rankseam.types import MemoryRef
+from rankseam.types import MemoryRef, prechecked
 from rankseam_postgres.schema import (
     space_index_state,
 )
@@ -68,19 +68,53 @@ _BM25_MORE = (
     "WHERE f.req OR m.req OR NOT %(required)s ORDER BY s DESC, f.rid LIMIT %(k)s"
 )
 
-#: Each store's memo of the lexemes of query words (they depend on its text search
-#: configuration only).
-_LEXEMES: weakref.WeakKeyDictionary[Any, dict[str, tuple[str, ...]]] = weakref.WeakKeyDictionary()
-_LEXEMES_LOCK = threading.Lock()
-_LEXEMES_MAX = 50_000
+#: Per store: the lexemes of query words (they depend on its text search configuration
+#: only), the spaces whose HNSW index is valid, and lexemes' document frequencies by
+#: namespace version.
+_MEMO: weakref.WeakKeyDictionary[Any, dict[str, dict[Any, Any]]] = weakref.WeakKeyDictionary()
+_MEMO_LOCK = threading.Lock()
+_MEMO_MAX = 50_000
 
 
-def _lexeme_memo(store: Any) -> dict[str, tuple[str, ...]]:
-    with _LEXEMES_LOCK:
-        memo = _LEXEMES.get(store)
-        if memo is None or len(memo) > _LEXEMES_MAX:
-            memo = _LEXEMES[store] = {}
+def _store_memo(store: Any) -> dict[str, dict[Any, Any]]:
+    with _MEMO_LOCK:
+        memo = _MEMO.get(store)
+        if memo is None or len(memo["lexemes"]) > _MEMO_MAX:
+            memo = _MEMO[store] = {"lexemes": {}, "indexed": {}, "df": {}}
         return memo
+
+
+def _vector_text(q: np.ndarray) -> str:
+    """A float32 vector as pgvector text (each value's shortest repr: read back exactly)."""
+    return "[" + ",".join(map(repr, q.astype(np.float32).tolist())) + "]"
+
+
+class _Refs(Mapping[int, MemoryRef]):
+    """Live revisions' identities, each :class:`MemoryRef` built when first read (a search
+    reads few of them: membership decides which keys fuse)."""
+
+    def __init__(self, facts: dict[int, tuple[str, str, int]]) -> None:
+        self._facts = facts
+        self._refs: dict[int, MemoryRef] = {}
+
+    def subset(self, rids: Sequence[int]) -> _Refs:
+        facts = self._facts
+        return _Refs({rid: facts[rid] for rid in rids if rid in facts})
+
+    def __getitem__(self, rid: int) -> MemoryRef:
+        ref = self._refs.get(rid)
+        if ref is None:
+            ref = self._refs[rid] = prechecked(MemoryRef, *self._facts[rid])
+        return ref
+
+    def __contains__(self, rid: object) -> bool:
+        return rid in self._facts
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._facts)
+
+    def __len__(self) -> int:
+        return len(self._facts)
 
 
 class PostgresReader:
@@ -94,8 +128,7 @@ class PostgresReader:
         self._t = store.tables
         self._namespaces: dict[str, tuple[int, int, int, int]] = {}
         self._indexed: dict[str, bool] = {}
-        self._df: dict[tuple[str, str, int, str], int] = {}
-        self._found: tuple[frozenset[int], dict[int, MemoryRef]] | None = None
+        self._found: tuple[frozenset[int], _Refs] | None = None
 
     # -- namespace statistics --------------------------------------------------------------
 
@@ -133,7 +166,7 @@ class PostgresReader:
         """Each term's lexemes under the store's text search configuration (none for a term
         the configuration drops as a stop word), memoised per store (they depend on the
         configuration only)."""
-        memo = _lexeme_memo(self._store)
+        memo = _store_memo(self._store)["lexemes"]
         missing = [t for t in dict.fromkeys(terms) if t not in memo]
         if missing:
             rows = self._conn.execute(
@@ -169,10 +202,12 @@ class PostgresReader:
 
     def _term_frequencies(self, namespace: str, lexemes: Sequence[str]) -> dict[str, int]:
         """How many live revisions of ``namespace`` hold each of ``lexemes`` (the ``terms``
-        table; memoised per namespace version)."""
+        table, one statement for those not yet known; memoised per store and namespace
+        version, which every write to the namespace raises)."""
+        memo = _store_memo(self._store)["df"]
         version = self.namespace_version(namespace)
-        key = ("terms", namespace, version)
-        missing = [lex for lex in lexemes if (*key, lex) not in self._df]
+        found = {lex: memo.get((namespace, version, lex)) for lex in lexemes}
+        missing = [lex for lex, n in found.items() if n is None]
         if missing:
             rows = dict(
                 self._conn.execute(
@@ -182,9 +217,11 @@ class PostgresReader:
                     (namespace, missing),
                 ).fetchall()
             )
+            if len(memo) > _MEMO_MAX:
+                memo.clear()  # readers hold their own answers: clearing is safe
             for lex in missing:
-                self._df[(*key, lex)] = int(rows.get(lex, 0))
-        return {lex: self._df[(*key, lex)] for lex in lexemes}
+                found[lex] = memo[(namespace, version, lex)] = int(rows.get(lex, 0))
+        return {lex: int(n) for lex, n in found.items()}  # type: ignore[arg-type]
 
     def lexical(self, query: LexicalQuery, /) -> ScoredKeys:
         """Okapi BM25 (:meth:`bm25`) of the query's words: each word counts through its
@@ -298,49 +335,65 @@ class PostgresReader:
             and self._index_ready(descriptor.key)
         )
         if indexed:
-            # with ef_search 512 pgvector's cost estimate favours a scan and sort below a few
-            # hundred thousand rows: make the planner walk the graph (reset right after);
-            # one statement sets them all
-            self._conn.execute(
-                "SELECT set_config('hnsw.ef_search', %s, true), "
-                "set_config('hnsw.iterative_scan', 'relaxed_order', true)"
-                + "".join(f", set_config('{name}', 'off', true)" for name in _NO_SCAN),
-                (str(max(EF_SEARCH, k)),),
-            )
             # the index's own expression, so the planner walks the HNSW graph
             dims = sql.Literal(descriptor.dimensions)
-            distance = sql.SQL("(v.vector::vector({d}) {op} %(q)s::vector({d}))").format(
-                d=dims, op=op
+            distance = sql.SQL("(v.vector::vector({d}) {op} {q}::vector({d}))").format(
+                d=dims, op=op, q=sql.Literal(_vector_text(q))
             )
         else:
             # an exact scan: no cast per row (the space's vectors all have its dimensions)
             distance = sql.SQL("(v.vector {op} %(q)s::vector)").format(op=op)
-        order = distance
         query_sql = sql.SQL(
             "SELECT rid, {score} FROM (SELECT v.rid, {distance} AS d FROM {s}.vectors v "
-            "WHERE v.space = {key} AND v.live AND v.namespace = %(ns)s ORDER BY {order} "
-            "LIMIT %(k)s) AS hits"
+            "WHERE v.space = {key} AND v.live AND v.namespace = {ns} ORDER BY {distance} "
+            "LIMIT {k}) AS hits"
         ).format(
             score=score,
             distance=distance,
             s=sql.Identifier(self._store.schema),
             key=sql.Literal(descriptor.key),
-            order=order,
+            ns=sql.Literal(namespace) if indexed else sql.Placeholder("ns"),
+            k=sql.Literal(k) if indexed else sql.Placeholder("k"),
         )
-        rows = self._conn.execute(query_sql, {"q": q, "ns": namespace, "k": k}).fetchall()
         if indexed:
-            self._conn.execute(
-                "SELECT " + ", ".join(f"set_config('{name}', 'on', true)" for name in _NO_SCAN)
+            # with ef_search 512 pgvector's cost estimate favours a scan and sort below a few
+            # hundred thousand rows: the planner is made to walk the graph for this one
+            # statement. Settings, search and reset go as ONE round trip (three statements
+            # of the simple protocol, so the search is planned after the settings)
+            on = ", ".join(f"set_config('{name}', 'on', true)" for name in _NO_SCAN)
+            off = ", ".join(f"set_config('{name}', 'off', true)" for name in _NO_SCAN)
+            cur = self._conn.execute(
+                sql.SQL(
+                    "SELECT set_config('hnsw.ef_search', {ef}, true), "
+                    "set_config('hnsw.iterative_scan', 'relaxed_order', true), {off}; "
+                    "{search}; SELECT {on}"
+                ).format(
+                    ef=sql.Literal(str(max(EF_SEARCH, k))),
+                    off=sql.SQL(off),
+                    search=query_sql,
+                    on=sql.SQL(on),
+                )
             )
+            cur.nextset()
+            rows = cur.fetchall()
+        else:
+            rows = self._conn.execute(query_sql, {"q": q, "ns": namespace, "k": k}).fetchall()
         hits = [(int(r), float(s)) for r, s in rows]
         hits.sort(key=lambda h: (-h[1], h[0]))
         return ScoredKeys.of(hits[:k])
 
     def _index_ready(self, space: str) -> bool:
+        """Whether the space's HNSW index is built and valid (once it is, it stays: the
+        answer is then memoised per store)."""
         ready = self._indexed.get(space)
         if ready is None:
-            state = space_index_state(self._conn, self._store.schema, space)
-            ready = self._indexed[space] = state is True
+            built = _store_memo(self._store)["indexed"]
+            ready = space in built
+            if not ready:
+                ready = space_index_state(self._conn, self._store.schema, space) is True
+                if ready:
+                    built[space] = True
+            self._indexed[space] = ready
         return ready
 
     # -- rows --------------------------------------------------------------------------------
@@ -356,11 +409,8 @@ class PostgresReader:
             ),
             (list(rids),),
         ).fetchall()
-        self._found = (
-            frozenset(rids),
-            {int(r[0]): MemoryRef(r[3], r[4], int(r[5])) for r in rows if r[2]},
-        )
-        return {int(r[0]): float(r[1]) for r in rows}
+        self._found = (frozenset(rids), _Refs({r[0]: (r[3], r[4], r[5]) for r in rows if r[2]}))
+        return {r[0]: r[1] for r in rows}
 
     def top_importance(self, namespace: str, k: int, /) -> ScoredKeys:
         rows = self._conn.execute(
@@ -372,11 +422,10 @@ class PostgresReader:
         ).fetchall()
         return ScoredKeys.of(rows)
 
-    def identities(self, rids: Sequence[int], /) -> dict[int, MemoryRef]:
+    def identities(self, rids: Sequence[int], /) -> Mapping[int, MemoryRef]:
         """The identity of each *live* revision among ``rids``; others are left out."""
         if self._found is not None and self._found[0].issuperset(rids):
-            known = self._found[1]
-            return {rid: known[rid] for rid in rids if rid in known}
+            return self._found[1].subset(rids)
         rows = self._conn.execute(
             self._t(
                 "SELECT rid, namespace, memory_id, revision FROM {revisions} "
@@ -384,7 +433,7 @@ class PostgresReader:
             ),
             (list(rids),),
         ).fetchall()
-        return {int(rid): MemoryRef(ns, mid, int(rev)) for rid, ns, mid, rev in rows}
+        return _Refs({rid: (ns, mid, rev) for rid, ns, mid, rev in rows})
 
     def memories(self, rids: Sequence[int], /) -> dict[int, StoredMemory]:
         rows = self._conn.execute(

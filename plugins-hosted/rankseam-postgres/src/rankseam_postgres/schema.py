@@ -42,6 +42,7 @@ __all__ = [
     "ensure_space_index",
     "index_name",
     "space_index_state",
+    "vacuum_lexical",
 ]
 
 #: The version this rankseam-postgres writes (the ``meta`` table's ``schema_version``).
@@ -297,3 +298,14 @@ def build_space_index(
         )
     )
     return True
+
+
+def vacuum_lexical(conn: psycopg.Connection[Any], schema: str) -> None:
+    """``VACUUM (ANALYZE)`` the lexical tables after a large ingest: the vacuum marks the
+    postings' pages all-visible (the lexical channel's index-only scans then never visit the
+    table) and the planner learns how many postings a lexeme has. Autovacuum does the same
+    later on its own. ``conn`` must be in autocommit mode."""
+    for table in ("postings", "terms"):
+        conn.execute(
+            sql.SQL("VACUUM (ANALYZE) {}.{}").format(sql.Identifier(schema), sql.Identifier(table))
+        )

@@ -54,6 +54,7 @@ from rankseam_postgres.schema import (
     ensure_schema,
     ensure_space_index,
     index_name,
+    vacuum_lexical,
 )
 from rankseam_postgres.tables import Tables, vector_array
 from rankseam_postgres.url import StoreURL, parse_url
@@ -414,6 +415,7 @@ class PostgresStore:
             if not force and live < self.exact_below:
                 return None
             started = time.perf_counter()
+            vacuum_lexical(conn, self.schema)
             built = build_space_index(
                 conn,
                 self.schema,

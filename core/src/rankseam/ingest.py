@@ -6,11 +6,12 @@ from __future__ import annotations
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any
+from typing import Any, TypeVar
 
 import attrs
+import numpy as np
 
 from rankseam.checks import is_int
 from rankseam.decision import GateVerdict
@@ -29,6 +30,13 @@ from rankseam.store.records import (
     new_memory_id,
     prepare,
 )
+from rankseam.store.reembed import (
+    ReembedProgress,
+    ReembedReport,
+    SharedExclusive,
+    reembed_pass,
+    reembed_progress,
+)
 from rankseam.store.rows import VectorItem
 from rankseam.store.writes import add_memory, delete_memory, update_memory, write_batch
 from rankseam.types import MemoryRef
@@ -39,9 +47,12 @@ __all__ = [
     "AddResult",
     "IngestError",
     "IngestReport",
+    "ReembedProgress",
     "ReembedReport",
     "Writer",
 ]
+
+T = TypeVar("T")
 
 #: The keys of an ingest record (``text`` is required).
 RECORD_KEYS = frozenset({"text", "id", "importance", "metadata", "namespace", "created_at"})
@@ -101,13 +112,6 @@ class IngestError(ValidationError):
         self.reason = reason or message
 
 
-@attrs.frozen
-class ReembedReport:
-    space: str
-    embedded: int
-    seconds: float
-
-
 class Writer:
     """Checks records, embeds them with the active embedder and hands them to the store."""
 
@@ -117,6 +121,17 @@ class Writer:
         self._namespace = namespace
         self._lock = threading.Lock()
         self._executor: ThreadPoolExecutor | None = None
+        # Writes hold it shared; the end of a re-embed (its last pass and the switch) holds it
+        # exclusively, so that no write of this Writer falls between them.
+        self._gate = SharedExclusive()
+        # The spaces being re-embedded into (space key: embedder, running re-embeds): every
+        # write gives its revisions a vector there too.
+        self._also: dict[str, tuple[Embedder, int]] = {}
+
+    @property
+    def embedder(self) -> Embedder:
+        """The active embedder: writes store its vectors (a switching re-embed changes it)."""
+        return self._embedder
 
     def namespace(self, namespace: str | None) -> str:
         """``namespace``, or the configured one when None, checked."""
@@ -143,24 +158,73 @@ class Writer:
             content_hash=content_hash(checked),
         )
 
-    def _embedded(self, rec: PreparedRecord) -> PreparedRecord:
-        return attrs.evolve(rec, vector=embed_checked(self._embedder, [rec.text])[0])
+    def _write(
+        self,
+        recs: Sequence[PreparedRecord],
+        vectors: tuple[str, np.ndarray] | None,
+        write: Callable[[str, np.ndarray, list[tuple[int, int]]], T],
+    ) -> T:
+        """Run ``write(space, vectors, written)``: ONE store transaction writing ``recs`` with
+        the active space's vectors, which appends ``(record index, row key)`` of each revision
+        it wrote to ``written``. ``vectors``: ``(space key, rows)`` embedded beforehand (rows of
+        another space than the active one are embedded again). Then every revision written
+        gets a vector in each space being re-embedded into as well; the end of a re-embed
+        waits for this (see :meth:`reembed`)."""
+        with self._gate.shared():
+            active = self._embedder
+            key = active.descriptor.key
+            if vectors is None or vectors[0] != key:
+                vectors = (key, embed_checked(active, [r.text for r in recs]))
+            written: list[tuple[int, int]] = []
+            result = write(key, vectors[1], written)
+            for space, (embedder, _runs) in list(self._also.items()):
+                if written and space != key:
+                    rows = embed_checked(embedder, [recs[i].text for i, _key in written])
+                    self._store.put_vectors(
+                        [
+                            VectorItem(row_key, recs[i].namespace, vector)
+                            for (i, row_key), vector in zip(written, rows, strict=True)
+                        ],
+                        space=space,
+                    )
+            return result
 
     def add(self, rec: PreparedRecord, *, same_is_ok: bool = False) -> tuple[MemoryRef, bool]:
         """Store ``rec`` as a new memory (revision 1); True when written. With
         ``same_is_ok``, an id that already holds exactly this memory is not an error: its ref
         comes back with False."""
-        added = add_memory(
-            self._store,
-            self._embedded(rec),
-            space=self._embedder.descriptor.key,
-            same_is_ok=same_is_ok,
-        )
+        embedder = self._embedder
+        pre = (embedder.descriptor.key, embed_checked(embedder, [rec.text]))
+
+        def write(space: str, vectors: np.ndarray, written: list[tuple[int, int]]) -> Any:
+            keys: list[int] = []
+            added = add_memory(
+                self._store,
+                attrs.evolve(rec, vector=vectors[0]),
+                space=space,
+                same_is_ok=same_is_ok,
+                written=keys,
+            )
+            written.extend((0, k) for k in keys)
+            return added
+
+        added = self._write([rec], pre, write)
         return added.ref, added.written
 
     def update(self, rec: PreparedRecord) -> MemoryRef:
         """Store ``rec`` as a new revision of its memory."""
-        return update_memory(self._store, self._embedded(rec), space=self._embedder.descriptor.key)
+        embedder = self._embedder
+        pre = (embedder.descriptor.key, embed_checked(embedder, [rec.text]))
+
+        def write(space: str, vectors: np.ndarray, written: list[tuple[int, int]]) -> MemoryRef:
+            keys: list[int] = []
+            ref = update_memory(
+                self._store, attrs.evolve(rec, vector=vectors[0]), space=space, written=keys
+            )
+            written.extend((0, k) for k in keys)
+            return ref
+
+        return self._write([rec], pre, write)
 
     def delete(self, namespace: str, memory_id: str) -> MemoryRef:
         """Tombstone a memory (its revisions stay readable)."""
@@ -181,7 +245,6 @@ class Writer:
         started = time.perf_counter()
         totals = [0, 0, 0, 0]
         batch: list[PreparedRecord] = []
-        space = self._embedder.descriptor.key
         # The write of one batch (the store works without the GIL) overlaps the checks and the
         # embedding of the next; batches are still written one at a time, in order.
         writing: list[tuple[Future[Any], int]] = []
@@ -199,13 +262,16 @@ class Writer:
         def flush() -> None:
             if not batch:
                 return
-            vectors = embed_checked(self._embedder, [r.text for r in batch])
+            embedder = self._embedder
+            vectors = (embedder.descriptor.key, embed_checked(embedder, [r.text for r in batch]))
             recs = list(batch)
             batch.clear()
             settle()
-            future = self._write_thread().submit(
-                write_batch, self._store, recs, space=space, vectors=vectors
-            )
+
+            def write(space: str, rows: np.ndarray, written: list[tuple[int, int]]) -> Any:
+                return write_batch(self._store, recs, space=space, vectors=rows, written=written)
+
+            future = self._write_thread().submit(self._write, recs, vectors, write)
             writing.append((future, len(recs)))
 
         try:
@@ -267,20 +333,70 @@ class Writer:
             raw.get("created_at"),
         )
 
-    def reembed(self, embedder: Embedder, *, batch_size: int) -> ReembedReport:
-        """Embed every live memory that has no vector in ``embedder``'s space."""
-        space = embedder.descriptor
-        self._store.register_space(space)
-        started = time.perf_counter()
-        total = 0
-        for page in self._store.iter_missing_vectors(space.key, page=batch_size):
-            vectors = embed_checked(embedder, [p.text for p in page])
-            self._store.put_vectors(
-                [VectorItem(p.key, p.namespace, v) for p, v in zip(page, vectors, strict=True)],
-                space=space.key,
+    def reembed(
+        self,
+        embedder: Embedder,
+        *,
+        batch_size: int,
+        progress: bool | Callable[[ReembedProgress], None],
+        max_memories: int | None,
+        switch: Callable[[Embedder], None] | None,
+    ) -> ReembedReport:
+        """Give every live memory a vector in ``embedder``'s space (see
+        :meth:`Memory.reembed`): pages of revisions without one, in key order, embedded and
+        stored one transaction per page (what is stored stays: a killed run loses at most one
+        page, and the next run continues with what is still missing). Meanwhile this
+        Writer's writes store a vector in that space as well. ``switch``: called with
+        ``embedder`` once the space is complete, before any further write of this Writer;
+        it becomes the active embedder."""
+        if not is_int(batch_size) or batch_size < 1:
+            raise ValidationError(f"batch_size must be an integer >= 1, got {batch_size!r}")
+        if max_memories is not None and (not is_int(max_memories) or max_memories < 1):
+            raise ValidationError(
+                f"max_memories must be None or an integer >= 1, got {max_memories!r}"
             )
-            total += len(page)
-        return ReembedReport(space.key, total, time.perf_counter() - started)
+        space = embedder.descriptor.key
+        self._store.register_space(embedder.descriptor)
+        started = time.perf_counter()
+        stats = self._store.stats()
+        remaining = max(0, int(stats["memories"]) - int(stats["vectors_by_space"].get(space, 0)))
+        tick, done_bar = reembed_progress(progress, space, remaining)
+        counts = [0, remaining]  # embedded by this call, remaining (estimated)
+        complete = switched = False
+
+        def page_done(n: int) -> None:
+            counts[0] += n
+            counts[1] = max(0, counts[1] - n)
+            tick(ReembedProgress(space, counts[0], counts[1]))
+
+        with self._lock:
+            _emb, runs = self._also.get(space, (embedder, 0))
+            self._also[space] = (embedder, runs + 1)
+        try:
+            tick(ReembedProgress(space, 0, remaining))
+            if not reembed_pass(self._store, embedder, batch_size, max_memories, page_done):
+                # The last pass, with this Writer's writes held back: what committed behind
+                # the first pass (another process's writes; a server store may commit row
+                # keys out of order). This Writer's own writes already stored this space.
+                with self._gate.exclusive():
+                    reembed_pass(self._store, embedder, batch_size, None, page_done)
+                    complete = True
+                    if switch is not None and space != self._embedder.descriptor.key:
+                        switch(embedder)
+                        self._embedder = embedder
+                        switched = True
+                counts[1] = 0
+                tick(ReembedProgress(space, counts[0], 0))
+        finally:
+            with self._lock:
+                _emb, runs = self._also[space]
+                if runs > 1:
+                    self._also[space] = (embedder, runs - 1)
+                else:
+                    del self._also[space]
+            done_bar()
+        embedded = counts[0]
+        return ReembedReport(space, embedded, time.perf_counter() - started, complete, switched)
 
 
 def _progress(

@@ -26,7 +26,14 @@ from rankseam.decision import (
 )
 from rankseam.embedding import Embedder, EmbedderDescriptor
 from rankseam.errors import ConfigurationError
-from rankseam.ingest import AddResult, IngestError, IngestReport, ReembedReport, Writer
+from rankseam.ingest import (
+    AddResult,
+    IngestError,
+    IngestReport,
+    ReembedProgress,
+    ReembedReport,
+    Writer,
+)
 from rankseam.loop import LoopRunner, LoopStopped, LoopTimeout
 from rankseam.memory_async import AsyncMethods
 from rankseam.resolve import resolve_config
@@ -53,6 +60,7 @@ __all__ = [
     "IngestReport",
     "Memory",
     "MemoryNotFoundError",
+    "ReembedProgress",
     "ReembedReport",
     "StoredMemory",
     "default_db_path",
@@ -300,19 +308,51 @@ class Memory(AsyncMethods):
         )
 
     def reembed(
-        self, embedder: str | Embedder | None = None, *, batch_size: int = 500
+        self,
+        embedder: str | Embedder | None = None,
+        *,
+        batch_size: int = 500,
+        progress: bool | Callable[[ReembedProgress], None] = False,
+        max_memories: int | None = None,
+        switch: bool = False,
     ) -> ReembedReport:
-        """Embed every live memory that has no vector in ``embedder``'s space (default: the
-        active embedder). With another embedder, switch to it afterwards with
-        ``embedder = "NAME"`` in the configuration (or ``RANKSEAM_EMBEDDER``)."""
+        """Give every live memory a vector in ``embedder``'s space (default: the active
+        embedder's), in batches of ``batch_size`` (one transaction each; only one batch's
+        texts and vectors are in memory). Resumable: what is stored stays, and a later call
+        (after a crash, a kill or ``max_memories``) embeds only what is still missing.
+        ``max_memories``: stop after that many (``complete`` is then False).
+
+        Safe beside writes and searches, from other threads or processes. While it runs, the
+        active space answers searches; this Memory's writes store a vector in both spaces;
+        writes of other processes are picked up before it completes. ``switch=True``: once
+        the new space covers every live memory, this Memory switches to ``embedder`` at once
+        for searches and writes (no write of it falls between the last pass and the switch;
+        a search already running finishes in the old space). Other processes, and this store
+        when opened again, use the configured embedder: set ``embedder = "NAME"`` in the
+        configuration (or ``RANKSEAM_EMBEDDER``) for them (docs/store.md, "Re-embedding").
+
+        ``progress``: True for a tqdm bar on stderr (when tqdm is installed), or a callable
+        receiving a :class:`ReembedProgress` at the start and after every batch."""
         if embedder is None:
-            emb = self._embedder
+            emb = self._writer.embedder
         elif isinstance(embedder, str):
             emb = self._context.embedder(embedder)
         else:
             check_embedder(embedder, repr(embedder))
             emb = embedder
-        return self._writer.reembed(emb, batch_size=batch_size)
+        return self._writer.reembed(
+            emb,
+            batch_size=batch_size,
+            progress=progress,
+            max_memories=max_memories,
+            switch=self._switch_embedder if switch else None,
+        )
+
+    def _switch_embedder(self, embedder: Embedder) -> None:
+        """Search with ``embedder`` from now on (a switching :meth:`reembed` calls it once its
+        space is complete, before the writes switch too)."""
+        self._search.use_embedder(embedder)
+        self._embedder = embedder
 
     # -- reads -----------------------------------------------------------------------------
 

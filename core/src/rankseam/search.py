@@ -230,12 +230,18 @@ class SearchPipeline:
             notes=notes,
         )
 
+    def use_embedder(self, embedder: Embedder) -> None:
+        """Search ``embedder``'s space from now on (a search already running finishes in the
+        space it started in)."""
+        self._embedder = embedder
+
     def coarse(self, plan: SearchPlan) -> list[Pooled]:
         """The coarse pool, read in ONE short read transaction (released before reranking)."""
-        space = self._embedder.descriptor
+        embedder = self._embedder  # one space for the whole search, even across a switch
+        space = embedder.descriptor
         qvec = None
         if self._needs_query_vector:
-            qvec = embed_checked(self._embedder, [plan.query])[0]
+            qvec = embed_checked(embedder, [plan.query])[0]
         k = over_fetch(plan.pool)
         results: dict[str, Sequence[tuple[int, float]]] = {}
         first_seen: dict[int, None] = {}  # the admitted keys, in the order first listed

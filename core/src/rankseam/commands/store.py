@@ -33,7 +33,7 @@ from rankseam.commands.search import (
 )
 from rankseam.errors import RankseamError, ValidationError
 from rankseam.ingest import MAX_LINE_BYTES
-from rankseam.memory import IngestError
+from rankseam.memory import IngestError, ReembedProgress
 
 __all__ = [
     "COMPONENT_ARGS",
@@ -275,13 +275,77 @@ def stats(db: str | None, config_file: str | None) -> None:
 @click.command()
 @store_options
 @click.option("--embedder", default=None, help="Embedder name (default: the configured one).")
-def reembed(db: str | None, config_file: str | None, embedder: str | None) -> None:
-    """Embed every live memory that lacks a vector in an embedder's space."""
+@click.option(
+    "--batch-size",
+    type=click.IntRange(1),
+    default=500,
+    show_default=True,
+    help="Memories embedded and stored per transaction.",
+)
+@click.option(
+    "--max",
+    "max_memories",
+    type=click.IntRange(1),
+    default=None,
+    help="Stop after embedding this many memories (run again to continue).",
+)
+@click.option(
+    "--progress/--no-progress",
+    default=None,
+    help="Progress on stderr [default: when stderr is a terminal].",
+)
+@json_option
+def reembed(
+    db: str | None,
+    config_file: str | None,
+    embedder: str | None,
+    batch_size: int,
+    max_memories: int | None,
+    progress: bool | None,
+    as_json: bool,
+) -> None:
+    """Embed every live memory that lacks a vector in an embedder's space. Resumable: an
+    interrupted run keeps what it stored, and the next run embeds only what is left."""
+    if progress is None:
+        progress = sys.stderr.isatty()
     with open_store(db, config_file, create=False) as memory:
-        report = memory.reembed(embedder)
+        report = memory.reembed(
+            embedder,
+            batch_size=batch_size,
+            progress=_reembed_lines if progress and not _has_tqdm() else progress,
+            max_memories=max_memories,
+        )
+        counts = memory.stats()
+        coverage = counts["vectors_by_space"].get(report.space, 0)
+        live = counts["memories"]
+    if as_json:
+        echo_json({**report.to_dict(), "vectors": coverage, "memories": live})
+        return
     click.echo(f"embedded {report.embedded} memories into {report.space} in {report.seconds:.2f} s")
-    if embedder and embedder != memory.config.embedder:
+    if not report.complete:
+        click.echo(
+            f"stopped at --max {max_memories}: {coverage} of {live} live memories have a vector "
+            "in that space; run the command again to continue"
+        )
+    elif embedder and embedder != memory.config.embedder:
         click.echo(
             f"to search with it, set embedder = {embedder!r} in rankseam.toml "
             f"or RANKSEAM_EMBEDDER={embedder}"
         )
+
+
+def _has_tqdm() -> bool:
+    try:
+        import tqdm  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _reembed_lines(p: ReembedProgress) -> None:
+    """Progress without tqdm: one line on stderr per batch."""
+    click.echo(
+        f"reembed {p.space}: {p.embedded} embedded, about {p.remaining} left "
+        f"({100 * p.fraction:.0f} %)",
+        err=True,
+    )

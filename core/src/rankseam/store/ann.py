@@ -324,13 +324,12 @@ class AnnIndexes:
     ) -> AnnManifest | None:
         from usearch.index import Index
 
+        from rankseam.store.sqlite.rows import vector_state
+
         old = self.base(namespace, space)
         conn.execute("BEGIN")
         try:
-            row = conn.execute(
-                "SELECT version, vector_epoch FROM namespaces WHERE name = ?", (namespace,)
-            ).fetchone()
-            version, epoch = (int(row[0]), int(row[1])) if row else (0, 0)
+            version, epoch = vector_state(conn, namespace, space)
             max_rid = int(conn.execute("SELECT coalesce(max(rid), 0) FROM revisions").fetchone()[0])
             usable = old is not None and old.manifest.epoch == epoch and old.manifest.dims == dims
             if (

@@ -8,12 +8,16 @@ To change the schema: add a function ``_migrate_N_to_N1(conn)`` to :data:`MIGRAT
 ``N`` and bump ``SCHEMA_VERSION``. Migrations only ever add (tables, columns, indexes) or copy;
 revision rows are immutable and are never rewritten.
 
-Tables (version 2):
+Tables (version 3):
 
 - ``meta(key, value)``: schema version, FTS tokenizer, creation time.
 - ``namespaces(name, version, vector_epoch)``: ``version`` increments on every committed write
   in the namespace; ``vector_epoch`` when vectors of existing revisions are (re)written. Readers
   use them to refresh a cached vector matrix (incrementally while only ``version`` moved).
+- ``space_epochs(namespace, space, epoch)`` (since version 3): increments when vectors of one
+  space are written for existing revisions (``put_vectors``, what re-embedding writes). A
+  space's vector epoch is the namespace's ``vector_epoch`` plus this one, so re-embedding into
+  one space leaves the cached matrices and ANN indexes of the other spaces valid.
 - ``memories(namespace, memory_id, head_rid, head_revision, deleted, deleted_at)``: one row per
   memory; ``deleted`` is the tombstone.
 - ``revisions(rid, namespace, memory_id, revision, text, importance, metadata, created_at,
@@ -42,7 +46,7 @@ from rankseam.errors import ConfigurationError
 
 __all__ = ["SCHEMA_VERSION", "TOKENIZERS", "check_identity", "ensure_schema"]
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 #: Page size of new stores (see the module docstring).
 PAGE_SIZE = 8192
 
@@ -94,6 +98,12 @@ def _create(conn: sqlite3.Connection, tokenizer: str) -> None:
             vector BLOB NOT NULL,
             UNIQUE (space, rid)
         );
+        CREATE TABLE space_epochs (
+            namespace TEXT NOT NULL,
+            space TEXT NOT NULL,
+            epoch INTEGER NOT NULL,
+            PRIMARY KEY (namespace, space)
+        ) WITHOUT ROWID;
         CREATE VIRTUAL TABLE fts USING fts5(
             text, content='revisions', content_rowid='rid', tokenize='{TOKENIZERS[tokenizer]}'
         );
@@ -127,8 +137,19 @@ def _migrate_1_to_2(conn: sqlite3.Connection) -> None:
     conn.execute("ALTER TABLE vectors_v2 RENAME TO vectors")
 
 
+def _migrate_2_to_3(conn: sqlite3.Connection) -> None:
+    """Add the per-space vector epochs (see the module docstring)."""
+    conn.execute(
+        "CREATE TABLE space_epochs (namespace TEXT NOT NULL, space TEXT NOT NULL, "
+        "epoch INTEGER NOT NULL, PRIMARY KEY (namespace, space)) WITHOUT ROWID"
+    )
+
+
 #: version N -> function migrating a version-N store to N+1.
-MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _migrate_1_to_2}
+MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
+    1: _migrate_1_to_2,
+    2: _migrate_2_to_3,
+}
 
 
 def _stored_version(conn: sqlite3.Connection) -> int | None:

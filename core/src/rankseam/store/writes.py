@@ -32,10 +32,16 @@ def _head(writer: BatchWriter, namespace: str, memory_id: str) -> MemoryHead | N
 
 
 def add_memory(
-    store: Store, record: PreparedRecord, *, space: str | None, same_is_ok: bool = False
+    store: Store,
+    record: PreparedRecord,
+    *,
+    space: str | None,
+    same_is_ok: bool = False,
+    written: list[int] | None = None,
 ) -> Added:
     """Add a new memory: revision 1, or the next revision of a tombstoned id (see
-    ``plan_add``). ``space``: the space of ``record.vector``."""
+    ``plan_add``). ``space``: the space of ``record.vector``. ``written``, when given,
+    receives the new revision's row key (nothing when nothing was written)."""
     with store.batch([record.namespace]) as writer:
         plan = plan_add(
             record, _head(writer, record.namespace, record.memory_id), same_is_ok=same_is_ok
@@ -43,15 +49,22 @@ def add_memory(
         ref = MemoryRef(record.namespace, record.memory_id, plan.revision)
         if plan.change == "unchanged":
             return Added(ref, written=False)
-        writer.write(record, plan, space=space, vector=record.vector)
+        key = writer.write(record, plan, space=space, vector=record.vector)
+    if written is not None:
+        written.append(key)
     return Added(ref, written=True)
 
 
-def update_memory(store: Store, record: PreparedRecord, *, space: str | None) -> MemoryRef:
-    """Write the next revision of a live memory, retiring the previous head (``plan_update``)."""
+def update_memory(
+    store: Store, record: PreparedRecord, *, space: str | None, written: list[int] | None = None
+) -> MemoryRef:
+    """Write the next revision of a live memory, retiring the previous head (``plan_update``).
+    ``written``, when given, receives the new revision's row key."""
     with store.batch([record.namespace]) as writer:
         plan = plan_update(record, _head(writer, record.namespace, record.memory_id))
-        _apply(writer, record, plan, space, record.vector)
+        head = _apply(writer, record, plan, space, record.vector)
+    if written is not None:
+        written.append(head.key)
     return MemoryRef(record.namespace, record.memory_id, plan.revision)
 
 
@@ -71,13 +84,16 @@ def write_batch(
     *,
     space: str | None,
     vectors: np.ndarray | None = None,
+    written: list[tuple[int, int]] | None = None,
 ) -> BatchCounts:
     """Write ``records`` in ONE transaction, in order (an id may occur several times). A new id
     is added (revision 1); a known id gets the next revision when its content hash,
     importance or metadata changed or it was deleted, else it is counted ``unchanged``
     (``plan_write``). ``vectors``: one row per record (else each record's ``vector``), stored
-    in ``space``."""
+    in ``space``. ``written``, when given, receives ``(record index, row key)`` of every
+    revision written (after the transaction committed)."""
     counts = {"added": 0, "updated": 0, "unchanged": 0}
+    new_rows: list[tuple[int, int]] = []
     refs: list[MemoryRef] = []
     if not records:
         return BatchCounts()
@@ -92,6 +108,9 @@ def write_batch(
             if plan.change != "unchanged":
                 vector = rec.vector if vectors is None else vectors[i]
                 heads[key] = _apply(writer, rec, plan, space, vector)
+                new_rows.append((i, heads[key].key))
+    if written is not None:
+        written.extend(new_rows)
     return BatchCounts(counts["added"], counts["updated"], counts["unchanged"], tuple(refs))
 
 

@@ -30,7 +30,7 @@ import json
 import multiprocessing
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, ClassVar
@@ -39,10 +39,12 @@ import pytest
 
 from rankseam.errors import ValidationError
 from rankseam.store.target import parse_target
-from rankseam.testing.base import Capability, ContractBase
+from rankseam.testing.base import Capability
 from rankseam.testing.store_ranking import check_same_ranking
+from rankseam.testing.store_reembed import ReembedContract
 from rankseam.testing.store_workers import (
     KILL_BATCH,
+    OTHER_SPACE,
     EmbeddingProbe,
     endless_ingest,
     open_kit,
@@ -51,9 +53,6 @@ from rankseam.testing.store_workers import (
 from rankseam.types import MemoryRef
 
 __all__ = ["StoreContract"]
-
-#: Another embedder space (the hashed embedder at other dimensions).
-OTHER_SPACE: Mapping[str, Any] = {"hashed": {"dimensions": 128}}
 
 #: Texts a store must keep byte for byte (quotes, SQL and query syntax are plain text).
 ODD_TEXTS = (
@@ -67,7 +66,7 @@ ODD_TEXTS = (
 )
 
 
-class StoreContract(ContractBase):
+class StoreContract(ReembedContract):
     """Subclass and provide the ``store_target`` fixture: a fresh, empty store target (a path
     or URL string) per test."""
 

@@ -3,23 +3,32 @@ writer processes and the embedding probe of its standard tests."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
+
+import numpy as np
 
 from rankseam.types import Candidate, MemoryRef, RerankDecision
 
 __all__ = [
     "BASE_CONFIG",
     "KILL_BATCH",
+    "OTHER_SPACE",
+    "REEMBED_BATCH",
     "EmbeddingProbe",
+    "StallingEmbedder",
     "endless_ingest",
     "open_kit",
     "process_writer",
+    "stalled_reembed",
 ]
 
 #: The configuration every standard test opens its store with (no reranker, the built-in
 #: hashed embedder, so the tests need nothing but rankseam and the store's plugin).
 BASE_CONFIG: Mapping[str, Any] = {"embedder": "hashed", "namespace": "kit"}
+#: Another embedder space (the hashed embedder at other dimensions).
+OTHER_SPACE: Mapping[str, Any] = {"hashed": {"dimensions": 128}}
 
 
 def open_kit(target: str, **overrides: Any) -> Any:
@@ -94,3 +103,34 @@ def endless_ingest(target: str) -> None:
             i += 1
 
     memory.ingest(records(), batch_size=KILL_BATCH)
+
+
+#: Memories per batch of the kit's re-embeds.
+REEMBED_BATCH = 10
+
+
+class StallingEmbedder:
+    """Embeds as ``inner`` does, but its ``stall_at``-th call waits for ``release`` first
+    (forever without one: a re-embed stalled in the middle of a batch, to be killed)."""
+
+    def __init__(self, inner: Any, stall_at: int, release: threading.Event | None = None) -> None:
+        self.descriptor = inner.descriptor
+        self._inner = inner
+        self._stall_at = stall_at
+        self._release = release or threading.Event()
+        self.calls = 0
+        self.stalled = threading.Event()
+
+    def embed(self, texts: Sequence[str], /) -> np.ndarray:
+        self.calls += 1
+        if self.calls == self._stall_at:
+            self.stalled.set()
+            self._release.wait()
+        return np.asarray(self._inner.embed(texts), dtype=np.float32)
+
+
+def stalled_reembed(target: str, stall_at: int) -> None:
+    """A process that re-embeds the store into :data:`OTHER_SPACE` and stalls in the middle
+    of batch ``stall_at`` until it is killed."""
+    memory = open_kit(target, embedders=OTHER_SPACE)
+    memory.reembed(StallingEmbedder(memory.embedder, stall_at), batch_size=REEMBED_BATCH)

@@ -14,6 +14,7 @@ from rankseam.embedding import EmbedderDescriptor
 from rankseam.store import ann as ann_module
 from rankseam.store.readers import LexicalQuery, ScoredKeys
 from rankseam.store.records import StoredMemory
+from rankseam.store.sqlite.rows import vector_state
 from rankseam.store.vectors import top_k
 from rankseam.types import MemoryRef, prechecked
 
@@ -90,17 +91,13 @@ class SQLiteReader:
         ).fetchone()
         return int(row[0]) if row else 0
 
-    def _versions(self, namespace: str) -> tuple[int, int]:
-        """``namespace``'s (version, vector epoch) in this snapshot (kept per write version:
-        both change only with a write)."""
-
-        def read() -> tuple[int, int]:
-            row = self._conn.execute(
-                "SELECT version, vector_epoch FROM namespaces WHERE name = ?", (namespace,)
-            ).fetchone()
-            return (int(row[0]), int(row[1])) if row else (0, 0)
-
-        return self._store.cached_versions(("versions", self.write_version(), namespace), read)
+    def _versions(self, namespace: str, space: str) -> tuple[int, int]:
+        """``namespace``'s version and ``space``'s vector epoch in it, in this snapshot (kept
+        per write version: both change only with a write)."""
+        return self._store.cached_versions(
+            ("versions", self.write_version(), namespace, space),
+            lambda: vector_state(self._conn, namespace, space),
+        )
 
     def lexical(self, query: LexicalQuery, /) -> ScoredKeys:
         """FTS5 BM25 over live revisions: the best ``k`` ``(rid, -bm25)`` (higher is better),
@@ -212,7 +209,7 @@ class SQLiteReader:
         A namespace × space with an ANN index (:mod:`rankseam.store.ann`) is searched through
         it plus an exact pass over the revisions written since it was built; every score is
         computed from the stored vector either way. ``exact=True`` compares every vector."""
-        version, epoch = self._versions(namespace)
+        version, epoch = self._versions(namespace, descriptor.key)
         q = np.asarray(query, dtype=np.float32).reshape(-1)
         ann = None if exact else self._store.ann
         base = None if ann is None else ann.base(namespace, descriptor.key)

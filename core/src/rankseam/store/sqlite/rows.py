@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sqlite3
 
-__all__ = ["INSERT_REVISION", "INSERT_VECTOR", "bump", "retire"]
+__all__ = ["INSERT_REVISION", "INSERT_VECTOR", "bump", "retire", "vector_state"]
 
 #: One revision row: (rid, namespace, memory_id, revision, text, importance, metadata,
 #: created_at, content_hash, live).
@@ -17,10 +17,13 @@ INSERT_REVISION = (
 INSERT_VECTOR = "INSERT INTO vectors(space, rid, vector) VALUES (?, ?, ?)"
 
 
-def bump(conn: sqlite3.Connection, namespace: str, *, vectors: bool = False) -> None:
+def bump(
+    conn: sqlite3.Connection, namespace: str, *, vectors: bool = False, space: str | None = None
+) -> None:
     """Announce a committed change of ``namespace``: a new version (retired rows drop out of
-    every process's caches) and, with ``vectors=True``, a new vector epoch (vectors were written
-    for revisions that may be cached elsewhere)."""
+    every process's caches) and, with ``vectors=True``, a new vector epoch of every space
+    (vectors were written for revisions that may be cached elsewhere); with ``space``, a new
+    vector epoch of that space only (the other spaces' caches and indexes stay valid)."""
     conn.execute(
         "INSERT INTO namespaces(name, version) VALUES (?, 1) "
         "ON CONFLICT(name) DO UPDATE SET version = version + 1",
@@ -30,6 +33,23 @@ def bump(conn: sqlite3.Connection, namespace: str, *, vectors: bool = False) -> 
         conn.execute(
             "UPDATE namespaces SET vector_epoch = vector_epoch + 1 WHERE name = ?", (namespace,)
         )
+    if space is not None:
+        conn.execute(
+            "INSERT INTO space_epochs(namespace, space, epoch) VALUES (?, ?, 1) "
+            "ON CONFLICT(namespace, space) DO UPDATE SET epoch = epoch + 1",
+            (namespace, space),
+        )
+
+
+def vector_state(conn: sqlite3.Connection, namespace: str, space: str) -> tuple[int, int]:
+    """``namespace``'s version and the vector epoch of ``space`` in it (the namespace's
+    epoch plus the space's own): what a cached matrix or an ANN index of the space records."""
+    row = conn.execute(
+        "SELECT n.version, n.vector_epoch + coalesce((SELECT e.epoch FROM space_epochs e "
+        "WHERE e.namespace = n.name AND e.space = ?), 0) FROM namespaces n WHERE n.name = ?",
+        (space, namespace),
+    ).fetchone()
+    return (int(row[0]), int(row[1])) if row else (0, 0)
 
 
 def retire(conn: sqlite3.Connection, rid: int) -> None:

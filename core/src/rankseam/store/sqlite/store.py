@@ -342,7 +342,7 @@ class SQLiteStore:
                 [(space, item.key, encode_vector(item.vector)) for item in items],
             )
             for ns in sorted({item.namespace for item in items}):
-                bump(conn, ns, vectors=True)
+                bump(conn, ns, space=space)
 
     # -- reads -----------------------------------------------------------------------------
 

@@ -108,10 +108,11 @@ def _quality(
             ref.ingest(records)
             at_ingest += _score(ref, collection, dataset.kind, limit, pool)
         memory = _open(path, source)
+        view = None
         try:
             memory.ingest(records)
-            with _open(path, target) as view:
-                new = view.embedder
+            view = _open(path, target)  # searches the new space as it fills
+            new = view.embedder
             live = memory.stats()["memories"]
             for checkpoint in checkpoints:
                 goal = live * checkpoint // 100
@@ -125,11 +126,12 @@ def _quality(
                 embed_s += time.perf_counter() - wall
                 embed_cpu += time.process_time() - cpu
                 answering[checkpoint] += _score(memory, collection, dataset.kind, limit, pool)
-                with _open(path, target) as view:
-                    early[checkpoint] += _score(view, collection, dataset.kind, limit, pool)
+                early[checkpoint] += _score(view, collection, dataset.kind, limit, pool)
             embedded += live
         finally:
             memory.close()
+            if view is not None:
+                view.close()
         echo(f"{dataset.name}: collection {index + 1}/{len(dataset.collections)} done")
 
     def agg(rows: list[dict]) -> dict[str, float]:

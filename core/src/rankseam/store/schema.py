@@ -140,7 +140,7 @@ def _migrate_1_to_2(conn: sqlite3.Connection) -> None:
 def _migrate_2_to_3(conn: sqlite3.Connection) -> None:
     """Add the per-space vector epochs (see the module docstring)."""
     conn.execute(
-        "CREATE TABLE space_epochs (namespace TEXT NOT NULL, space TEXT NOT NULL, "
+        "CREATE TABLE IF NOT EXISTS space_epochs (namespace TEXT NOT NULL, space TEXT NOT NULL, "
         "epoch INTEGER NOT NULL, PRIMARY KEY (namespace, space)) WITHOUT ROWID"
     )
 

@@ -6,6 +6,7 @@ test_store_contract.py."""
 from __future__ import annotations
 
 import json
+import threading
 
 import numpy as np
 import pytest
@@ -103,3 +104,28 @@ def test_cli_max_then_resume_json(db, tmp_path):
         vectors = m.store.vectors_of(list(range(1, 46)), m.embedder.descriptor)
         assert sum(v is not None for v in vectors) == 44  # all but the deleted m03
         assert all(np.isclose(np.linalg.norm(v), 1.0) for v in vectors if v is not None)
+
+
+def test_a_progress_callback_may_write_through_the_same_memory(db):
+    with open_memory(db) as m, open_memory(db, config=OTHER) as view:
+        new = view.embedder
+        added: list[str] = []
+
+        def progress(p: ReembedProgress) -> None:
+            mid = f"from-progress-{len(added)}"
+            m.add(f"a vole noted while re-embedding, {p.embedded} done", memory_id=mid)
+            added.append(mid)
+
+        done: list[object] = []
+        runner = threading.Thread(
+            target=lambda: done.append(
+                m.reembed(new, batch_size=10, progress=progress, switch=True)
+            )
+        )
+        runner.start()
+        runner.join(300)  # a deadlock never ends; 300 s is far beyond any machine's need
+        assert not runner.is_alive(), "the re-embed deadlocked on its own progress callback"
+        assert done and done[0].switched  # type: ignore[attr-defined]
+        assert len(added) >= 6  # the first tick, 5 pages, the last tick
+        assert all(m.get(mid).ref.revision == 1 for mid in added)
+        assert m.stats()["vector_coverage"] == 1.0

@@ -369,6 +369,9 @@ class Writer:
             counts[1] = max(0, counts[1] - n)
             tick(ReembedProgress(space, counts[0], counts[1]))
 
+        def counted(n: int) -> None:  # no callback while this Writer's writes wait (it may write)
+            counts[0] += n
+
         with self._lock:
             _emb, runs = self._also.get(space, (embedder, 0))
             self._also[space] = (embedder, runs + 1)
@@ -379,7 +382,7 @@ class Writer:
                 # the first pass (another process's writes; a server store may commit row
                 # keys out of order). This Writer's own writes already stored this space.
                 with self._gate.exclusive():
-                    reembed_pass(self._store, embedder, batch_size, None, page_done)
+                    reembed_pass(self._store, embedder, batch_size, None, counted)
                     complete = True
                     if switch is not None and space != self._embedder.descriptor.key:
                         switch(embedder)

@@ -27,13 +27,13 @@ import os
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from importlib import metadata
 from typing import Any
 
 import attrs
 import pluggy
 
 from rankseam import hookspecs
+from rankseam.entry_points import FoundEntryPoint, entry_points
 from rankseam.errors import PluginError
 from rankseam.registry import REGISTER_FOR_HOOK, Registry
 
@@ -137,8 +137,10 @@ def _register_components(
     registry.merge(scratch)
 
 
-def _entry_points() -> Iterable[metadata.EntryPoint]:
-    return metadata.entry_points(group=ENTRY_POINT_GROUP)
+def _entry_points() -> Iterable[FoundEntryPoint]:
+    """The group's entry points, remembered until the installed distributions change
+    (:mod:`rankseam.entry_points`)."""
+    return entry_points(ENTRY_POINT_GROUP)
 
 
 @attrs.frozen
@@ -160,13 +162,7 @@ def _found() -> list[_Found]:
     for ep in sorted(_entry_points(), key=lambda e: e.name):
         if ep.name in found:
             continue
-        dist = ep.dist
-        found[ep.name] = _Found(
-            ep.name,
-            ep.load,
-            dist.version if dist is not None else None,
-            dist.metadata["Name"] if dist is not None else None,
-        )
+        found[ep.name] = _Found(ep.name, ep.load, ep.version, ep.distribution)
     for name, plugin in _state.extra.items():
         found[name] = _Found(name, functools.partial(_itself, plugin))
     return [found[name] for name in sorted(found)]

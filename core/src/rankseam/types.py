@@ -66,6 +66,30 @@ def _builder(cls: type) -> Callable[..., Any]:
     return scope["build"]  # type: ignore[no-any-return]
 
 
+# Converters are Python functions, never builtins (``converter=float``): attrs reads a
+# converter's signature, and a builtin's is parsed from text with the tokenizer, whose pattern
+# costs milliseconds to compile in every process that imports these classes.
+
+
+def to_float(value: Any) -> float:
+    """``float(value)``: the converter of a float field."""
+    return float(value)
+
+
+def to_int(value: Any) -> int:
+    """``int(value)``: the converter of an int field."""
+    return int(value)
+
+
+def to_bool(value: Any) -> bool:
+    """``bool(value)``: the converter of a bool field."""
+    return bool(value)
+
+
+def _optional_float(value: Any) -> float | None:
+    return None if value is None else float(value)
+
+
 def _str_tuple(value: Iterable[str]) -> tuple[str, ...]:
     return tuple(value)
 
@@ -197,18 +221,18 @@ class Hit:
 
     ref: MemoryRef
     text: str
-    score: float = attrs.field(converter=float, validator=_finite)
-    importance: float = attrs.field(default=0.5, converter=float)
+    score: float = attrs.field(converter=to_float, validator=_finite)
+    importance: float = attrs.field(default=0.5, converter=to_float)
     matched_by: tuple[str, ...] = attrs.field(default=(), converter=_str_tuple)
     channel_scores: Mapping[str, float] = attrs.field(
         factory=dict, converter=frozen_mapping, eq=False
     )
     metadata: Mapping[str, Any] = attrs.field(factory=dict, converter=frozen_mapping, eq=False)
-    created_at: float = attrs.field(default=0.0, converter=float)
+    created_at: float = attrs.field(default=0.0, converter=to_float)
     content_hash: str = ""
     rerank_score: float | None = attrs.field(
         default=None,
-        converter=attrs.converters.optional(float),
+        converter=_optional_float,
         validator=attrs.validators.optional(_finite),
         eq=False,
     )

@@ -39,7 +39,7 @@ import numpy as np
 from rankseam.checks import is_real
 from rankseam.embedding import FUSION_SCALES, EmbedderDescriptor
 from rankseam.store.readers import ScoredKeys
-from rankseam.types import MemoryRef
+from rankseam.types import MemoryRef, to_float
 
 __all__ = [
     "DEFAULT_FUSION",
@@ -78,7 +78,7 @@ class ScoreSpec:
     """
 
     scale: str = attrs.field(default="minmax", validator=attrs.validators.in_(SCALES))
-    weight: float = attrs.field(default=1.0, converter=float, validator=_weight)
+    weight: float = attrs.field(default=1.0, converter=to_float, validator=_weight)
 
 
 #: The declaration assumed for a source that makes none.

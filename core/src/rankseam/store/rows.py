@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 import attrs
 import numpy as np
 
-from rankseam.types import MemoryRef, frozen_mapping
+from rankseam.types import MemoryRef, frozen_mapping, to_bool, to_float, to_int
 
 __all__ = [
     "Added",
@@ -140,10 +140,14 @@ class RevisionDigest:
     """What a merge compares of a stored revision: number, content hash, importance and
     metadata (canonical JSON)."""
 
-    revision: int = attrs.field(converter=int)
+    revision: int = attrs.field(converter=to_int)
     content_hash: str
-    importance: float = attrs.field(converter=float)
+    importance: float = attrs.field(converter=to_float)
     metadata: str
+
+
+def _vector_tuple(value: Iterable[bytes | None]) -> tuple[bytes | None, ...]:
+    return tuple(value)
 
 
 @attrs.frozen
@@ -154,18 +158,18 @@ class BulkRevision:
 
     namespace: str
     memory_id: str
-    deleted: bool = attrs.field(converter=bool)
+    deleted: bool = attrs.field(converter=to_bool)
     deleted_at: float | None
-    head_revision: int = attrs.field(converter=int)
-    key: int = attrs.field(converter=int)
-    revision: int = attrs.field(converter=int)
+    head_revision: int = attrs.field(converter=to_int)
+    key: int = attrs.field(converter=to_int)
+    revision: int = attrs.field(converter=to_int)
     text: str
     importance: float
     metadata: str
     created_at: float
     content_hash: str
-    live: bool = attrs.field(converter=bool)
-    vectors: tuple[bytes | None, ...] = attrs.field(converter=tuple)
+    live: bool = attrs.field(converter=to_bool)
+    vectors: tuple[bytes | None, ...] = attrs.field(converter=_vector_tuple)
 
     @classmethod
     def from_columns(cls, columns: Sequence[Any], vectors: Iterable[bytes | None]) -> BulkRevision:

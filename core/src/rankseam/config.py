@@ -14,7 +14,6 @@ The ``rankseam.toml`` layout, every key with its default, is in docs/configurati
 
 from __future__ import annotations
 
-import difflib
 import logging
 import os
 import re
@@ -244,6 +243,8 @@ def _known_channels(
     silently ignored)."""
     unknown = sorted(set(value) - set(inst.sources))
     if unknown:
+        import difflib  # on first use: only a mistake needs suggestions
+
         named = []
         for name in unknown:
             close = difflib.get_close_matches(name, inst.sources, n=1)

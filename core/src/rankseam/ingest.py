@@ -7,8 +7,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import attrs
 import numpy as np
@@ -40,6 +39,9 @@ from rankseam.store.reembed import (
 from rankseam.store.rows import VectorItem
 from rankseam.store.writes import add_memory, delete_memory, update_memory, write_batch
 from rankseam.types import MemoryRef
+
+if TYPE_CHECKING:  # the ingest thread's pool is imported where it is first started
+    from concurrent.futures import Future, ThreadPoolExecutor
 
 __all__ = [
     "MAX_LINE_BYTES",
@@ -302,6 +304,8 @@ class Writer:
 
     def _write_thread(self) -> ThreadPoolExecutor:
         """The one thread that writes ingest batches (started on first use)."""
+        from concurrent.futures import ThreadPoolExecutor
+
         with self._lock:
             if self._executor is None:
                 self._executor = ThreadPoolExecutor(1, thread_name_prefix="rankseam-ingest")

@@ -511,6 +511,13 @@ def reembed_bench(
     "--only 'rankseam --version'.",
 )
 @click.option(
+    "--baseline",
+    type=click.Path(file_okay=False, exists=True, path_type=Path),
+    default=None,
+    help="Another checkout of this repository (e.g. a git worktree of an older commit): each "
+    "rankseam command also runs with its code, interleaved, labelled [baseline].",
+)
+@click.option(
     "--out",
     "out",
     type=click.Path(file_okay=False, path_type=Path),
@@ -523,6 +530,7 @@ def cli_startup(
     db: str | None,
     rerank: str,
     only: tuple[str, ...],
+    baseline: Path | None,
     out: Path | None,
 ) -> None:
     """Start-up cost of the rankseam command: CPU and wall time of whole processes
@@ -547,6 +555,7 @@ def cli_startup(
             db=db,
             only=list(only) or None,
             rerank=None if rerank == "none" else rerank,
+            baseline=baseline,
             echo=lambda msg: click.echo(msg, err=True),
         )
     except (RuntimeError, ValueError) as exc:

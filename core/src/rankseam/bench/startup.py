@@ -80,6 +80,16 @@ def _run(label: str, args: Sequence[str], env: Mapping[str, str]) -> tuple[float
     return cpu, wall
 
 
+def _source_folders(checkout: Path) -> list[str]:
+    """The source folders of a checkout's distributions (core and every plugin)."""
+    folders = [checkout / "core" / "src"]
+    for kind in ("plugins", "plugins-hosted"):
+        folders += sorted((checkout / kind).glob("*/src"))
+    if not (folders[0] / "rankseam" / "cli.py").is_file():
+        raise ValueError(f"--baseline {checkout}: not a rankseam checkout (no core/src/rankseam)")
+    return [str(f) for f in folders]
+
+
 def _build_store(path: Path, memories: int) -> None:
     from rankseam.bench import synthetic
     from rankseam.memory import open_memory
@@ -105,12 +115,16 @@ def run_startup(
     query: str = "harbour ferry timetable",
     only: Sequence[str] | None = None,
     rerank: str | None = "mmr",
+    baseline: Path | None = None,
     echo: Callable[[str], None] = lambda _msg: None,
 ) -> dict[str, Any]:
     """Time each command ``runs`` times, interleaved; the report body (see the module
     docstring). ``db``: an existing store to search (default: a new one of ``memories``
     synthetic memories in a temporary folder). ``only``: the labels to time (the floor is
-    always timed). ``rerank``: the reranker of the reranked search (``None``: none)."""
+    always timed). ``rerank``: the reranker of the reranked search (``None``: none).
+    ``baseline``: another checkout of this repository; each ``rankseam`` command also runs
+    with its code first on ``PYTHONPATH``, interleaved with the others, labelled
+    ``[baseline]``."""
     given_db = db is not None
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     with tempfile.TemporaryDirectory(prefix="rankseam-bench-cli-") as tmp:
@@ -128,6 +142,11 @@ def run_startup(
                 )
             commands = {k: v for k, v in commands.items() if k in only or k == FLOOR}
         envs = {label: {**env, **_ENV.get(label, {})} for label in commands}
+        if baseline is not None:
+            path = os.pathsep.join([*_source_folders(baseline), env.get("PYTHONPATH", "")])
+            for label in [k for k in commands if k.startswith("rankseam") and k not in _ENV]:
+                commands[f"{label} [baseline]"] = commands[label]
+                envs[f"{label} [baseline]"] = {**envs[label], "PYTHONPATH": path}
         labels = list(commands)
         echo(f"warming up (bytecode and entry-point caches): {len(labels)} commands")
         for label in labels:
@@ -150,7 +169,7 @@ def run_startup(
         summary["cpu_vs_floor"] = summary["cpu_s_median"] / floor if floor > 0 else float("nan")
         results[label] = {
             "argv": ["python", *commands[label]],
-            "env": _ENV.get(label, {}),
+            "env": {k: v for k, v in envs[label].items() if env.get(k) != v},
             **summary,
             "cpu_s": cpu[label],
             "wall_s": wall[label],
@@ -164,6 +183,7 @@ def run_startup(
             "query": query,
             "interpreter": sys.executable,
             "bytecode": "cached (one untimed warm-up round)",
+            "baseline": None if baseline is None else str(baseline),
         },
         "load_average": {"before": list(load_before), "after": list(load_after)},
         "results": results,

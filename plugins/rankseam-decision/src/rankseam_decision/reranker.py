@@ -43,12 +43,11 @@ different policies incomparable).
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import math
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -69,6 +68,9 @@ from rankseam.plugin import (
     unwrap,
 )
 from rankseam.types import Candidate, CandidateRecord, RerankDecision, Usage
+
+if TYPE_CHECKING:
+    import asyncio
 
 __all__ = [
     "DEFAULT_DEADLINE_S",
@@ -146,6 +148,8 @@ class _Scan:
 async def _cancel_and_wait(tasks: Sequence[asyncio.Task[Any]]) -> None:
     """Cancel every unfinished task and wait until all have ended, even if we are cancelled
     meanwhile (then re-raise the cancellation): no call outlives the rerank."""
+    import asyncio  # on first use: loading the plugin does not import asyncio
+
     for task in tasks:
         if not task.done():
             task.cancel()
@@ -209,6 +213,8 @@ class DecisionReranker:
     async def rerank(
         self, query: str, candidates: Sequence[Candidate], limit: int, /
     ) -> RerankDecision:
+        import asyncio  # on first use: loading the plugin does not import asyncio
+
         candidates = tuple(candidates)
         if not is_int(limit) or limit < 1:
             raise ValueError(f"limit must be an integer >= 1, got {limit!r}")
@@ -270,6 +276,8 @@ class DecisionReranker:
         )
 
     async def _ask(self, scan: _Scan, index: int, query: str, candidate: Candidate) -> _Answer:
+        import asyncio  # on first use: loading the plugin does not import asyncio
+
         started = time.perf_counter()
         try:
             raw = await self.backend.evaluate(rerank_request(query, candidate.text))
@@ -286,6 +294,8 @@ class DecisionReranker:
     async def _run(
         self, scan: _Scan, query: str, candidates: tuple[Candidate, ...], k: int
     ) -> None:
+        import asyncio  # on first use: loading the plugin does not import asyncio
+
         n = len(candidates)
         try:
             while scan.used < n and len(scan.kept) < k:

@@ -9,7 +9,6 @@ discard and count ranks outside the window or repeated; stop at ``max_results``;
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -151,6 +150,8 @@ class ListwiseReranker:
     async def rerank(
         self, query: str, candidates: Sequence[Candidate], limit: int, /
     ) -> RerankDecision:
+        import asyncio  # on first use: loading the plugin does not import asyncio
+
         n = len(candidates)
         k = min(limit, n)
         if n == 0 or k < 1:

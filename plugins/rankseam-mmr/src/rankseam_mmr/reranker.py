@@ -20,7 +20,6 @@ Conventions (documented once, here and in docs/plugins/mmr.md):
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 import logging
 import typing
@@ -220,6 +219,8 @@ class MMRReranker:
     ) -> RerankDecision:
         query_vector = None
         if self.options.relevance == "query_cosine" and candidates:
+            import asyncio  # on first use: loading the plugin does not import asyncio
+
             embedded = await asyncio.to_thread(self.embedder.embed, [query])
             query_vector = np.asarray(embedded, dtype=np.float64).reshape(-1)
         return self.select(candidates, limit, query_vector=query_vector)

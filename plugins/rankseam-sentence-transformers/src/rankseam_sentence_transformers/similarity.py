@@ -21,7 +21,6 @@ The model runs in a worker thread, so ``evaluate`` does not block the event loop
 
 from __future__ import annotations
 
-import asyncio
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping
@@ -157,6 +156,8 @@ class SimilarityDecisionBackend:
         return DecisionResult(outcome, self.policy_id, usage, rationale=rationale)
 
     async def evaluate(self, request: DecisionRequest, /) -> DecisionResult:
+        import asyncio  # on first use: loading the plugin does not import asyncio
+
         return await asyncio.to_thread(self.decide, request)
 
     @classmethod

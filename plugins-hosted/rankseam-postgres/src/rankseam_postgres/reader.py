@@ -33,8 +33,11 @@ __all__ = ["EF_SEARCH", "EXACT_BELOW", "PostgresReader"]
 #: A namespace with fewer live memories than this is searched exactly (a sequential scan of
 #: its vectors); from this size on through the space's HNSW index.
 EXACT_BELOW = 20_000
-#: ``hnsw.ef_search`` of an index search (the candidate list; the over-fetch is at most 800).
-EF_SEARCH = 512
+#: ``hnsw.ef_search`` of an index search (the candidate list; raised to the over-fetch when
+#: that is larger, at most 800). pgvector's search time grows with it: at 100 000 memories
+#: 512 took 20 ms and found 0.97 of the exact best 120, 256 took 11 ms and found 0.91
+#: (docs/plugins/postgres.md, "Performance").
+EF_SEARCH = 256
 
 #: Planner methods turned off for the statement that searches an HNSW index.
 _NO_SCAN = ("enable_seqscan", "enable_bitmapscan", "enable_sort")
@@ -356,7 +359,7 @@ class PostgresReader:
             k=sql.Literal(k) if indexed else sql.Placeholder("k"),
         )
         if indexed:
-            # with ef_search 512 pgvector's cost estimate favours a scan and sort below a few
+            # with a large ef_search pgvector's cost estimate favours a scan and sort below a few
             # hundred thousand rows: the planner is made to walk the graph for this one
             # statement. Settings, search and reset go as ONE round trip (three statements
             # of the simple protocol, so the search is planned after the settings)

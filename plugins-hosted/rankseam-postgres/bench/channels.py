@@ -7,6 +7,11 @@ statement is printed).
     python plugins-hosted/rankseam-postgres/bench/channels.py \\
         --store 'postgresql://me@/bench?schema=bench_locomo_100000' --queries 150
     python plugins-hosted/rankseam-postgres/bench/channels.py --store URL --explain
+    python plugins-hosted/rankseam-postgres/bench/channels.py --store URL --ef-search 128,256,512
+
+``--ef-search`` measures the vector channel alone for each ``hnsw.ef_search``: its wall time
+per search and the share of the exact best ``k`` (120: the over-fetch of a pool of 30) that the
+HNSW index finds.
 
 The store must exist (``bench/latency.py --stores DIR --url URL`` keeps its stores, in the
 schema ``bench_<corpus>_<size>``). LoCoMo questions (synthetic ones when the data is absent),
@@ -154,18 +159,63 @@ def measure(store: str, queries: list[str], explain: bool) -> dict[str, Any]:
     }
 
 
+def ef_search(store: str, queries: list[str], values: list[int], k: int) -> list[dict[str, Any]]:
+    """The vector channel alone with each ``hnsw.ef_search``: ms per search, recall@k."""
+    import rankseam_postgres.reader as reader_module
+
+    rows = []
+    saved = reader_module.EF_SEARCH
+    with rankseam.open_memory(store, create=False) as memory:
+        space = memory.embedder.descriptor
+        vectors = memory.embedder.embed(queries)
+        with memory.store.read() as reader:
+            exact = [
+                {key for key, _s in reader.vector("default", space, v, k, exact=True)}
+                for v in vectors
+            ]
+        try:
+            for value in values:
+                reader_module.EF_SEARCH = value
+                times, recall = [], []
+                for v, best in zip(vectors, exact, strict=True):
+                    with memory.store.read() as reader:
+                        t0 = time.perf_counter()
+                        found = {key for key, _s in reader.vector("default", space, v, k)}
+                        times.append((time.perf_counter() - t0) * 1000)
+                    recall.append(len(found & best) / max(len(best), 1))
+                rows.append(
+                    {
+                        "ef_search": value,
+                        "p50_ms": round(float(np.percentile(times, 50)), 2),
+                        "p95_ms": round(float(np.percentile(times, 95)), 2),
+                        f"recall_at_{k}": round(float(np.mean(recall)), 3),
+                    }
+                )
+        finally:
+            reader_module.EF_SEARCH = saved
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--store", required=True, help="the store's postgresql:// URL")
     parser.add_argument("--queries", type=int, default=150)
     parser.add_argument("--explain", action="store_true")
+    parser.add_argument("--ef-search", default=None, metavar="N,N,...")
+    parser.add_argument("--k", type=int, default=120)
     args = parser.parse_args()
     try:
         next(iter(locomo_texts(1)))
         corpus = "locomo"
     except Exception:  # no LoCoMo data here: pseudo-words
         corpus = "synthetic"
-    report = measure(args.store, corpus_queries(corpus, args.queries + 10), args.explain)
+    queries = corpus_queries(corpus, args.queries + 10)
+    if args.ef_search:
+        values = [int(v) for v in args.ef_search.split(",") if v]
+        for row in ef_search(args.store, queries[10:], values, args.k):
+            print(json.dumps(row), flush=True)
+        return
+    report = measure(args.store, queries, args.explain)
     report["load_average"] = [round(x, 2) for x in os.getloadavg()]
     plans = report.pop("plans")
     print(json.dumps(report, indent=2))

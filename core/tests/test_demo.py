@@ -19,6 +19,7 @@ from rankseam.commands.demo import (
     QUESTIONS,
     SEMANTIC,
     SEMANTIC_INSTALL,
+    SEMANTIC_RERANK,
     SHOWCASES,
     STAND_INS,
     DemoQuestion,
@@ -69,9 +70,10 @@ def test_the_questions_answers_are_in_the_corpus() -> None:
         assert set(question.answers) <= corpus, question
 
 
-def available(store: rankseam.Memory, reranker: str) -> None:
+def available(store: rankseam.Memory, reranker: str, dist: str = "") -> None:
     if reranker not in store.context.available("reranker"):
-        pytest.skip(f"the {reranker} plugin is not installed (pip install rankseam-{reranker})")
+        dist = dist or f"rankseam-{reranker}"
+        pytest.skip(f"the {reranker} reranker is not installed (pip install {dist})")
 
 
 def test_each_showcase_shows_the_effect_its_line_claims(store: rankseam.Memory) -> None:
@@ -110,6 +112,15 @@ def test_the_semantic_showcase(store: rankseam.Memory) -> None:
     assert all("Mara" in store.get(i, namespace=DEMO_NAMESPACE).text for i in words)
     # "only the two allergies answer the question"
     assert meaning == ["allergy-peanut", "allergy-cats"]
+
+
+def test_the_semantic_reranker_showcase(store: rankseam.Memory) -> None:
+    available(store, SEMANTIC_RERANK.reranker, "rankseam-sentence-transformers")
+    coarse = top_ids(store, SEMANTIC_RERANK.question)
+    reranked = top_ids(store, SEMANTIC_RERANK.question, reranker=SEMANTIC_RERANK.reranker)
+    # "the coarse order puts her parents first ...; her own address rises to the top"
+    assert coarse[0] == "parents" and "city" in coarse
+    assert reranked[0] == "city"
 
 
 def test_what_changed_says_what_moved() -> None:

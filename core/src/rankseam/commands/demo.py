@@ -7,8 +7,10 @@ Mara, with deliberate restatements and repetitive logs. The demo prints three pa
    one's top hit is the memory that answers it (a test pins this, by id).
 2. :data:`SHOWCASES`: each installed reranker on one question where its effect shows, the
    coarse top 5 beside the reranked one, what changed, and why in one line.
-3. The semantic path: with rankseam-sentence-transformers installed, a local sentence model
-   judges a question the word-overlap stand-ins cannot; without it, how to install it.
+3. The semantic path: with rankseam-sentence-transformers installed, its local sentence model
+   at work: the ``semantic`` reranker (where the plugin has it) on a question the coarse order
+   gets wrong, and the ``similarity`` decision backend on one the word-overlap stand-in gets
+   wrong; without the plugin, how to install it.
 
 Then one search trace. Nothing here is tuned for the demo: the questions and memories are
 chosen so that what is shown is what rankseam does on them.
@@ -36,11 +38,15 @@ __all__ = [
     "DEMO_NAMESPACE",
     "QUESTIONS",
     "SEMANTIC",
+    "SEMANTIC_INSTALL",
+    "SEMANTIC_RERANK",
     "SHOWCASES",
+    "STAND_INS",
     "DemoQuestion",
     "Showcase",
     "demo",
     "demo_records",
+    "what_changed",
 ]
 
 DEMO_NAMESPACE = "demo"
@@ -128,6 +134,16 @@ SEMANTIC = Showcase(
     "the model judges meaning: only the two allergies answer the question, while the heuristic "
     "stand-in says YES to all five because each one names Mara.",
 )
+#: The semantic path's reranker (rankseam-sentence-transformers, where it ships one), on a
+#: question the coarse order gets wrong.
+SEMANTIC_RERANK = Showcase(
+    "semantic reranker (all-MiniLM-L6-v2 cosine fused with the coarse score)",
+    "semantic",
+    {},
+    "where does Mara live?",
+    "the coarse order puts her parents first (their memory shares 'Mara' and 'live'); the "
+    "model reads that the question asks where she lives, and her own address rises to the top.",
+)
 SEMANTIC_INSTALL = (
     "semantic search is not installed: pip install rankseam-sentence-transformers (from a "
     "checkout: -e plugins/rankseam-sentence-transformers; its README installs CPU torch first)"
@@ -169,30 +185,38 @@ def what_changed(coarse: Sequence[str], reranked: Sequence[str]) -> str:
     return "; ".join(parts) or "nothing (the same top list)"
 
 
-def _showcase(memory: Memory, case: Showcase) -> None:
+def _showcase(memory: Memory, case: Showcase, *, also: Sequence[str] = ()) -> None:
     _, coarse = _ids(memory, case.question, None, {})
     result, reranked = _ids(memory, case.question, case.reranker, case.options)
     rerank = result.trace.rerank
-    calls = f", {rerank.usage.calls} backend calls" if rerank is not None else ""
-    click.echo(f'=== {case.label}: "{case.question}"  [{result.status.value}{calls}]')
+    calls = rerank.usage.calls if rerank is not None else 0
+    cost = f", {calls} backend call{'' if calls == 1 else 's'}" if rerank is not None else ""
+    click.echo(f'=== {case.label}: "{case.question}"  [{result.status.value}{cost}]')
     click.echo(f"  coarse:    {', '.join(coarse)}")
     click.echo(f"  reranked:  {', '.join(reranked) or '(no hits)'}")
     click.echo(f"  changed:   {what_changed(coarse, reranked)}")
+    for line in also:
+        click.echo(f"  {line}")
     click.echo(f"  why:       {case.why}")
 
 
 def _semantic(memory: Memory) -> None:
-    if "similarity" not in memory.context.available("decision_backend"):
+    rerankers = memory.context.available("reranker")
+    similarity = "similarity" in memory.context.available("decision_backend")
+    if SEMANTIC_RERANK.reranker not in rerankers and not similarity:
         click.echo(SEMANTIC_INSTALL)
         return
-    if SEMANTIC.reranker not in memory.context.available("reranker"):
-        click.echo("the similarity backend is installed; the decision reranker is not")
+    click.echo("(loading the sentence model: a few seconds, more the first time)")
+    if SEMANTIC_RERANK.reranker in rerankers:
+        _showcase(memory, SEMANTIC_RERANK)
+    if not similarity:
         return
-    click.echo("(loading the sentence model: a few seconds)")
+    if SEMANTIC.reranker not in rerankers:
+        click.echo("(the similarity backend is installed, the decision reranker is not)")
+        return
     heuristic = {**SEMANTIC.options, "backend": "heuristic"}
     _, words = _ids(memory, SEMANTIC.question, SEMANTIC.reranker, heuristic)
-    click.echo(f"  heuristic stand-in: {', '.join(words)}")
-    _showcase(memory, SEMANTIC)
+    _showcase(memory, SEMANTIC, also=[f"stand-in:  {', '.join(words)} (heuristic backend)"])
 
 
 @click.command()

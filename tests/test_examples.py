@@ -23,7 +23,7 @@ EXPECTED = {
     "langchain_pipeline.py": ["standup 1 ok"],
     "llamaindex_query_engine.py": ["standup 1 example coarse rank 3"],
     "mcp_client.py": [
-        "tools: ['add', 'delete', 'get', 'search', 'stats']",
+        "tools: ['add', 'delete', 'get', 'list', 'search', 'stats', 'update']",
         "hit: seat | rerank: ok",
         "bad input is a tool error: True",
     ],

@@ -6,8 +6,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
+import rankseam
 from rankseam.bench.startup import FLOOR
 from rankseam.cli import cli
 
@@ -48,3 +50,23 @@ def test_bench_cli_refuses_an_unknown_label_and_reports_a_failing_command(
     assert result.exit_code == 1
     assert "`rankseam search` failed with exit status 1" in result.output
     assert "check --db" in result.output  # the child's own error
+
+
+def test_bench_cli_runs_each_command_also_with_a_baseline_checkout(tmp_path: Path) -> None:
+    checkout = Path(rankseam.__file__).resolve().parents[3]
+    if not (checkout / "core" / "src" / "rankseam" / "cli.py").is_file():
+        pytest.skip("rankseam is not imported from a checkout of its repository")
+    out = tmp_path / "out"
+    args = ["bench", "cli", "--runs", "1", "--memories", "10", "--rerank", "none"]
+    args += ["--only", "rankseam search", "--baseline", str(checkout), "--out", str(out)]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    results = json.loads((out / "report.json").read_text())["results"]
+    assert list(results) == [FLOOR, "rankseam search", "rankseam search [baseline]"]
+    baseline = results["rankseam search [baseline]"]
+    assert baseline["env"]["PYTHONPATH"].startswith(str(checkout / "core" / "src"))
+    # each version searches a store it wrote itself
+    assert baseline["argv"][-1] != results["rankseam search"]["argv"][-1]
+    assert Path(baseline["argv"][-1]).name == "base.sqlite3"
+    bad = CliRunner().invoke(cli, ["bench", "cli", "--baseline", str(tmp_path), "--runs", "1"])
+    assert bad.exit_code == 1 and "not a rankseam checkout" in bad.output

@@ -90,12 +90,21 @@ def _source_folders(checkout: Path) -> list[str]:
     return [str(f) for f in folders]
 
 
-def _build_store(path: Path, memories: int) -> None:
-    from rankseam.bench import synthetic
-    from rankseam.memory import open_memory
+#: Builds a store of N synthetic memories at PATH (``python -c BUILD PATH N``), in the code of
+#: the child's ``PYTHONPATH``: each version searches a store it wrote (a newer store schema
+#: may be unreadable to older code).
+BUILD = (
+    "import sys\n"
+    "from rankseam.bench import synthetic\n"
+    "from rankseam.memory import open_memory\n"
+    "with open_memory(sys.argv[1]) as memory:\n"
+    "    memory.ingest(synthetic.texts(int(sys.argv[2])))\n"
+)
 
-    with open_memory(path) as memory:
-        memory.ingest(synthetic.texts(memories))
+
+def _build_store(label: str, path: Path, memories: int, env: Mapping[str, str]) -> str:
+    _run(label, ["-c", BUILD, str(path), str(memories)], env)
+    return str(path)
 
 
 def _summary(cpu: Sequence[float], wall: Sequence[float]) -> dict[str, float]:
@@ -128,11 +137,18 @@ def run_startup(
     given_db = db is not None
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     with tempfile.TemporaryDirectory(prefix="rankseam-bench-cli-") as tmp:
+        base_env: dict[str, str] = {}
+        if baseline is not None:
+            path = os.pathsep.join([*_source_folders(baseline), env.get("PYTHONPATH", "")])
+            base_env = {**env, "PYTHONPATH": path}
+        base_db = db
         if db is None:
-            store = Path(tmp) / "store.sqlite3"
             echo(f"building a store of {memories} synthetic memories")
-            _build_store(store, memories)
-            db = str(store)
+            db = _build_store("building the store", Path(tmp) / "store.sqlite3", memories, env)
+            if baseline is not None:
+                base_db = _build_store(
+                    "building the baseline's store", Path(tmp) / "base.sqlite3", memories, base_env
+                )
         commands = default_commands(db, query, rerank=rerank)
         if only is not None:
             unknown = sorted(set(only) - set(commands))
@@ -143,10 +159,11 @@ def run_startup(
             commands = {k: v for k, v in commands.items() if k in only or k == FLOOR}
         envs = {label: {**env, **_ENV.get(label, {})} for label in commands}
         if baseline is not None:
-            path = os.pathsep.join([*_source_folders(baseline), env.get("PYTHONPATH", "")])
+            assert base_db is not None
+            base_commands = default_commands(base_db, query, rerank=rerank)
             for label in [k for k in commands if k.startswith("rankseam") and k not in _ENV]:
-                commands[f"{label} [baseline]"] = commands[label]
-                envs[f"{label} [baseline]"] = {**envs[label], "PYTHONPATH": path}
+                commands[f"{label} [baseline]"] = base_commands[label]
+                envs[f"{label} [baseline]"] = {**envs[label], **base_env}
         labels = list(commands)
         echo(f"warming up (bytecode and entry-point caches): {len(labels)} commands")
         for label in labels:

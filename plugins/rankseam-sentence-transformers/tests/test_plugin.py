@@ -36,6 +36,7 @@ def test_found_through_its_entry_point() -> None:
     assert listed.components == {
         "embedder": ("sentence-transformers",),
         "decision_backend": ("similarity",),
+        "reranker": ("semantic",),
     }
     assert "no download" in listed.summary
 
@@ -96,6 +97,10 @@ def test_defaults_are_documented_constants() -> None:
         ({"normalize": "yes"}, "normalize must be true or false"),
         ({"model": "sentence-transformers/all-mpnet-base-v2"}, "never downloads"),
         ({"model": ""}, "model must be a non-empty string, got ''"),
+        ({"backend": "tensorrt"}, "backend must be one of"),
+        ({"quantize": "int8"}, "quantize must be true or false"),
+        ({"threads": 0}, "threads must be an integer in 1..256"),
+        ({"quantize": True}, "quantize = true needs backend = 'onnx'"),
     ],
 )
 def test_embedder_options_are_validated(options: dict[str, object], message: str) -> None:
@@ -120,6 +125,23 @@ def test_similarity_options_are_validated(options: dict[str, object], message: s
         _context(decision_backends={"similarity": options}).decision_backend(
             "similarity", RERANK_ROLE
         )
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"wieght": 0.5}, "[rerankers.semantic] wieght is not an option"),
+        ({"weight": 1.5}, "weight must be a number in [0, 1]"),
+        ({"backend": "cuda"}, "backend must be one of"),
+        ({"max_seq_length": 4}, "max_seq_length must be an integer in 8..512"),
+        ({"cache_size": -1}, "cache_size must be an integer >= 0"),
+        ({"deadline_s": 0}, "deadline_s must be a number > 0"),
+        ({"device": "gpu"}, "device must be 'cpu'"),
+    ],
+)
+def test_semantic_options_are_validated(options: dict[str, object], message: str) -> None:
+    with pytest.raises(ConfigurationError, match=__import__("re").escape(message)):
+        _context(rerankers={"semantic": options}).build("reranker", "semantic")
 
 
 def test_a_directory_that_is_no_model_is_refused(tmp_path: Path) -> None:

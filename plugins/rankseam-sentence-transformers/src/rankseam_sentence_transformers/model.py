@@ -19,7 +19,7 @@ import logging
 import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import attrs
 import numpy as np
@@ -28,8 +28,11 @@ from rankseam.errors import ConfigurationError
 
 __all__ = [
     "DEFAULT_MODEL",
+    "Encoder",
     "LoadedModel",
     "ModelFiles",
+    "Runtime",
+    "load_encoder",
     "load_model",
     "resolve_model",
 ]
@@ -158,7 +161,7 @@ def _dimensions(path: Path) -> int:
 
 
 @contextlib.contextmanager
-def _quiet_loading() -> Iterator[None]:
+def quiet_loading() -> Iterator[None]:
     """No "Loading weights" progress bar from transformers on the user's terminal (the model
     loads once, from local files); the user's own setting comes back afterwards."""
     from transformers.utils import logging as hf_logging
@@ -172,16 +175,29 @@ def _quiet_loading() -> Iterator[None]:
             hf_logging.enable_progress_bar()
 
 
+class Encoder(Protocol):
+    """What the embedder, the ``similarity`` backend and the ``semantic`` reranker call: the
+    torch model (:class:`LoadedModel`) or its ONNX export (``onnx_backend.OnnxModel``)."""
+
+    def encode(self, texts: Sequence[str], *, batch_size: int, normalize: bool) -> np.ndarray: ...
+
+    def encode_counted(
+        self, texts: Sequence[str], *, batch_size: int, normalize: bool
+    ) -> tuple[np.ndarray, int]: ...
+
+    def count_tokens(self, texts: Sequence[str]) -> int: ...
+
+
 class LoadedModel:
     """One loaded SentenceTransformer; ``encode`` is thread-safe (serialised)."""
 
-    def __init__(self, files: ModelFiles, device: str) -> None:
+    def __init__(self, files: ModelFiles, device: str, max_seq_length: int | None = None) -> None:
         from sentence_transformers import SentenceTransformer
 
         self.files = files
         self.device = device
         self._lock = threading.Lock()
-        with _quiet_loading():
+        with quiet_loading():
             self._model = SentenceTransformer(
                 str(files.path), device=device, local_files_only=True, trust_remote_code=False
             )
@@ -195,6 +211,8 @@ class LoadedModel:
                 f"model {files.name!r} produces {actual}-d vectors but its configs say "
                 f"{files.dimensions}; the model directory {str(files.path)!r} is inconsistent"
             )
+        if max_seq_length is not None:
+            self._model.max_seq_length = max_seq_length
         self._tokenize = getattr(self._model, "preprocess", None) or self._model.tokenize
         self.normalizes = any(type(m).__name__ == "Normalize" for m in self._model.children())
 
@@ -209,26 +227,69 @@ class LoadedModel:
             )
         return np.ascontiguousarray(out, dtype=np.float32)
 
+    def encode_counted(
+        self, texts: Sequence[str], *, batch_size: int, normalize: bool
+    ) -> tuple[np.ndarray, int]:
+        return self.encode(texts, batch_size=batch_size, normalize=normalize), self.count_tokens(
+            texts
+        )
+
     def count_tokens(self, texts: Sequence[str]) -> int:
         with self._lock:
             features = self._tokenize(list(texts))
         return int(features["attention_mask"].sum())
 
 
-_CACHE: dict[tuple[Path, str, str], LoadedModel] = {}
+@attrs.frozen
+class Runtime:
+    """How a model runs: ``backend`` ``"torch"`` (``device``) or ``"onnx"`` (CPU, ``threads``
+    intra-op threads, ``quantize`` to int8, exports cached under ``cache_dir``), and the
+    longest input in tokens (``None``: the model's own ``max_seq_length``)."""
+
+    backend: str = "torch"
+    device: str = "cpu"
+    quantize: bool = False
+    threads: int = 1
+    cache_dir: Path | None = None
+    max_seq_length: int | None = None
+
+
+_CACHE: dict[tuple[Path, str, Runtime], Encoder] = {}
 _CACHE_LOCK = threading.Lock()
 
 
-def load_model(files: ModelFiles, device: str) -> LoadedModel:
-    """The process-wide loaded model for ``files`` on ``device`` (loaded once)."""
-    key = (files.path, files.revision, device)
+def load_encoder(files: ModelFiles, runtime: Runtime) -> Encoder:
+    """The process-wide encoder for ``files`` run as ``runtime`` (loaded, or exported and
+    loaded, once)."""
+    key = (files.path, files.revision, runtime)
     with _CACHE_LOCK:
         loaded = _CACHE.get(key)
         if loaded is None:
             log.info(
                 "loading sentence-transformers model",
-                extra={"event": "st.model.load", "model": files.name, "device": device},
+                extra={"event": "st.model.load", "model": files.name, "backend": runtime.backend},
             )
-            loaded = LoadedModel(files, device)
+            if runtime.backend == "onnx":
+                from rankseam_sentence_transformers.onnx_backend import (
+                    OnnxModel,
+                    default_cache_dir,
+                )
+
+                loaded = OnnxModel(
+                    files,
+                    quantize=runtime.quantize,
+                    threads=runtime.threads,
+                    cache_dir=runtime.cache_dir or default_cache_dir(),
+                    max_seq_length=runtime.max_seq_length,
+                )
+            else:
+                loaded = LoadedModel(files, runtime.device, runtime.max_seq_length)
             _CACHE[key] = loaded
         return loaded
+
+
+def load_model(files: ModelFiles, device: str) -> LoadedModel:
+    """The process-wide torch model for ``files`` on ``device`` (loaded once)."""
+    loaded = load_encoder(files, Runtime(device=device))
+    assert isinstance(loaded, LoadedModel)
+    return loaded

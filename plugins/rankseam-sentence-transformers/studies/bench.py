@@ -1,0 +1,236 @@
+"""Measurements behind docs/plugins/sentence-transformers.md (CPU time beside wall).
+
+    python plugins/rankseam-sentence-transformers/studies/bench.py speed --memories 800
+    python plugins/rankseam-sentence-transformers/studies/bench.py rerank-cpu \\
+        --dataset beir:shared/data/scifact-train@train --queries 100
+
+A study script, not part of the plugin's package: it reads the datasets with rankseam's own
+benchmark loader (``rankseam.bench.datasets``, the one ``rankseam bench quality`` uses).
+
+``speed``: the same memories ingested into one SQLite store per backend (torch with its
+default threads, torch with one thread, ONNX fp32, ONNX int8), **interleaved** chunk by chunk
+so every backend sees the same machine load; after each chunk each backend embeds the same
+queries one at a time (what a search pays for its query vector). Reports memories/s (wall),
+CPU ms per memory, and query embedding CPU and wall ms, with the ratios to torch.
+
+``rerank-cpu``: a store of the dataset built with the model-free ``hashed`` embedder; for each
+query the coarse pool (``--pool``, default 30) is reranked by ``semantic`` through the seam
+(``rankseam.testing.run_reranker``), timed with the process's CPU clock. ``cold``: no vector
+cache (every text of every pool encoded); ``warm``: the same queries again with the cache
+filled by a first pass. Prints a Markdown table and writes ``report.json`` to ``--out``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import tempfile
+import time
+from collections.abc import Callable, Mapping, Sequence
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import rankseam
+from rankseam.testing import build_component, run_reranker
+
+__all__ = ["main", "rerank_cpu", "speed"]
+
+#: The backends ``speed`` compares: label -> (embedder options, torch threads or None).
+BACKENDS: dict[str, tuple[dict[str, Any], int | None]] = {
+    "torch": ({}, None),
+    "torch-1-thread": ({}, 1),
+    "onnx": ({"backend": "onnx"}, None),
+    "onnx-int8": ({"backend": "onnx", "quantize": True}, None),
+}
+
+
+def _load(spec: str) -> Any:
+    from rankseam.bench.datasets import load_dataset
+
+    return load_dataset(spec)
+
+
+def _clocks() -> tuple[float, float]:
+    return time.perf_counter(), time.process_time()
+
+
+def _timed(work: Callable[[], Any]) -> tuple[float, float]:
+    wall, cpu = _clocks()
+    work()
+    end_wall, end_cpu = _clocks()
+    return end_wall - wall, end_cpu - cpu
+
+
+def _each(embed: Callable[[list[str]], Any], texts: Sequence[str]) -> None:
+    for text in texts:
+        embed([text])
+
+
+def speed(
+    dataset: str, memories: int, queries: int, chunk: int, backends: Sequence[str], folder: Path
+) -> dict[str, Any]:
+    import torch
+
+    data = _load(dataset)
+    records = [r.to_ingest() for c in data.collections for r in c.records][:memories]
+    questions = [q.text for c in data.collections for q in c.queries][:queries]
+    default_threads = torch.get_num_threads()
+    opened = {}
+    embedders: dict[str, Any] = {}
+    for label in backends:
+        options, _ = BACKENDS[label]
+        opened[label] = rankseam.open_memory(
+            folder / f"{label}.sqlite3",
+            embedder="sentence-transformers",
+            config={"embedders": {"sentence-transformers": options}},
+            reranker=None,
+        )
+        embedders[label] = build_component("embedder", "sentence-transformers", options)
+        embedders[label].embed(["warm-up"])  # load (and export) outside the clock
+    totals = {label: {"ingest": [0.0, 0.0], "query": [0.0, 0.0]} for label in backends}
+    for start in range(0, len(records), chunk):
+        part = records[start : start + chunk]
+        for label in backends:
+            threads = BACKENDS[label][1]
+            torch.set_num_threads(threads or default_threads)
+            memory = opened[label]
+            wall, cpu = _timed(partial(memory.ingest, part))
+            totals[label]["ingest"][0] += wall
+            totals[label]["ingest"][1] += cpu
+            embed = embedders[label].embed
+            wall, cpu = _timed(partial(_each, embed, questions))
+            totals[label]["query"][0] += wall
+            totals[label]["query"][1] += cpu
+    torch.set_num_threads(default_threads)
+    rounds = -(-len(records) // chunk)
+    rows = {}
+    for label, t in totals.items():
+        rows[label] = {
+            "memories_per_s": len(records) / t["ingest"][0],
+            "ingest_cpu_ms_per_memory": 1000 * t["ingest"][1] / len(records),
+            "query_cpu_ms": 1000 * t["query"][1] / (rounds * len(questions)),
+            "query_wall_ms": 1000 * t["query"][0] / (rounds * len(questions)),
+        }
+    for memory in opened.values():
+        memory.close()
+    return {
+        "memories": len(records),
+        "queries": len(questions) * rounds,
+        "torch_default_threads": default_threads,
+        "backends": rows,
+    }
+
+
+def rerank_cpu(
+    dataset: str, queries: int, pool: int, limit: int, options: Mapping[str, Any], folder: Path
+) -> dict[str, Any]:
+    from rankseam_sentence_transformers import SemanticOptions, SemanticReranker
+
+    data = _load(dataset)
+    pools: list[tuple[str, Any]] = []
+    for number, collection in enumerate(data.collections):
+        memory = rankseam.open_memory(
+            folder / f"hashed-{number}.sqlite3", embedder="hashed", reranker=None
+        )
+        memory.ingest([r.to_ingest() for r in collection.records])
+        for question in collection.queries[: queries - len(pools)]:
+            result = memory.search(question.text, limit=pool, pool=pool)
+            pools.append((question.text, result.hits))
+        memory.close()
+        if len(pools) >= queries:
+            break
+    cold = SemanticReranker(SemanticOptions.from_mapping({**options, "cache_size": 0}))
+    warm = SemanticReranker(SemanticOptions.from_mapping(dict(options)))
+    cold.encoder.encode(["warm-up"], batch_size=1, normalize=True)  # load outside the clock
+    out: dict[str, Any] = {"queries": len(pools), "pool": pool, "descriptor": cold.descriptor}
+    for label, reranker, passes in (("cold", cold, 1), ("warm", warm, 2)):
+        cpu_ms: list[float] = []
+        wall_ms: list[float] = []
+        tokens = 0
+        for round_ in range(passes):
+            for text, hits in pools:
+                wall, cpu = _clocks()
+                run = run_reranker(reranker, text, hits, limit)
+                end_wall, end_cpu = _clocks()
+                if round_ == passes - 1:
+                    cpu_ms.append(1000 * (end_cpu - cpu))
+                    wall_ms.append(1000 * (end_wall - wall))
+                    assert run.trace is not None
+                    tokens += run.trace.usage.input_tokens or 0
+        out[label] = {
+            "cpu_ms_mean": statistics.fmean(cpu_ms),
+            "cpu_ms_p50": statistics.median(cpu_ms),
+            "cpu_ms_p95": sorted(cpu_ms)[int(0.95 * (len(cpu_ms) - 1))],
+            "wall_ms_mean": statistics.fmean(wall_ms),
+            "input_tokens_per_query": tokens / len(pools),
+        }
+    return out
+
+
+def _option_pairs(values: Sequence[str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for item in values:
+        key, _, raw = item.partition("=")
+        try:
+            out[key] = json.loads(raw)
+        except ValueError:
+            out[key] = raw
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="studies/bench.py")
+    sub = parser.add_subparsers(dest="command", required=True)
+    s = sub.add_parser("speed", help="torch vs ONNX, interleaved: ingest and query embedding")
+    s.add_argument("--dataset", default="locomo")
+    s.add_argument("--memories", type=int, default=800)
+    s.add_argument("--queries", type=int, default=25, help="query embeddings per chunk")
+    s.add_argument("--chunk", type=int, default=100)
+    s.add_argument("--backends", default=",".join(BACKENDS))
+    r = sub.add_parser("rerank-cpu", help="the semantic reranker's CPU per query, cold and warm")
+    r.add_argument("--dataset", required=True)
+    r.add_argument("--queries", type=int, default=100)
+    r.add_argument("--pool", type=int, default=30)
+    r.add_argument("--limit", type=int, default=10)
+    r.add_argument(
+        "--option", action="append", default=[], help="KEY=VALUE of [rerankers.semantic]"
+    )
+    for p in (s, r):
+        p.add_argument("--out", type=Path, default=None, help="folder for report.json")
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="rankseam-st-bench-") as scratch:
+        if args.command == "speed":
+            report = speed(
+                args.dataset,
+                args.memories,
+                args.queries,
+                args.chunk,
+                args.backends.split(","),
+                Path(scratch),
+            )
+        else:
+            report = rerank_cpu(
+                args.dataset,
+                args.queries,
+                args.pool,
+                args.limit,
+                _option_pairs(args.option),
+                Path(scratch),
+            )
+    report["environment"] = {
+        "python": platform.python_version(),
+        "cpu_count": os.cpu_count(),
+        "load_average": os.getloadavg(),
+    }
+    print(json.dumps(report, indent=2))
+    if args.out is not None:
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "report.json").write_text(json.dumps(report, indent=2), encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()

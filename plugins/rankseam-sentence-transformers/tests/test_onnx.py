@@ -1,0 +1,126 @@
+"""The ONNX Runtime path against the torch backend, with the packaged model, offline."""
+
+from __future__ import annotations
+
+import logging
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import ClassVar
+
+import numpy as np
+import pytest
+
+from rankseam.errors import ConfigurationError
+from rankseam.testing import EmbedderContract, build_component
+from rankseam_sentence_transformers import SentenceTransformerEmbedder
+
+pytest.importorskip("onnxruntime", reason="the onnx extra is not installed")
+
+TEXTS = [
+    "Melanie painted a sunrise over the lake last summer.",
+    "The quarterly tax filing is due on the fifteenth.",
+    "",
+    "ünïcødé — 漢字 テスト 🙂",
+    "a long abstract " + "with many repeated clauses about cells and proteins " * 60,
+    "x",
+]
+
+
+def _embedder(**options: object) -> SentenceTransformerEmbedder:
+    built = build_component("embedder", "sentence-transformers", options)
+    assert isinstance(built, SentenceTransformerEmbedder)
+    return built
+
+
+@pytest.fixture(scope="module")
+def torch_vectors() -> np.ndarray:
+    return _embedder().embed(TEXTS)
+
+
+def test_fp32_onnx_vectors_equal_the_torch_ones_and_share_their_space(
+    torch_vectors: np.ndarray,
+) -> None:
+    onnx = _embedder(backend="onnx", batch_size=4)
+    np.testing.assert_allclose(onnx.embed(TEXTS), torch_vectors, atol=1e-5)
+    assert onnx.descriptor.key == _embedder().descriptor.key
+
+
+def test_int8_vectors_are_close_but_a_space_of_their_own(torch_vectors: np.ndarray) -> None:
+    int8 = _embedder(backend="onnx", quantize=True)
+    vectors = int8.embed(TEXTS)
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    cosines = np.sum(vectors * torch_vectors, axis=1)
+    assert cosines.min() > 0.95, cosines
+    assert not np.allclose(vectors, torch_vectors, atol=1e-3)
+    assert int8.descriptor.key != _embedder().descriptor.key
+    assert int8.descriptor.revision.endswith("+int8")
+
+
+@pytest.mark.parametrize("quantize", [False, True])
+def test_a_vector_does_not_depend_on_its_batch(quantize: bool) -> None:
+    embedder = _embedder(backend="onnx", quantize=quantize, batch_size=8)
+    together = embedder.embed(TEXTS)
+    for i, text in enumerate(TEXTS):
+        np.testing.assert_allclose(embedder.embed([text])[0], together[i], atol=1e-6)
+
+
+def test_the_export_runs_once_and_says_so(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    from rankseam_sentence_transformers.model import resolve_model
+    from rankseam_sentence_transformers.onnx_backend import export_onnx
+
+    files = resolve_model("all-MiniLM-L6-v2")
+    with caplog.at_level(logging.INFO, logger="rankseam_sentence_transformers"):
+        first = export_onnx(files, quantize=True, cache_dir=tmp_path)
+    exports = [r for r in caplog.records if getattr(r, "event", None) == "st.onnx.export"]
+    assert len(exports) == 1 and exports[0].levelno == logging.WARNING
+    assert str(tmp_path) in exports[0].getMessage()
+    assert first.is_file() and first.parent.parent == tmp_path
+    stamp = first.stat().st_mtime_ns
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="rankseam_sentence_transformers"):
+        again = export_onnx(files, quantize=True, cache_dir=tmp_path)
+    assert again == first and again.stat().st_mtime_ns == stamp
+    assert not [r for r in caplog.records if getattr(r, "event", None) == "st.onnx.export"]
+    assert not list(tmp_path.rglob("*.tmp"))
+
+
+def test_an_unwritable_cache_folder_is_a_configuration_error(tmp_path: Path) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    embedder = _embedder(backend="onnx", cache_dir=str(blocker / "models"))
+    with pytest.raises(ConfigurationError, match="cache_dir"):
+        embedder.embed(["hello"])
+
+
+def test_quantize_needs_the_onnx_backend() -> None:
+    with pytest.raises(ConfigurationError, match="backend = 'onnx'"):
+        _embedder(quantize=True)
+
+
+def test_without_onnxruntime_the_error_says_how_to_install_it() -> None:
+    code = textwrap.dedent(
+        """
+        import sys
+        sys.modules["onnxruntime"] = None  # as if not installed
+        from rankseam.errors import ConfigurationError
+        from rankseam.testing import build_component
+        embedder = build_component("embedder", "sentence-transformers", {"backend": "onnx"})
+        try:
+            embedder.embed(["hello"])
+        except ConfigurationError as exc:
+            print("ERROR:", exc)
+        """
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=True
+    )
+    assert "rankseam-sentence-transformers[onnx]" in out.stdout, out.stdout + out.stderr
+
+
+class TestOnnxInt8EmbedderContract(EmbedderContract):
+    capabilities: ClassVar[frozenset[str]] = frozenset({"deterministic"})
+
+    def make_embedder(self) -> SentenceTransformerEmbedder:
+        return _embedder(backend="onnx", quantize=True)

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import atexit
 import importlib
+import os
+import shutil
 import sys
+import tempfile
 import textwrap
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -13,6 +17,13 @@ import pytest
 from rankseam.plugins import reset_plugins
 
 Install = Callable[..., None]
+
+# With rankseam-sentence-transformers installed, the latency benchmark's tests build its
+# `semantic` reranker, whose first use exports the model to ONNX: into this session's folder,
+# not the user's data folder.
+if "RANKSEAM_MODEL_CACHE" not in os.environ:
+    os.environ["RANKSEAM_MODEL_CACHE"] = tempfile.mkdtemp(prefix="rankseam-tests-models-")
+    atexit.register(shutil.rmtree, os.environ["RANKSEAM_MODEL_CACHE"], ignore_errors=True)
 
 
 @pytest.fixture

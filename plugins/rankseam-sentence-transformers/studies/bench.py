@@ -11,13 +11,16 @@ benchmark loader (``rankseam.bench.datasets``, the one ``rankseam bench quality`
 default threads, torch with one thread, ONNX fp32, ONNX int8), **interleaved** chunk by chunk
 so every backend sees the same machine load; after each chunk each backend embeds the same
 queries one at a time (what a search pays for its query vector). Reports memories/s (wall),
-CPU ms per memory, and query embedding CPU and wall ms, with the ratios to torch.
+CPU ms per memory, and query embedding CPU and wall ms, to compare with torch's.
 
 ``rerank-cpu``: a store of the dataset built with the model-free ``hashed`` embedder; for each
 query the coarse pool (``--pool``, default 30) is reranked by ``semantic`` through the seam
-(``rankseam.testing.run_reranker``), timed with the process's CPU clock. ``cold``: no vector
-cache (every text of every pool encoded); ``warm``: the same queries again with the cache
-filled by a first pass. Prints a Markdown table and writes ``report.json`` to ``--out``.
+(``rankseam.testing.run_reranker``), timed with the process's CPU clock, each ``--variant``
+(options of ``[rerankers.semantic]``) in turn query by query. ``cold``: no vector cache
+(every text of every pool encoded); ``warm``: the candidate cache filled by a first pass over
+the same queries (the query itself is encoded again: a new reranker instance shares the
+cache, not the query vectors).
+Prints the report as JSON and writes ``report.json`` to ``--out``.
 """
 
 from __future__ import annotations
@@ -126,8 +129,14 @@ def speed(
 
 
 def rerank_cpu(
-    dataset: str, queries: int, pool: int, limit: int, options: Mapping[str, Any], folder: Path
+    dataset: str,
+    queries: int,
+    pool: int,
+    limit: int,
+    variants: Mapping[str, Mapping[str, Any]],
+    folder: Path,
 ) -> dict[str, Any]:
+    """Each variant's cold and warm rerank CPU per query, interleaved query by query."""
     from rankseam_sentence_transformers import SemanticOptions, SemanticReranker
 
     data = _load(dataset)
@@ -143,42 +152,57 @@ def rerank_cpu(
         memory.close()
         if len(pools) >= queries:
             break
-    cold = SemanticReranker(SemanticOptions.from_mapping({**options, "cache_size": 0}))
-    warm = SemanticReranker(SemanticOptions.from_mapping(dict(options)))
-    cold.encoder.encode(["warm-up"], batch_size=1, normalize=True)  # load outside the clock
-    out: dict[str, Any] = {"queries": len(pools), "pool": pool, "descriptor": cold.descriptor}
-    for label, reranker, passes in (("cold", cold, 1), ("warm", warm, 2)):
-        cpu_ms: list[float] = []
-        wall_ms: list[float] = []
-        tokens = 0
-        for round_ in range(passes):
-            for text, hits in pools:
+    rerankers = {}
+    for label, options in variants.items():
+        for state, size in (("cold", 0), ("warm", 1 << 16)):
+            reranker = SemanticReranker(
+                SemanticOptions.from_mapping({**options, "cache_size": size})
+            )
+            reranker.encoder.encode(["warm-up"], batch_size=1, normalize=True)  # load first
+            rerankers[label, state] = reranker
+    samples: dict[tuple[str, str], list[tuple[float, float, int]]] = {k: [] for k in rerankers}
+    for pass_ in range(2):  # the warm rerankers' first pass fills their caches
+        if pass_ == 1:  # a new instance: the same (shared) vector cache, no query vectors yet
+            for label, state in list(rerankers):
+                if state == "warm":
+                    rerankers[label, state] = SemanticReranker(rerankers[label, state].options)
+        for text, hits in pools:
+            for key, reranker in rerankers.items():
+                if key[1] == "cold" and pass_ == 0:
+                    continue
                 wall, cpu = _clocks()
                 run = run_reranker(reranker, text, hits, limit)
                 end_wall, end_cpu = _clocks()
-                if round_ == passes - 1:
-                    cpu_ms.append(1000 * (end_cpu - cpu))
-                    wall_ms.append(1000 * (end_wall - wall))
+                if pass_ == 1:
                     assert run.trace is not None
-                    tokens += run.trace.usage.input_tokens or 0
-        out[label] = {
+                    tokens = run.trace.usage.input_tokens or 0
+                    samples[key].append((1000 * (end_cpu - cpu), 1000 * (end_wall - wall), tokens))
+    out: dict[str, Any] = {"queries": len(pools), "pool": pool, "variants": {}}
+    for (label, state), rows in samples.items():
+        cpu_ms = sorted(r[0] for r in rows)
+        out["variants"].setdefault(label, {"descriptor": rerankers[label, state].descriptor})
+        out["variants"][label][state] = {
             "cpu_ms_mean": statistics.fmean(cpu_ms),
             "cpu_ms_p50": statistics.median(cpu_ms),
-            "cpu_ms_p95": sorted(cpu_ms)[int(0.95 * (len(cpu_ms) - 1))],
-            "wall_ms_mean": statistics.fmean(wall_ms),
-            "input_tokens_per_query": tokens / len(pools),
+            "cpu_ms_p95": cpu_ms[int(0.95 * (len(cpu_ms) - 1))],
+            "wall_ms_mean": statistics.fmean(r[1] for r in rows),
+            "input_tokens_per_query": statistics.fmean(r[2] for r in rows),
         }
     return out
 
 
-def _option_pairs(values: Sequence[str]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for item in values:
-        key, _, raw = item.partition("=")
-        try:
-            out[key] = json.loads(raw)
-        except ValueError:
-            out[key] = raw
+def _variants(values: Sequence[str]) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    for item in values or ["default=="]:
+        label, _, spec = item.partition("==")
+        options: dict[str, Any] = {}
+        for pair in filter(None, spec.split(":")):
+            key, _, raw = pair.partition("=")
+            try:
+                options[key] = json.loads(raw)
+            except ValueError:
+                options[key] = raw
+        out[label] = options
     return out
 
 
@@ -197,7 +221,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     r.add_argument("--pool", type=int, default=30)
     r.add_argument("--limit", type=int, default=10)
     r.add_argument(
-        "--option", action="append", default=[], help="KEY=VALUE of [rerankers.semantic]"
+        "--variant",
+        action="append",
+        default=[],
+        help="LABEL==KEY=VALUE:KEY=VALUE (options of [rerankers.semantic]); repeatable; "
+        "default: the defaults only",
     )
     for p in (s, r):
         p.add_argument("--out", type=Path, default=None, help="folder for report.json")
@@ -218,7 +246,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                 args.queries,
                 args.pool,
                 args.limit,
-                _option_pairs(args.option),
+                _variants(args.variant),
                 Path(scratch),
             )
     report["environment"] = {

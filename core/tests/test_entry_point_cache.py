@@ -108,6 +108,10 @@ def test_installing_upgrading_and_removing_a_distribution_is_seen(
     listed = _listed()
     assert "second-renamed" in listed and "second" not in listed
 
+    # its metadata rewritten in place (another version, same folder)
+    (new / "METADATA").write_text("Metadata-Version: 2.1\nName: rs_test_second\nVersion: 0.4.1\n")
+    assert _listed()["second-renamed"] == "0.4.1"
+
     shutil.rmtree(new)  # removed
     listed = _listed()
     assert "second-renamed" not in listed and "first" in listed

@@ -9,11 +9,11 @@ start of the ``rankseam`` command. The answer is kept in one small JSON file,
 on macOS, ``%LOCALAPPDATA%\\rankseam\\Cache`` on Windows; set it empty to keep nothing), with a
 fingerprint of what it was read from: the interpreter, every ``sys.path`` entry, the
 distribution folders (``*.dist-info``, ``*.egg-info``) in each, and the size and modification
-time of each one's ``entry_points.txt``. Installing, upgrading, reinstalling or removing a
-distribution changes the fingerprint, and the next start reads the metadata again. The file
-is only a shortcut: when it is missing, unreadable, from another environment, or cannot be
-written, the metadata is read as before. When a finder other than Python's own path finder
-can supply distributions, nothing is cached.
+time of each one's ``entry_points.txt`` and metadata file (name, version). Installing,
+upgrading, reinstalling or removing a distribution changes the fingerprint, and the next start
+reads the metadata again. The file is only a shortcut: when it is missing, unreadable, from
+another environment, or cannot be written, the metadata is read as before. When a finder
+other than Python's own path finder can supply distributions, nothing is cached.
 """
 
 from __future__ import annotations
@@ -105,11 +105,13 @@ def _fingerprint(group: str) -> str:
             continue
         for name in names:
             if name.endswith((".dist-info", ".egg-info")):
-                try:
-                    stat = os.stat(os.path.join(folder, name, "entry_points.txt"))
-                    parts.append(f"{name}\0{stat.st_mtime_ns}\0{stat.st_size}")
-                except OSError:
-                    parts.append(f"{name}\0-")
+                parts.append(name)
+                for file in ("entry_points.txt", "METADATA", "PKG-INFO"):
+                    try:
+                        stat = os.stat(os.path.join(folder, name, file))
+                        parts.append(f"{file}\0{stat.st_mtime_ns}\0{stat.st_size}")
+                    except OSError:
+                        pass
     return hashlib.sha256("\n".join(parts).encode("utf-8", "surrogateescape")).hexdigest()
 
 

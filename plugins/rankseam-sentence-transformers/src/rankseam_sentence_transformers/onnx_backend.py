@@ -179,7 +179,7 @@ def export_onnx(files: ModelFiles, *, quantize: bool, cache_dir: Path) -> Path:
             "writable folder"
         ) from exc
     log.warning(
-        "exporting %s to ONNX%s once, from its local files (about half a minute); cached in %s",
+        "exporting %s to ONNX%s once, from its local files (seconds to a minute); cached in %s",
         files.name,
         " (int8)" if quantize else "",
         folder,

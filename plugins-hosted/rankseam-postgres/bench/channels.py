@@ -164,7 +164,7 @@ def ef_search(store: str, queries: list[str], values: list[int], k: int) -> list
     import rankseam_postgres.reader as reader_module
 
     rows = []
-    saved = reader_module.EF_SEARCH
+    saved = reader_module.EF_SEARCH, reader_module.EF_SEARCH_LARGE
     with rankseam.open_memory(store, create=False) as memory:
         space = memory.embedder.descriptor
         vectors = memory.embedder.embed(queries)
@@ -175,7 +175,7 @@ def ef_search(store: str, queries: list[str], values: list[int], k: int) -> list
             ]
         try:
             for value in values:
-                reader_module.EF_SEARCH = value
+                reader_module.EF_SEARCH = reader_module.EF_SEARCH_LARGE = value
                 times, recall = [], []
                 for v, best in zip(vectors, exact, strict=True):
                     with memory.store.read() as reader:
@@ -192,7 +192,7 @@ def ef_search(store: str, queries: list[str], values: list[int], k: int) -> list
                     }
                 )
         finally:
-            reader_module.EF_SEARCH = saved
+            reader_module.EF_SEARCH, reader_module.EF_SEARCH_LARGE = saved
     return rows
 
 

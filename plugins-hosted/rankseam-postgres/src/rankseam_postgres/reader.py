@@ -28,16 +28,22 @@ from rankseam_postgres.tables import COLUMNS, row_to_memory
 if TYPE_CHECKING:
     from rankseam_postgres.store import PostgresStore
 
-__all__ = ["EF_SEARCH", "EXACT_BELOW", "PostgresReader"]
+__all__ = ["EF_SEARCH", "EF_SEARCH_LARGE", "EXACT_BELOW", "LARGE_FROM", "PostgresReader"]
 
 #: A namespace with fewer live memories than this is searched exactly (a sequential scan of
 #: its vectors); from this size on through the space's HNSW index.
 EXACT_BELOW = 20_000
 #: ``hnsw.ef_search`` of an index search (the candidate list; raised to the over-fetch when
-#: that is larger, at most 800). pgvector's search time grows with it: at 100 000 memories
-#: 512 took 20 ms and found 0.97 of the exact best 120, 256 took 11 ms and found 0.91
-#: (docs/plugins/postgres.md, "Performance").
+#: that is larger, at most 800). pgvector's search time grows with it, and the effort a graph
+#: needs for the same recall grows with the graph: at 100 000 memories 256 found 0.93 of the
+#: exact best 120 (512: 0.975, in about twice the time); at a million 512 found 0.78 (256:
+#: 0.69). So namespaces of :data:`LARGE_FROM` live memories and more search with
+#: :data:`EF_SEARCH_LARGE` (docs/plugins/postgres.md, "Performance").
 EF_SEARCH = 256
+#: ``hnsw.ef_search`` from :data:`LARGE_FROM` live memories on.
+EF_SEARCH_LARGE = 512
+#: The namespace size from which :data:`EF_SEARCH_LARGE` applies.
+LARGE_FROM = 500_000
 
 #: Planner methods turned off for the statement that searches an HNSW index.
 _NO_SCAN = ("enable_seqscan", "enable_bitmapscan", "enable_sort")
@@ -338,6 +344,7 @@ class PostgresReader:
             and self._index_ready(descriptor.key)
         )
         if indexed:
+            ef = EF_SEARCH_LARGE if self.live_count(namespace) >= LARGE_FROM else EF_SEARCH
             # the index's own expression, so the planner walks the HNSW graph
             dims = sql.Literal(descriptor.dimensions)
             distance = sql.SQL("(v.vector::vector({d}) {op} {q}::vector({d}))").format(
@@ -371,7 +378,7 @@ class PostgresReader:
                     "set_config('hnsw.iterative_scan', 'relaxed_order', true), {off}; "
                     "{search}; SELECT {on}"
                 ).format(
-                    ef=sql.Literal(str(max(EF_SEARCH, k))),
+                    ef=sql.Literal(str(max(ef, k))),
                     off=sql.SQL(off),
                     search=query_sql,
                     on=sql.SQL(on),

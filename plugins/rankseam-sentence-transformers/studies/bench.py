@@ -8,7 +8,8 @@ A study script, not part of the plugin's package: it reads the datasets with ran
 benchmark loader (``rankseam.bench.datasets``, the one ``rankseam bench quality`` uses).
 
 ``speed``: the same memories ingested into one SQLite store per backend (torch with its
-default threads, torch with one thread, ONNX fp32, ONNX int8), **interleaved** chunk by chunk
+default threads, torch with one thread, ONNX fp32, ONNX int8 with one worker and with the
+default two), **interleaved** chunk by chunk
 so every backend sees the same machine load; after each chunk each backend embeds the same
 queries one at a time (what a search pays for its query vector). Reports memories/s (wall),
 CPU ms per memory, and query embedding CPU and wall ms, to compare with torch's.
@@ -47,6 +48,7 @@ BACKENDS: dict[str, tuple[dict[str, Any], int | None]] = {
     "torch": ({}, None),
     "torch-1-thread": ({}, 1),
     "onnx": ({"backend": "onnx"}, None),
+    "onnx-int8-1-worker": ({"backend": "onnx", "quantize": True, "workers": 1}, None),
     "onnx-int8": ({"backend": "onnx", "quantize": True}, None),
 }
 

@@ -124,3 +124,36 @@ class TestOnnxInt8EmbedderContract(EmbedderContract):
 
     def make_embedder(self) -> SentenceTransformerEmbedder:
         return _embedder(backend="onnx", quantize=True)
+
+
+def test_int8_workers_give_each_text_exactly_its_vector_alone() -> None:
+    texts = TEXTS * 3
+    concurrent = _embedder(backend="onnx", quantize=True, workers=2).embed(texts)
+    serial = _embedder(backend="onnx", quantize=True, workers=1).embed(texts)
+    assert np.array_equal(concurrent, serial)
+    alone = np.stack(
+        [_embedder(backend="onnx", quantize=True, workers=2).embed([t])[0] for t in texts]
+    )
+    assert np.array_equal(concurrent, alone)
+
+
+LONG = [
+    "Cells divide; proteins fold. " * 40,  # the prefix alone overflows: tokenized from it
+    "a" + " " * 400 + "the rest, " * 30,  # the prefix is mostly blanks: tokenized whole
+    "nospacesatall" * 40,  # no word boundary to cut at: tokenized whole
+    "short text",
+]
+
+
+@pytest.mark.parametrize("max_seq_length", [16, 40])
+def test_long_texts_tokenize_as_the_torch_backend_does(max_seq_length: int) -> None:
+    def encoder(backend: str) -> object:
+        options = {"backend": backend, "quantize": False, "max_seq_length": max_seq_length}
+        return build_component("reranker", "semantic", options).encoder  # type: ignore[attr-defined]
+
+    onnx, torch = encoder("onnx"), encoder("torch")
+    vectors, tokens = onnx.encode_counted(LONG, batch_size=4, normalize=True)  # type: ignore[attr-defined]
+    expected, expected_tokens = torch.encode_counted(LONG, batch_size=4, normalize=True)  # type: ignore[attr-defined]
+    assert tokens == expected_tokens
+    assert onnx.count_tokens(LONG) == expected_tokens  # type: ignore[attr-defined]
+    np.testing.assert_allclose(vectors, expected, atol=1e-5)

@@ -103,6 +103,7 @@ class SentenceTransformerEmbedder:
                 device=options.device,
                 quantize=options.quantize,
                 threads=options.threads,
+                workers=options.workers,
                 cache_dir=Path(options.cache_dir).expanduser() if options.cache_dir else None,
             ),
         )

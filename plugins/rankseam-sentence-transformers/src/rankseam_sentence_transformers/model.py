@@ -243,8 +243,9 @@ class LoadedModel:
 @attrs.frozen
 class Runtime:
     """How a model runs: ``backend`` ``"torch"`` (``device``) or ``"onnx"`` (CPU, ``threads``
-    intra-op threads, ``quantize`` to int8, exports cached under ``cache_dir``), and the
-    longest input in tokens (``None``: the model's own ``max_seq_length``)."""
+    intra-op threads, ``quantize`` to int8 with ``workers`` texts encoded at once, exports cached
+    under ``cache_dir``), and the longest input in tokens (``None``: the model's own
+    ``max_seq_length``)."""
 
     backend: str = "torch"
     device: str = "cpu"
@@ -252,6 +253,7 @@ class Runtime:
     threads: int = 1
     cache_dir: Path | None = None
     max_seq_length: int | None = None
+    workers: int = 1
 
 
 _CACHE: dict[tuple[Path, str, Runtime], Encoder] = {}
@@ -281,6 +283,7 @@ def load_encoder(files: ModelFiles, runtime: Runtime) -> Encoder:
                     threads=runtime.threads,
                     cache_dir=runtime.cache_dir or default_cache_dir(),
                     max_seq_length=runtime.max_seq_length,
+                    workers=runtime.workers,
                 )
             else:
                 loaded = LoadedModel(files, runtime.device, runtime.max_seq_length)

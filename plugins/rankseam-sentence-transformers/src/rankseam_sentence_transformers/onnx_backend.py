@@ -14,7 +14,11 @@ numpy. The fp32 graph computes the torch backend's vectors to within 1e-5 (float
 tests/test_onnx.py checks it), so it shares the torch backend's vector space. The int8 graph
 does not: its vectors are a space of their own (docs/plugins/sentence-transformers.md).
 Dynamic quantisation scales activations over the whole batch, so int8 encodes one text at a
-time: a vector never depends on what else was encoded with it.
+time: a vector never depends on what else was encoded with it. ``workers`` threads run such
+single-text encodes at once (ONNX Runtime releases the GIL), each text still alone in its run,
+so the vectors are exactly those of one at a time. Texts far longer than ``max_seq_length`` are
+tokenized from a prefix cut at a word boundary when the prefix alone already overflows (the
+kept tokens are then those of the whole text; otherwise the whole text is tokenized).
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ import threading
 import time
 import warnings
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +45,12 @@ __all__ = ["CACHE_ENV", "OnnxModel", "default_cache_dir", "export_onnx", "onnx_a
 log = logging.getLogger("rankseam_sentence_transformers")
 
 _INPUTS = ("input_ids", "attention_mask", "token_type_ids")
+#: Characters per token allowed for before a long text is cut for tokenizing (the cut is
+#: undone when the prefix does not fill ``max_seq_length``).
+_PREFIX_CHARS_PER_TOKEN = 6
+#: Pre-tokenizers that split at whitespace, so that a prefix cut at a space tokenizes to the
+#: same leading tokens as the whole text.
+_WORD_SPLITTING = frozenset({"BertPreTokenizer", "Whitespace", "WhitespaceSplit"})
 #: Bump when the exported graph changes for the same model files (a new file name follows).
 _EXPORT_FORMAT = 1
 
@@ -214,7 +225,8 @@ class OnnxModel:
     """An exported model in an ONNX Runtime session, with the model's own tokenizer.
 
     ``encode`` sorts the texts by length and runs them in batches of similar lengths (one at
-    a time for int8, see the module docstring). Thread-safe (serialised).
+    a time for int8, on ``workers`` threads at once, see the module docstring). Thread-safe
+    (serialised).
     """
 
     def __init__(
@@ -224,6 +236,7 @@ class OnnxModel:
         quantize: bool,
         threads: int,
         cache_dir: Path,
+        workers: int = 1,
         max_seq_length: int | None = None,
     ) -> None:
         _require_onnx()
@@ -243,6 +256,12 @@ class OnnxModel:
         self._tokenizer = Tokenizer.from_file(str(tokenizer_file))
         self._tokenizer.no_padding()
         self._tokenizer.enable_truncation(self.max_seq_length)
+        pre = type(self._tokenizer.pre_tokenizer).__name__
+        self._prefix_chars = (
+            self.max_seq_length * _PREFIX_CHARS_PER_TOKEN if pre in _WORD_SPLITTING else 0
+        )
+        self.workers = workers if quantize else 1
+        self._pool: ThreadPoolExecutor | None = None
         options = ort.SessionOptions()
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
@@ -264,18 +283,44 @@ class OnnxModel:
         feeds = {name: arrays[name] for name in self._inputs}
         return np.asarray(self._session.run(None, feeds)[0], dtype=np.float32)
 
+    def _tokenize(self, texts: Sequence[str]) -> list[Any]:
+        """The truncated encodings of ``texts``; a long text is tokenized from a prefix cut at
+        a space when that prefix overflows ``max_seq_length`` (the same tokens, less work)."""
+        limit = self._prefix_chars
+        cut = [
+            i for i, text in enumerate(texts) if limit and len(text) > limit and " " in text[:limit]
+        ]
+        sources = list(texts)
+        for i in cut:
+            sources[i] = sources[i][: sources[i].rindex(" ", 0, limit)]
+        encodings = self._tokenizer.encode_batch(sources)
+        short = [i for i in cut if not encodings[i].overflowing]
+        if short:
+            for i, enc in zip(
+                short, self._tokenizer.encode_batch([texts[i] for i in short]), strict=True
+            ):
+                encodings[i] = enc
+        return encodings
+
     def encode_counted(
         self, texts: Sequence[str], *, batch_size: int, normalize: bool
     ) -> tuple[np.ndarray, int]:
         """The vectors of ``texts`` and the number of tokens encoded."""
         with self._lock:
-            encodings = self._tokenizer.encode_batch(list(texts))
+            encodings = self._tokenize(texts)
             size = 1 if self.quantize else batch_size
             order = sorted(range(len(texts)), key=lambda i: -len(encodings[i].ids))
             out = np.empty((len(texts), self.files.dimensions), dtype=np.float32)
-            for start in range(0, len(order), size):
-                rows = order[start : start + size]
-                out[rows] = self._run([encodings[i] for i in rows])
+            if size == 1 and self.workers > 1 and len(texts) > 1:
+                if self._pool is None:
+                    self._pool = ThreadPoolExecutor(self.workers, "rankseam-onnx")
+                runs = self._pool.map(lambda i: self._run([encodings[i]]), order)
+                for i, vector in zip(order, runs, strict=True):
+                    out[i] = vector[0]
+            else:
+                for start in range(0, len(order), size):
+                    rows = order[start : start + size]
+                    out[rows] = self._run([encodings[i] for i in rows])
         if normalize:
             norms = np.linalg.norm(out, axis=1, keepdims=True)
             out /= np.where(norms > 0, norms, 1.0)
@@ -286,4 +331,4 @@ class OnnxModel:
 
     def count_tokens(self, texts: Sequence[str]) -> int:
         with self._lock:
-            return sum(len(e.ids) for e in self._tokenizer.encode_batch(list(texts)))
+            return sum(len(e.ids) for e in self._tokenize(texts))

@@ -59,6 +59,16 @@ def _threads() -> Any:
     return option(1, ge=1, le=256, help="onnx only: intra-op threads per encode")
 
 
+def _workers() -> Any:
+    return option(
+        2,
+        ge=1,
+        le=256,
+        help="onnx int8 only: texts encoded at once on their own threads (each alone: the "
+        "vectors are those of one at a time)",
+    )
+
+
 def _cache_dir() -> Any:
     return option(
         "",
@@ -83,6 +93,7 @@ class EmbedderOptions:
     )
     quantize: bool = _quantize()
     threads: int = _threads()
+    workers: int = _workers()
     cache_dir: str = _cache_dir()
 
 
@@ -123,6 +134,7 @@ class SemanticOptions:
     )
     batch_size: int = option(16, ge=1, le=256, help="texts per batch (fp32 and torch)")
     threads: int = option(1, ge=1, le=256, help="onnx only: intra-op threads")
+    workers: int = _workers()
     cache_size: int = option(4096, ge=0, help="candidate vectors kept (0 = none)")
     cache_dir: str = option("", help="onnx only: export folder ('' = the per-user default)")
     deadline_s: float = option(10.0, gt=0, help="seconds the encoding of one pool may take")
@@ -140,6 +152,7 @@ class SemanticOptions:
             device=self.device,
             quantize=self.quantize and backend == "onnx",
             threads=self.threads,
+            workers=self.workers,
             cache_dir=Path(self.cache_dir).expanduser() if self.cache_dir else None,
             max_seq_length=self.max_seq_length,
         )

@@ -117,7 +117,12 @@ def test_the_semantic_showcase(store: rankseam.Memory) -> None:
 def test_the_semantic_reranker_showcase(store: rankseam.Memory) -> None:
     available(store, SEMANTIC_RERANK.reranker, "rankseam-sentence-transformers")
     coarse = top_ids(store, SEMANTIC_RERANK.question)
-    reranked = top_ids(store, SEMANTIC_RERANK.question, reranker=SEMANTIC_RERANK.reranker)
+    reranked = top_ids(
+        store,
+        SEMANTIC_RERANK.question,
+        reranker=SEMANTIC_RERANK.reranker,
+        reranker_options=dict(SEMANTIC_RERANK.options),
+    )
     # "the coarse order puts her parents first ...; her own address rises to the top"
     assert coarse[0] == "parents" and "city" in coarse
     assert reranked[0] == "city"

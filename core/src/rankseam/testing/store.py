@@ -15,8 +15,12 @@ nothing), tombstones, namespaces (isolated), identity exactness (every hit is an
 revision, also while other threads write), concurrent writers in threads and in processes (no
 write lost; a writer killed with SIGKILL mid-ingest leaves only whole batches), the
 mixed-space guard (vectors of another embedder space are never compared nor handed to a
-reranker), bad input (refused with nothing stored; odd text stored byte for byte), secrets (the
-target's password appears in no ``repr``, path or report), and snapshot round trips through
+reranker), re-embedding (a re-embed killed with SIGKILL mid-batch resumes with exactly the
+rest; one running beside searches, writes of the same Memory and a writer process loses no
+write, fails no search, answers from the old space until complete and then switches;
+:mod:`rankseam.testing.store_reembed`), bad input (refused with nothing stored; odd text
+stored byte for byte), secrets (the target's password appears in no ``repr``, path or
+report), and snapshot round trips through
 the embedded SQLite store in both directions (every id, revision, text, tombstone and vector
 kept; same searches on a clone of the same kind).
 

@@ -20,9 +20,9 @@ rest; one running beside searches, writes of the same Memory and a writer proces
 write, fails no search, answers from the old space until complete and then switches;
 :mod:`rankseam.testing.store_reembed`), bad input (refused with nothing stored; odd text
 stored byte for byte), secrets (the target's password appears in no ``repr``, path or
-report), and snapshot round trips through
-the embedded SQLite store in both directions (every id, revision, text, tombstone and vector
-kept; same searches on a clone of the same kind).
+report), and snapshot round trips through the embedded SQLite store in both directions
+(every id, revision, text, tombstone and vector kept; same searches on a clone of the same
+kind).
 
 Each test gets the fixture's target once; it must be empty. Give processes-based tests a
 target every process can open (a file or a server URL, not ``":memory:"``).

@@ -179,7 +179,9 @@ class Writer:
                 vectors = (key, embed_checked(active, [r.text for r in recs]))
             written: list[tuple[int, int]] = []
             result = write(key, vectors[1], written)
-            for space, (embedder, _runs) in list(self._also.items()):
+            with self._lock:
+                also = list(self._also.items())
+            for space, (embedder, _runs) in also:
                 if written and space != key:
                     rows = embed_checked(embedder, [recs[i].text for i, _key in written])
                     self._store.put_vectors(

@@ -1,35 +1,24 @@
-"""``rankseam bench``: quality and latency benchmarks (install ``rankseam[bench]``)."""
+"""``rankseam bench``: quality, latency, re-embedding and start-up benchmarks (install
+``rankseam[bench]``)."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import click
 
+from rankseam.bench.cli_common import (
+    POLICY_HELP,
+    command_record,
+    default_out,
+    plot_option,
+    progress_option,
+)
+from rankseam.bench.cli_reembed import reembed_bench
+from rankseam.bench.cli_startup import cli_startup
 from rankseam.errors import ConfigurationError
 
 __all__ = ["bench"]
-
-_POLICY_HELP = (
-    "Comma-separated policy specs: NAME or NAME:KEY=VALUE[:KEY=VALUE...]; 'none' = no rerank. "
-    "The same reranker may appear with different options, e.g. "
-    "none,identity,mmr:lambda=0.5,mmr:lambda=0.7."
-)
-
-
-def _command() -> dict[str, object]:
-    """The command and its parsed options, for the report's configuration."""
-    ctx = click.get_current_context()
-    params = {
-        k: (str(v) if isinstance(v, Path) else list(v) if isinstance(v, tuple) else v)
-        for k, v in ctx.params.items()
-    }
-    return {"command": ctx.command_path, "options": params}
-
-
-def _default_out(kind: str) -> Path:
-    return Path("bench-out") / f"{kind}-{time.strftime('%Y%m%d-%H%M%S')}"
 
 
 @click.group()
@@ -38,21 +27,6 @@ def bench() -> None:
 
     Each command prints a summary and writes report.json, report.md and report.png to --out.
     """
-
-
-#: Options shared by every bench command.
-_progress_option = click.option(
-    "--progress/--no-progress",
-    default=True,
-    show_default=True,
-    help="Progress bars (shown on a terminal only).",
-)
-_plot_option = click.option(
-    "--plot/--no-plot",
-    default=True,
-    show_default=True,
-    help="Write report.png (needs matplotlib, the bench extra).",
-)
 
 
 @bench.command()
@@ -70,7 +44,7 @@ _plot_option = click.option(
     help="BEIR split whose queries and qrels are used (qrels/NAME.tsv) [default: test]; the "
     "same as beir:PATH@NAME.",
 )
-@click.option("--rerank", "rerank", default="none,identity", show_default=True, help=_POLICY_HELP)
+@click.option("--rerank", "rerank", default="none,identity", show_default=True, help=POLICY_HELP)
 @click.option(
     "--policy",
     "policy",
@@ -149,8 +123,8 @@ _plot_option = click.option(
     default=None,
     help="Use only the first N queries of each collection (smoke runs).",
 )
-@_progress_option
-@_plot_option
+@progress_option
+@plot_option
 def quality(
     dataset: str,
     split: str | None,
@@ -223,8 +197,8 @@ def quality(
         body["configuration"]["store_url"] = redact(store_url)
     if max_queries is not None:
         body["configuration"]["max_queries"] = max_queries
-    report = finish_report(body, command=_command())
-    paths = write_report(report, out or _default_out("quality"), plot=plot)
+    report = finish_report(body, command=command_record())
+    paths = write_report(report, out or default_out("quality"), plot=plot)
     click.echo(quality_markdown(report))
     click.echo(f"wrote {', '.join(str(p) for p in paths.values())}", err=True)
 
@@ -329,8 +303,8 @@ def _sizes(value: str | None) -> list[int] | None:
     default=None,
     help="Report folder [default: bench-out/latency-<time>].",
 )
-@_progress_option
-@_plot_option
+@progress_option
+@plot_option
 def latency(
     quick: bool,
     sizes: str | None,
@@ -377,194 +351,11 @@ def latency(
         blas=blas_threads or None,
     )
     body["configuration"]["quick"] = quick
-    report = finish_report(body, command=_command())
-    paths = write_report(report, out or _default_out("latency"), plot=plot)
+    report = finish_report(body, command=command_record())
+    paths = write_report(report, out or default_out("latency"), plot=plot)
     click.echo(latency_markdown(report))
     click.echo(f"wrote {', '.join(str(p) for p in paths.values())}", err=True)
 
 
-@bench.command("reembed")
-@click.option(
-    "--dataset",
-    "datasets",
-    multiple=True,
-    metavar="SPEC",
-    help="Dev set for the quality part (repeatable), as in `bench quality --dataset`, e.g. "
-    "locomo or beir:../shared/data/scifact-train@train [default: none].",
-)
-@click.option(
-    "--from",
-    "source",
-    default="hashed",
-    show_default=True,
-    metavar="NAME[:KEY=VALUE...]",
-    help="Embedder the stores are written with.",
-)
-@click.option(
-    "--to",
-    "target",
-    default="sentence-transformers",
-    show_default=True,
-    metavar="NAME[:KEY=VALUE...]",
-    help="Embedder whose space the stores are re-embedded into, e.g. hashed:dimensions=512.",
-)
-@click.option(
-    "--checkpoints",
-    default="0,25,50,75,100",
-    show_default=True,
-    metavar="P,P,...",
-    help="Shares (percent) of the live memories re-embedded at which the queries are run.",
-)
-@click.option(
-    "--batch-size", type=click.IntRange(1), default=500, show_default=True, help="Re-embed batch."
-)
-@click.option(
-    "--live-size",
-    type=click.IntRange(0),
-    default=0,
-    show_default=True,
-    help="Memories of the live part (re-embedding beside a search loop and a writer); 0 skips it.",
-)
-@click.option(
-    "--live-to",
-    "live_target",
-    default=None,
-    metavar="NAME[:KEY=VALUE...]",
-    help="Embedder of the live part [default: --to].",
-)
-@click.option(
-    "--out",
-    "out",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=None,
-    help="Report folder [default: bench-out/reembed-<time>].",
-)
-def reembed_bench(
-    datasets: tuple[str, ...],
-    source: str,
-    target: str,
-    checkpoints: str,
-    batch_size: int,
-    live_size: int,
-    live_target: str | None,
-    out: Path | None,
-) -> None:
-    """Search quality while a store is re-embedded into another space (old space answering,
-    new space if switched early, final store against one embedded at ingest), and a live
-    re-embed beside a search loop and a writer (failed searches, lost writes, throughput)."""
-    from rankseam.bench.datasets import load_dataset
-    from rankseam.bench.reembed import parse_embedder, reembed_markdown, run_reembed, write_reembed
-    from rankseam.bench.reports import finish_report
-
-    try:
-        points = [int(p) for p in checkpoints.split(",") if p.strip()]
-    except ValueError:
-        raise ConfigurationError(
-            f"--checkpoints must be comma-separated percentages, e.g. 0,50,100, got {checkpoints!r}"
-        ) from None
-    if not datasets and not live_size:
-        raise ConfigurationError("nothing to run: give --dataset and/or --live-size")
-    body = run_reembed(
-        [load_dataset(d) for d in datasets],
-        source=parse_embedder(source),
-        target=parse_embedder(target),
-        checkpoints=points,
-        batch_size=batch_size,
-        live_size=live_size,
-        live_target=parse_embedder(live_target) if live_target else None,
-        echo=lambda msg: click.echo(msg, err=True),
-    )
-    report = finish_report(body, command=_command())
-    paths = write_reembed(report, out or _default_out("reembed"))
-    click.echo(reembed_markdown(report))
-    click.echo(f"wrote {', '.join(str(p) for p in paths)}", err=True)
-
-
-@bench.command(name="cli")
-@click.option(
-    "--runs", type=click.IntRange(1), default=7, show_default=True, help="Timed runs per command."
-)
-@click.option(
-    "--memories",
-    type=click.IntRange(1),
-    default=1000,
-    show_default=True,
-    help="Synthetic memories in the store that `rankseam search` searches.",
-)
-@click.option(
-    "--db",
-    default=None,
-    metavar="PATH|URL",
-    help="Search this existing store instead of building one.",
-)
-@click.option(
-    "--rerank",
-    default="mmr",
-    show_default=True,
-    help="The reranker of the reranked search ('none' times no reranked search).",
-)
-@click.option(
-    "--only",
-    multiple=True,
-    metavar="LABEL",
-    help="Time only this command (repeatable; the numpy floor is always timed), e.g. "
-    "--only 'rankseam --version'.",
-)
-@click.option(
-    "--baseline",
-    type=click.Path(file_okay=False, exists=True, path_type=Path),
-    default=None,
-    help="Another checkout of this repository (e.g. a git worktree of an older commit): each "
-    "rankseam command also runs with its code, interleaved, labelled [baseline].",
-)
-@click.option(
-    "--out",
-    "out",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=None,
-    help="Report folder [default: bench-out/cli-<time>].",
-)
-def cli_startup(
-    runs: int,
-    memories: int,
-    db: str | None,
-    rerank: str,
-    only: tuple[str, ...],
-    baseline: Path | None,
-    out: Path | None,
-) -> None:
-    """Start-up cost of the rankseam command: CPU and wall time of whole processes
-    (--version, --help, plugins, search on a store of --memories memories), interleaved with
-    `python -c "import numpy"` as the floor. Writes report.json and report.md."""
-    import json
-
-    from rankseam.bench.reports import finish_report
-    from rankseam.bench.startup import run_startup, startup_markdown
-
-    try:
-        import resource  # noqa: F401  (the children's CPU time comes from it)
-    except ImportError:
-        raise ConfigurationError(
-            "rankseam bench cli reads child processes' CPU time through the resource module, "
-            "which this platform lacks (it needs Linux, macOS or another POSIX system)"
-        ) from None
-    try:
-        body = run_startup(
-            runs=runs,
-            memories=memories,
-            db=db,
-            only=list(only) or None,
-            rerank=None if rerank == "none" else rerank,
-            baseline=baseline,
-            echo=lambda msg: click.echo(msg, err=True),
-        )
-    except (RuntimeError, ValueError) as exc:
-        raise ConfigurationError(str(exc)) from None
-    report = finish_report(body, command=_command())
-    folder = out or _default_out("cli")
-    folder.mkdir(parents=True, exist_ok=True)
-    markdown = startup_markdown(report)
-    (folder / "report.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
-    (folder / "report.md").write_text(markdown, encoding="utf-8")
-    click.echo(markdown)
-    click.echo(f"wrote {folder / 'report.json'}, {folder / 'report.md'}", err=True)
+bench.add_command(reembed_bench)
+bench.add_command(cli_startup)

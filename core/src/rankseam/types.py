@@ -66,11 +66,8 @@ def _builder(cls: type) -> Callable[..., Any]:
     return scope["build"]  # type: ignore[no-any-return]
 
 
-# Converters are Python functions, never builtins (``converter=float``): attrs reads a
-# converter's signature, and a builtin's is parsed from text with the tokenizer, whose pattern
-# costs milliseconds to compile in every process that imports these classes.
-
-
+# Converters are Python functions, never builtins (``converter=float``): attrs reads a builtin's
+# signature with the tokenizer, whose pattern costs milliseconds to compile in every process.
 def to_float(value: Any) -> float:
     """``float(value)``: the converter of a float field."""
     return float(value)

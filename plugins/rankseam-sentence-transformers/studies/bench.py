@@ -41,7 +41,7 @@ from typing import Any
 import rankseam
 from rankseam.testing import build_component, run_reranker
 
-__all__ = ["main", "rerank_cpu", "speed"]
+__all__ = ["main", "probe", "rerank_cpu", "speed"]
 
 #: The backends ``speed`` compares: label -> (embedder options, torch threads or None).
 BACKENDS: dict[str, tuple[dict[str, Any], int | None]] = {
@@ -193,6 +193,42 @@ def rerank_cpu(
     return out
 
 
+def probe(memories: int, abstracts: str, texts: int, sizes: Sequence[int]) -> dict[str, Any]:
+    """Where int8's CPU goes: per memory at several batch sizes (dynamic int8 batched, which the
+    plugin does not do: a reference for what batch-independent int8 could gain), and the
+    tokenizer's share for long texts (whole text against the plugin's prefix cut)."""
+    from rankseam_sentence_transformers.model import Runtime, load_encoder, resolve_model
+
+    short = [r.to_ingest()["text"] for c in _load("locomo").collections for r in c.records]
+    long = [r.to_ingest()["text"] for c in _load(abstracts).collections for r in c.records]
+    short, long = short[:memories], long[:texts]
+    encoder = load_encoder(
+        resolve_model("all-MiniLM-L6-v2"),
+        Runtime(backend="onnx", quantize=True, workers=1, max_seq_length=128),
+    )
+    # A study of the runtime's parts: it reaches past the public Encoder on purpose.
+    tokenizer = encoder._tokenizer  # type: ignore[attr-defined]  # noqa: SLF001
+    encodings = tokenizer.encode_batch(short)
+    out: dict[str, Any] = {"memories": len(short), "tokens_per_memory": 0.0, "batch": {}}
+    out["tokens_per_memory"] = statistics.fmean(len(e.ids) for e in encodings)
+    order = sorted(range(len(short)), key=lambda i: -len(encodings[i].ids))
+    for size in sizes:
+        batches = [order[i : i + size] for i in range(0, len(order), size)]
+        _wall, cpu = _timed(
+            lambda b=batches: [encoder._run([encodings[i] for i in r]) for r in b]  # type: ignore[attr-defined]  # noqa: SLF001
+        )
+        out["batch"][size] = {"cpu_ms_per_memory": 1000 * cpu / len(short)}
+    whole = _timed(partial(tokenizer.encode_batch, long))[1]
+    cut = _timed(partial(encoder._tokenize, long))[1]  # type: ignore[attr-defined]  # noqa: SLF001
+    out["tokenizer"] = {
+        "texts": len(long),
+        "chars_per_text": statistics.fmean(len(t) for t in long),
+        "whole_cpu_ms_per_text": 1000 * whole / len(long),
+        "prefix_cpu_ms_per_text": 1000 * cut / len(long),
+    }
+    return out
+
+
 def _variants(values: Sequence[str]) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     for item in values or ["default=="]:
@@ -229,7 +265,12 @@ def main(argv: Sequence[str] | None = None) -> None:
         help="LABEL==KEY=VALUE:KEY=VALUE (options of [rerankers.semantic]); repeatable; "
         "default: the defaults only",
     )
-    for p in (s, r):
+    b = sub.add_parser("probe", help="int8 CPU per memory by batch size; tokenizer cost")
+    b.add_argument("--memories", type=int, default=400)
+    b.add_argument("--abstracts", default="beir:../shared/data/scifact-train@train")
+    b.add_argument("--texts", type=int, default=300)
+    b.add_argument("--sizes", default="1,8,32")
+    for p in (s, r, b):
         p.add_argument("--out", type=Path, default=None, help="folder for report.json")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="rankseam-st-bench-") as scratch:
@@ -242,6 +283,9 @@ def main(argv: Sequence[str] | None = None) -> None:
                 args.backends.split(","),
                 Path(scratch),
             )
+        elif args.command == "probe":
+            sizes = [int(x) for x in args.sizes.split(",")]
+            report = probe(args.memories, args.abstracts, args.texts, sizes)
         else:
             report = rerank_cpu(
                 args.dataset,

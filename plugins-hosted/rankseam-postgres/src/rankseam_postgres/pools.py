@@ -27,7 +27,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeAlias
 
 import psycopg
 from pgvector.psycopg import register_vector
@@ -49,7 +49,7 @@ log = logging.getLogger("rankseam_postgres")
 #: Seconds a standby that could not be reached is left out of the searches' rotation.
 REPLICA_RETRY_S = 30.0
 
-Connection = psycopg.Connection[Any]
+Connection: TypeAlias = psycopg.Connection[Any]
 
 
 def lsn_value(text: str | None) -> int:

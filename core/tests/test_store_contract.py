@@ -27,3 +27,20 @@ class TestSQLiteStoreByURL(StoreContract):
     @pytest.fixture
     def store_target(self, tmp_path: Path) -> str:
         return "sqlite://" + str(tmp_path / "kit by url.sqlite3").replace(" ", "%20")
+
+
+def test_identities_answers_refs_from_a_stores_rows() -> None:
+    """``Identities``: key -> ref from the rows a store read (extra columns ignored), each ref
+    built once; ``subset`` keeps only the keys it holds."""
+    from rankseam.plugin import Identities
+    from rankseam.types import MemoryRef
+
+    ids = Identities({7: ("ns", "m1", 2, "live"), 9: ("ns", "m2", 1)})
+    assert dict(ids) == {7: MemoryRef("ns", "m1", 2), 9: MemoryRef("ns", "m2", 1)}
+    assert list(ids) == [7, 9] and len(ids) == 2
+    assert ids[7] is ids[7]
+    assert 8 not in ids and "7" not in ids
+    with pytest.raises(KeyError):
+        ids[8]
+    sub = ids.subset([9, 8])
+    assert isinstance(sub, Identities) and dict(sub) == {9: MemoryRef("ns", "m2", 1)}

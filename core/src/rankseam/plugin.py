@@ -85,6 +85,7 @@ from rankseam.seam import (
 from rankseam.store.contract import BatchWriter, BulkReader, BulkWriter, Store, StoreReader, Vectors
 from rankseam.store.listing import PageFetch, memory_pages, pending_pages, store_stats
 from rankseam.store.readers import (
+    Identities,
     ImportanceReader,
     LexicalQuery,
     LexicalReader,
@@ -153,6 +154,7 @@ __all__ = [
     "GenerationBackendRegister",
     "GenerationRequest",
     "GenerationResult",
+    "Identities",
     "ImportanceReader",
     "LexicalQuery",
     "LexicalReader",

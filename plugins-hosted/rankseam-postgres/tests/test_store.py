@@ -4,6 +4,7 @@ test_conformance.py.)"""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import numpy as np
@@ -112,27 +113,109 @@ def test_vectors_for_a_reranker_are_the_stored_ones(pg_url: str) -> None:
         assert got.dtype == np.float32 and np.array_equal(got[0], expected.astype(np.float32))
 
 
-def test_hnsw_index_answers_like_the_exact_scan(pg_url: str) -> None:
-    """Once built, the HNSW index proposes candidates; the scores are exact cosines."""
+def _index_scans(pg_server: Any, index: str) -> int:
+    """How many scans the statistics count for ``index`` (a search's backend reports them
+    about a second after its transaction ends)."""
+    import psycopg
+
+    with psycopg.connect(pg_server.base_url, autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT coalesce(sum(idx_scan), 0) FROM pg_stat_user_indexes WHERE indexrelname = %s",
+            (index,),
+        ).fetchone()
+    return int(row[0]) if row else 0
+
+
+def _index_search(
+    memory: Any, q: np.ndarray, pg_server: Any, index: str
+) -> tuple[list[tuple[int, float]], dict[int, float]]:
+    """The vector channel through the index (any namespace size), and the exact scan's
+    scores; waits until the statistics show that ``index`` was scanned."""
+    memory.store.exact_below = 1
+    scans = _index_scans(pg_server, index)
+    with memory.store.read() as reader:
+        approx = list(reader.vector("default", memory.embedder.descriptor, q, 10))
+        exact = dict(reader.vector("default", memory.embedder.descriptor, q, 10, exact=True))
+    deadline = time.monotonic() + 60  # the statistics' own delay, not the search's time
+    while _index_scans(pg_server, index) == scans:
+        assert time.monotonic() < deadline, f"the search did not walk {index}"
+        time.sleep(0.2)
+    return approx, exact
+
+
+def _indexes(pg_server: Any, pg_url: str) -> dict[str, str]:
+    """The HNSW indexes of the store's vectors table: name -> definition."""
+    import psycopg
+
+    schema = pg_url.rsplit("schema=", 1)[1]
+    with psycopg.connect(pg_server.base_url, autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = %s "
+            "AND tablename = 'vectors' AND indexdef LIKE '%%USING hnsw%%'",
+            (schema,),
+        ).fetchall()
+    return {str(name): str(definition) for name, definition in rows}
+
+
+def test_hnsw_index_answers_like_the_exact_scan(pg_server: Any, pg_url: str) -> None:
+    """Once built, the half-precision HNSW index proposes candidates; the scores are the
+    exact scan's, computed from the stored vectors."""
     texts = [f"record {i} mentions topic {i % 37} and colour {i % 11}" for i in range(400)]
     with rankseam.open_memory(pg_url) as memory:
         memory.ingest({"id": f"r{i}", "text": t} for i, t in enumerate(texts))
         store = memory.store
         assert store.maintain_index("default", memory.embedder.descriptor) is None  # small
+        assert _indexes(pg_server, pg_url) == {}
         built = store.maintain_index("default", memory.embedder.descriptor, force=True)
         assert built is not None and built["kind"] == "hnsw"
+        ((name, definition),) = _indexes(pg_server, pg_url).items()
+        assert "halfvec(256)) halfvec_ip_ops" in definition
+        assert "m='16'" in definition and "ef_construction='128'" in definition
         q = memory.embedder.embed(["topic 5 and colour 3"])[0]
-        store.exact_below = 1  # search through the index from now on
-        with store.read() as reader:
-            approx = reader.vector("default", memory.embedder.descriptor, q, 10)
-            exact = reader.vector("default", memory.embedder.descriptor, q, 10, exact=True)
+        approx, exact = _index_search(memory, q, pg_server, name)
         assert len(approx) == 10
-        exact_scores = dict(exact)
-        overlap = [key for key, _s in approx if key in exact_scores]
+        overlap = [key for key, _s in approx if key in exact]
         assert len(overlap) >= 8
-        for key, score in approx:
-            if key in exact_scores:
-                assert score == pytest.approx(exact_scores[key], abs=1e-6)
+        for key in overlap:
+            assert dict(approx)[key] == exact[key]  # not the half-precision distance
+
+
+def test_an_earlier_full_precision_index_serves_until_maintain_index_replaces_it(
+    pg_server: Any, pg_url: str
+) -> None:
+    """A store whose space was indexed by an earlier release (full-precision ``vector``
+    HNSW index) is searched through that index; ``maintain_index`` builds the half-precision
+    one and drops the old."""
+    import hashlib
+
+    import psycopg
+
+    texts = [f"record {i} mentions topic {i % 37} and colour {i % 11}" for i in range(400)]
+    with rankseam.open_memory(pg_url) as memory:
+        memory.ingest({"id": f"r{i}", "text": t} for i, t in enumerate(texts))
+        key = memory.embedder.descriptor.key
+        schema = pg_url.rsplit("schema=", 1)[1]
+        legacy = "vectors_hnsw_" + hashlib.sha256(key.encode("utf-8")).hexdigest()[:16]
+        with psycopg.connect(pg_server.base_url, autocommit=True) as conn:
+            conn.execute(
+                f"CREATE INDEX {legacy} ON {schema}.vectors USING hnsw "
+                "((vector::vector(256)) vector_ip_ops) WHERE space = %s AND live".replace(
+                    "%s", "'" + key + "'"
+                )
+            )
+            from rankseam_postgres.schema import space_index_kind
+
+            assert space_index_kind(conn, schema, key) == "vector"
+            q = memory.embedder.embed(["topic 5 and colour 3"])[0]
+            approx, exact = _index_search(memory, q, pg_server, legacy)
+            assert len(approx) == 10 and sum(k in exact for k, _s in approx) >= 8
+            built = memory.store.maintain_index("default", memory.embedder.descriptor, force=True)
+            assert built is not None
+            assert space_index_kind(conn, schema, key) == "halfvec"
+        ((name, _definition),) = _indexes(pg_server, pg_url).items()
+        assert name == built["index"] != legacy
+        approx, exact = _index_search(memory, q, pg_server, name)
+        assert len(approx) == 10 and sum(k in exact for k, _s in approx) >= 8
 
 
 def test_schema_is_versioned_and_foreign_schemas_are_refused(pg_server, pg_url: str) -> None:

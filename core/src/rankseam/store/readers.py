@@ -21,9 +21,10 @@ import numpy as np
 
 from rankseam.embedding import EmbedderDescriptor
 from rankseam.store.records import StoredMemory
-from rankseam.types import MemoryRef
+from rankseam.types import MemoryRef, prechecked
 
 __all__ = [
+    "Identities",
     "ImportanceReader",
     "LexicalQuery",
     "LexicalReader",
@@ -225,3 +226,38 @@ class StoreReader(LexicalReader, VectorReader, ImportanceReader, Protocol):
         """The row key of the revision ``ref`` cites, or None when the store has no such
         revision (for sources that know memories by ref)."""
         ...
+
+
+class Identities(Mapping[int, MemoryRef]):
+    """What ``identities(keys)`` answers, built from the rows a store read: row key ->
+    ``(namespace, memory_id, revision, ...)`` (columns past the third are ignored). Each
+    :class:`MemoryRef` is built when first read, without validating again what the store
+    holds (a search reads few of them: membership decides which keys fuse, a ref only breaks
+    a tie)."""
+
+    __slots__ = ("_facts", "_refs")
+
+    def __init__(self, facts: Mapping[int, Sequence[object]]) -> None:
+        self._facts = facts
+        self._refs: dict[int, MemoryRef] = {}
+
+    def subset(self, keys: Iterable[int]) -> Identities:
+        """The identities of those of ``keys`` this mapping holds."""
+        facts = self._facts
+        return Identities({key: facts[key] for key in keys if key in facts})
+
+    def __getitem__(self, key: int) -> MemoryRef:
+        ref = self._refs.get(key)
+        if ref is None:
+            namespace, memory_id, revision = self._facts[key][:3]
+            ref = self._refs[key] = prechecked(MemoryRef, namespace, memory_id, revision)
+        return ref
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._facts
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._facts)
+
+    def __len__(self) -> int:
+        return len(self._facts)

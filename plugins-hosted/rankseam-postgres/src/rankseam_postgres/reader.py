@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import threading
 import weakref
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -15,13 +15,15 @@ from psycopg import sql
 
 from rankseam.plugin import (
     EmbedderDescriptor,
+    Identities,
     LexicalQuery,
     ScoredKeys,
     StoredMemory,
 )
-from rankseam.types import MemoryRef, prechecked
+from rankseam.types import MemoryRef
 from rankseam_postgres.schema import (
-    space_index_state,
+    IndexKind,
+    space_index_kind,
 )
 from rankseam_postgres.tables import COLUMNS, row_to_memory
 
@@ -35,11 +37,11 @@ __all__ = ["EF_SEARCH", "EF_SEARCH_LARGE", "EXACT_BELOW", "LARGE_FROM", "Postgre
 EXACT_BELOW = 20_000
 #: ``hnsw.ef_search`` of an index search (the candidate list; raised to the over-fetch when
 #: that is larger, at most 800). pgvector's search time grows with it, and the effort a graph
-#: needs for the same recall grows with the graph: at 100 000 memories 256 found 0.93 of the
-#: exact best 120 (512: 0.975, in about twice the time); at a million 512 found 0.78 (256:
-#: 0.69). So namespaces of :data:`LARGE_FROM` live memories and more search with
-#: :data:`EF_SEARCH_LARGE` (docs/plugins/postgres.md, "Performance").
-EF_SEARCH = 256
+#: needs for the same recall grows with the graph: at 100 000 memories 192 found 0.92 of the
+#: exact best 120 (256: 0.96); at a million more is needed. So namespaces of
+#: :data:`LARGE_FROM` live memories and more search with :data:`EF_SEARCH_LARGE`
+#: (docs/plugins/postgres.md, "Performance").
+EF_SEARCH = 192
 #: ``hnsw.ef_search`` from :data:`LARGE_FROM` live memories on.
 EF_SEARCH_LARGE = 512
 #: The namespace size from which :data:`EF_SEARCH_LARGE` applies.
@@ -98,34 +100,6 @@ def _vector_text(q: np.ndarray) -> str:
     return "[" + ",".join(map(repr, q.astype(np.float32).tolist())) + "]"
 
 
-class _Refs(Mapping[int, MemoryRef]):
-    """Live revisions' identities, each :class:`MemoryRef` built when first read (a search
-    reads few of them: membership decides which keys fuse)."""
-
-    def __init__(self, facts: dict[int, tuple[str, str, int]]) -> None:
-        self._facts = facts
-        self._refs: dict[int, MemoryRef] = {}
-
-    def subset(self, rids: Sequence[int]) -> _Refs:
-        facts = self._facts
-        return _Refs({rid: facts[rid] for rid in rids if rid in facts})
-
-    def __getitem__(self, rid: int) -> MemoryRef:
-        ref = self._refs.get(rid)
-        if ref is None:
-            ref = self._refs[rid] = prechecked(MemoryRef, *self._facts[rid])
-        return ref
-
-    def __contains__(self, rid: object) -> bool:
-        return rid in self._facts
-
-    def __iter__(self) -> Iterator[int]:
-        return iter(self._facts)
-
-    def __len__(self) -> int:
-        return len(self._facts)
-
-
 class PostgresReader:
     """Read access bound to one read transaction (one snapshot): the reader protocols
     (``rankseam.plugin.StoreReader``) in PostgreSQL's dialect. The host's candidate sources
@@ -136,8 +110,8 @@ class PostgresReader:
         self._conn = conn
         self._t = store.tables
         self._namespaces: dict[str, tuple[int, int, int, int]] = {}
-        self._indexed: dict[str, bool] = {}
-        self._found: tuple[frozenset[int], _Refs] | None = None
+        self._indexed: dict[str, IndexKind | None] = {}
+        self._found: tuple[frozenset[int], Identities] | None = None
 
     # -- namespace statistics --------------------------------------------------------------
 
@@ -338,28 +312,33 @@ class PostgresReader:
         l2 = descriptor.normalization == "l2"
         op = sql.SQL("<#>" if l2 else "<=>")
         score = sql.SQL("-d" if l2 else "CASE WHEN d = 'NaN' THEN 0 ELSE 1 - d END")
-        indexed = (
-            not exact
-            and self.live_count(namespace) >= self._store.exact_below
-            and self._index_ready(descriptor.key)
+        kind = (
+            self._index_kind(descriptor.key)
+            if not exact and self.live_count(namespace) >= self._store.exact_below
+            else None
         )
-        if indexed:
+        indexed = kind is not None
+        if kind is not None:
             ef = EF_SEARCH_LARGE if self.live_count(namespace) >= LARGE_FROM else EF_SEARCH
-            # the index's own expression, so the planner walks the HNSW graph
+            # the index's own expression, so the planner walks the HNSW graph; the score is
+            # then computed from the stored vector, as an exact search computes it
             dims = sql.Literal(descriptor.dimensions)
-            distance = sql.SQL("(v.vector::vector({d}) {op} {q}::vector({d}))").format(
-                d=dims, op=op, q=sql.Literal(_vector_text(q))
+            text = sql.Literal(_vector_text(q))
+            order = sql.SQL("(v.vector::{t}({d}) {op} {q}::{t}({d}))").format(
+                t=sql.SQL(kind), d=dims, op=op, q=text
             )
+            distance = sql.SQL("(v.vector {op} {q}::vector({d}))").format(op=op, q=text, d=dims)
         else:
             # an exact scan: no cast per row (the space's vectors all have its dimensions)
-            distance = sql.SQL("(v.vector {op} %(q)s::vector)").format(op=op)
+            order = distance = sql.SQL("(v.vector {op} %(q)s::vector)").format(op=op)
         query_sql = sql.SQL(
             "SELECT rid, {score} FROM (SELECT v.rid, {distance} AS d FROM {s}.vectors v "
-            "WHERE v.space = {key} AND v.live AND v.namespace = {ns} ORDER BY {distance} "
+            "WHERE v.space = {key} AND v.live AND v.namespace = {ns} ORDER BY {order} "
             "LIMIT {k}) AS hits"
         ).format(
             score=score,
             distance=distance,
+            order=order,
             s=sql.Identifier(self._store.schema),
             key=sql.Literal(descriptor.key),
             ns=sql.Literal(namespace) if indexed else sql.Placeholder("ns"),
@@ -392,19 +371,20 @@ class PostgresReader:
         hits.sort(key=lambda h: (-h[1], h[0]))
         return ScoredKeys.of(hits[:k])
 
-    def _index_ready(self, space: str) -> bool:
-        """Whether the space's HNSW index is built and valid (once it is, it stays: the
-        answer is then memoised per store)."""
-        ready = self._indexed.get(space)
-        if ready is None:
-            built = _store_memo(self._store)["indexed"]
-            ready = space in built
-            if not ready:
-                ready = space_index_state(self._conn, self._store.schema, space) is True
-                if ready:
-                    built[space] = True
-            self._indexed[space] = ready
-        return ready
+    def _index_kind(self, space: str) -> IndexKind | None:
+        """The space's valid HNSW index (:func:`~rankseam_postgres.schema.space_index_kind`),
+        asked once per reader; a half-precision index, once valid, stays: that answer is
+        memoised per store."""
+        if space in self._indexed:
+            return self._indexed[space]
+        built = _store_memo(self._store)["indexed"]
+        kind: IndexKind | None = built.get(space)
+        if kind is None:
+            kind = space_index_kind(self._conn, self._store.schema, space)
+            if kind == "halfvec":
+                built[space] = kind
+        self._indexed[space] = kind
+        return kind
 
     # -- rows --------------------------------------------------------------------------------
 
@@ -419,7 +399,10 @@ class PostgresReader:
             ),
             (list(rids),),
         ).fetchall()
-        self._found = (frozenset(rids), _Refs({r[0]: (r[3], r[4], r[5]) for r in rows if r[2]}))
+        self._found = (
+            frozenset(rids),
+            Identities({r[0]: (r[3], r[4], r[5]) for r in rows if r[2]}),
+        )
         return {r[0]: r[1] for r in rows}
 
     def top_importance(self, namespace: str, k: int, /) -> ScoredKeys:
@@ -443,7 +426,7 @@ class PostgresReader:
             ),
             (list(rids),),
         ).fetchall()
-        return _Refs({rid: (ns, mid, rev) for rid, ns, mid, rev in rows})
+        return Identities({rid: (ns, mid, rev) for rid, ns, mid, rev in rows})
 
     def memories(self, rids: Sequence[int], /) -> dict[int, StoredMemory]:
         rows = self._conn.execute(

@@ -12,11 +12,11 @@ import numpy as np
 
 from rankseam.embedding import EmbedderDescriptor
 from rankseam.store import ann as ann_module
-from rankseam.store.readers import LexicalQuery, ScoredKeys
+from rankseam.store.readers import Identities, LexicalQuery, ScoredKeys
 from rankseam.store.records import StoredMemory
 from rankseam.store.sqlite.rows import vector_state
 from rankseam.store.vectors import top_k
-from rankseam.types import MemoryRef, prechecked
+from rankseam.types import MemoryRef
 
 if TYPE_CHECKING:
     from rankseam.store.sqlite.store import SQLiteStore
@@ -320,7 +320,7 @@ class SQLiteReader:
         bring back a retired revision. The refs are built when read (a search reads few:
         membership decides which keys fuse, a ref only breaks a tie)."""
         known = self._facts(rids)
-        return _Refs({rid: known[rid] for rid in rids if rid in known and known[rid][4]})
+        return Identities({rid: known[rid] for rid in rids if rid in known and known[rid][4]})
 
     def memories(self, rids: Sequence[int], /) -> dict[int, StoredMemory]:
         """The revisions ``rids`` (one batched query per 900 ids)."""
@@ -352,27 +352,3 @@ def _varint(data: bytes) -> int:
         if not byte & 0x80:
             break
     return value
-
-
-class _Refs(Mapping[int, MemoryRef]):
-    """Live revisions' identities, each :class:`MemoryRef` built on first read."""
-
-    def __init__(self, facts: dict[int, Facts]) -> None:
-        self._facts = facts
-        self._refs: dict[int, MemoryRef] = {}
-
-    def __getitem__(self, rid: int) -> MemoryRef:
-        ref = self._refs.get(rid)
-        if ref is None:
-            ns, mid, rev = self._facts[rid][:3]
-            ref = self._refs[rid] = prechecked(MemoryRef, ns, mid, rev)
-        return ref
-
-    def __contains__(self, rid: object) -> bool:
-        return rid in self._facts
-
-    def __iter__(self) -> Iterator[int]:
-        return iter(self._facts)
-
-    def __len__(self) -> int:
-        return len(self._facts)

@@ -218,6 +218,32 @@ def test_an_earlier_full_precision_index_serves_until_maintain_index_replaces_it
         assert len(approx) == 10 and sum(k in exact for k, _s in approx) >= 8
 
 
+def test_a_space_that_is_not_normalised_keeps_a_full_precision_index(
+    pg_server: Any, pg_url: str
+) -> None:
+    """Half precision holds components up to 65 504: a space that is not L2-normalised gets
+    a full-precision cosine index, so a vector with a large component is still written."""
+    import psycopg
+
+    from rankseam_postgres.schema import build_space_index, index_kind, space_index_kind
+
+    assert (index_kind("ip"), index_kind("cosine")) == ("halfvec", "vector")
+    with rankseam.open_memory(pg_url) as memory:
+        memory.add("a store to hold the schema")
+    schema = pg_url.rsplit("schema=", 1)[1]
+    with psycopg.connect(pg_server.base_url, autocommit=True) as conn:
+        name = build_space_index(conn, schema, "raw-space", 3, "cosine")
+        assert name is not None and name.startswith("vectors_hnsw_")
+        assert space_index_kind(conn, schema, "raw-space") == "vector"
+        conn.execute(
+            f"INSERT INTO {schema}.vectors (namespace, space, rid, live, vector) "
+            "VALUES ('default', 'raw-space', 424242, true, '[1e6, 0, 1]')"
+        )
+        assert build_space_index(conn, schema, "too-wide", 2001, "cosine") is None
+    definition = _indexes(pg_server, pg_url)[name]
+    assert "vector(3)) vector_cosine_ops" in definition
+
+
 def test_schema_is_versioned_and_foreign_schemas_are_refused(pg_server, pg_url: str) -> None:
     import psycopg
 

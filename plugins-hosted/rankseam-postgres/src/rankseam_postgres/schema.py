@@ -15,8 +15,9 @@ A store written by a newer rankseam-postgres, or a schema that holds tables but 
   revisions with their ``tsvector`` and token count; a partial GIN index over live ones),
   ``vectors`` (pgvector, one row per revision and space; a partial HNSW index per space,
   built once a namespace of that space reaches 20 000 live memories, see
-  ``PostgresStore.maintain_index``: over the vectors cast to ``halfvec``; a full-precision
-  index an earlier release built serves until ``maintain_index`` replaces it).
+  ``PostgresStore.maintain_index``: over the vectors cast to ``halfvec`` in L2-normalised
+  spaces, full precision in others; an L2-normalised space's full-precision index that an
+  earlier release built serves until ``maintain_index`` replaces it).
 - version 2: ``terms`` (per namespace and lexeme, how many live revisions hold it: BM25's
   document frequency, kept by every write) and ``postings`` (per live revision and lexeme its
   term frequency and the revision's token count; its primary key is the lexical channel's
@@ -44,26 +45,29 @@ __all__ = [
     "build_space_index",
     "ensure_schema",
     "ensure_space_index",
+    "index_kind",
     "index_name",
     "space_index_kind",
     "vacuum_lexical",
 ]
 
+#: The kinds of HNSW index a space may have (see :func:`index_kind`).
+IndexKind: TypeAlias = Literal["halfvec", "vector"]
+_KINDS: tuple[IndexKind, ...] = ("halfvec", "vector")
+
 #: The version this rankseam-postgres writes (the ``meta`` table's ``schema_version``).
 SCHEMA_VERSION = 2
-#: pgvector's HNSW index takes ``halfvec`` values of at most this many dimensions; a space with
-#: more is searched exactly.
-HNSW_MAX_DIMS = 4000
+#: The most dimensions pgvector's HNSW index takes, per kind (:func:`index_kind`); a space
+#: with more is searched exactly.
+HNSW_MAX_DIMS: dict[IndexKind, int] = {"halfvec": 4000, "vector": 2000}
 #: The HNSW graph's links per node (pgvector's default).
 HNSW_M = 16
 #: The candidate list while the graph is built (pgvector's default is 64): a better graph
 #: finds as much with a shorter search list. At 100 000 memories 128 found 0.92 of the exact
-#: best 120 with ``hnsw.ef_search`` 192, which the default graph needed 256 for, in about half
-#: the time; the build takes about 1.7 times as long (docs/plugins/postgres.md, "Performance").
+#: best 120 with ``hnsw.ef_search`` 192, which the default graph needed 256 for, in less time;
+#: the build takes 1.5 to 1.7 times as long (docs/plugins/postgres.md, "Performance").
 HNSW_EF_CONSTRUCTION = 128
 
-#: The kinds of HNSW index a space may have (see :func:`space_index_kind`).
-IndexKind: TypeAlias = Literal["halfvec", "vector"]
 
 _V1 = """
 CREATE TABLE {s}.meta (key text PRIMARY KEY, value text NOT NULL);
@@ -252,14 +256,18 @@ def ensure_schema(
     return str(meta["text_search"])
 
 
-def index_name(space: str) -> str:
-    """The HNSW index of a space (a short digest: index names have at most 63 bytes)."""
-    return "vectors_half_" + hashlib.sha256(space.encode("utf-8")).hexdigest()[:16]
+def index_kind(metric: str) -> IndexKind:
+    """The HNSW index a space gets: over its vectors cast to half precision for L2-normalised
+    spaces (inner product; their components lie within [-1, 1]), full precision for the others
+    (cosine; a component past half precision's 65 504 could not be cast)."""
+    return "halfvec" if metric == "ip" else "vector"
 
 
-def _legacy_index_name(space: str) -> str:
-    """The full-precision HNSW index earlier releases of rankseam-postgres built for a space."""
-    return "vectors_hnsw_" + hashlib.sha256(space.encode("utf-8")).hexdigest()[:16]
+def index_name(space: str, kind: IndexKind) -> str:
+    """The HNSW index of a space (a short digest: index names have at most 63 bytes); the
+    full-precision name is also the one earlier releases gave every space's index."""
+    prefix = "vectors_half_" if kind == "halfvec" else "vectors_hnsw_"
+    return prefix + hashlib.sha256(space.encode("utf-8")).hexdigest()[:16]
 
 
 def ensure_space_index(
@@ -291,57 +299,57 @@ def _index_states(conn: psycopg.Connection[Any], schema: str, names: list[str]) 
 
 
 def space_index_kind(conn: psycopg.Connection[Any], schema: str, key: str) -> IndexKind | None:
-    """Which valid HNSW index the space ``key`` has: ``"halfvec"`` (the one
-    :func:`build_space_index` builds), ``"vector"`` (the full-precision index an earlier
-    release built, until ``maintain_index`` replaces it), or None."""
-    states = _index_states(conn, schema, [index_name(key), _legacy_index_name(key)])
-    if states.get(index_name(key)):
-        return "halfvec"
-    if states.get(_legacy_index_name(key)):
-        return "vector"
-    return None
+    """Which valid HNSW index the space ``key`` has (a half-precision one first): the one
+    :func:`build_space_index` builds, or for an L2-normalised space the full-precision index
+    an earlier release built, until ``maintain_index`` replaces it; None when neither."""
+    names = {kind: index_name(key, kind) for kind in _KINDS}
+    states = _index_states(conn, schema, list(names.values()))
+    return next((kind for kind in _KINDS if states.get(names[kind])), None)
 
 
 def build_space_index(
     conn: psycopg.Connection[Any], schema: str, key: str, dims: int, metric: str
-) -> bool:
-    """Build the partial HNSW index of the space ``key`` with ``CREATE INDEX CONCURRENTLY``
-    (writers and searches carry on meanwhile): over the vectors cast to half precision
-    (``halfvec``; the scores are still computed from the stored vectors), inner product for
-    L2-normalised spaces and cosine otherwise, ``m`` :data:`HNSW_M` and ``ef_construction``
-    :data:`HNSW_EF_CONSTRUCTION`. ``conn`` must be in autocommit mode. A leftover of an
-    interrupted build is dropped first; an older store's full-precision index is dropped once
-    the new one is valid (searches use it until then). Returns False when the space has too
-    many dimensions for an index."""
-    if dims > HNSW_MAX_DIMS:
-        return False
-    new, legacy = index_name(key), _legacy_index_name(key)
-    states = _index_states(conn, schema, [new, legacy])
-    if states.get(new) is False:
+) -> str | None:
+    """Build the partial HNSW index of the space ``key`` (:func:`index_kind`: half precision
+    and inner product for L2-normalised spaces, full precision and cosine otherwise; the
+    scores are computed from the stored vectors either way) with ``m`` :data:`HNSW_M` and
+    ``ef_construction`` :data:`HNSW_EF_CONSTRUCTION`, by ``CREATE INDEX CONCURRENTLY``:
+    writers and searches carry on meanwhile. ``conn`` must be in autocommit mode. A leftover
+    of an interrupted build is dropped first; the other kind's index (an earlier release's)
+    is dropped once the new one is valid (searches use it until then). Returns the index's
+    name, or None when the space has too many dimensions for an index."""
+    kind = index_kind(metric)
+    if dims > HNSW_MAX_DIMS[kind]:
+        return None
+    name = index_name(key, kind)
+    (other,) = (index_name(key, k) for k in _KINDS if k != kind)
+    states = _index_states(conn, schema, [name, other])
+    if states.get(name) is False:
         conn.execute(
-            sql.SQL("DROP INDEX CONCURRENTLY IF EXISTS {}").format(sql.Identifier(schema, new))
+            sql.SQL("DROP INDEX CONCURRENTLY IF EXISTS {}").format(sql.Identifier(schema, name))
         )
-    if not states.get(new):
+    if not states.get(name):
         conn.execute(
             sql.SQL(
                 "CREATE INDEX CONCURRENTLY IF NOT EXISTS {name} ON {s}.vectors USING hnsw "
-                "((vector::halfvec({dims})) {ops}) WITH (m = {m}, ef_construction = {efc}) "
+                "((vector::{kind}({dims})) {ops}) WITH (m = {m}, ef_construction = {efc}) "
                 "WHERE space = {key} AND live"
             ).format(
-                name=sql.Identifier(new),
+                name=sql.Identifier(name),
                 s=sql.Identifier(schema),
+                kind=sql.SQL(kind),
                 dims=sql.Literal(dims),
-                ops=sql.SQL("halfvec_ip_ops" if metric == "ip" else "halfvec_cosine_ops"),
+                ops=sql.SQL(f"{kind}_ip_ops" if metric == "ip" else f"{kind}_cosine_ops"),
                 m=sql.Literal(HNSW_M),
                 efc=sql.Literal(HNSW_EF_CONSTRUCTION),
                 key=sql.Literal(key),
             )
         )
-    if legacy in states:
+    if other in states:
         conn.execute(
-            sql.SQL("DROP INDEX CONCURRENTLY IF EXISTS {}").format(sql.Identifier(schema, legacy))
+            sql.SQL("DROP INDEX CONCURRENTLY IF EXISTS {}").format(sql.Identifier(schema, other))
         )
-    return True
+    return name
 
 
 def vacuum_lexical(conn: psycopg.Connection[Any], schema: str) -> None:

@@ -53,7 +53,6 @@ from rankseam_postgres.schema import (
     build_space_index,
     ensure_schema,
     ensure_space_index,
-    index_name,
     vacuum_lexical,
 )
 from rankseam_postgres.tables import Tables, vector_array
@@ -416,17 +415,17 @@ class PostgresStore:
                 return None
             started = time.perf_counter()
             vacuum_lexical(conn, self.schema)
-            built = build_space_index(
+            name = build_space_index(
                 conn,
                 self.schema,
                 descriptor.key,
                 descriptor.dimensions,
                 "ip" if descriptor.normalization == "l2" else "cosine",
             )
-        if not built:
+        if name is None:
             return None
         return {
-            "index": index_name(descriptor.key),
+            "index": name,
             "space": descriptor.key,
             "kind": "hnsw",
             "seconds": round(time.perf_counter() - started, 3),

@@ -14,8 +14,7 @@ pytest.importorskip("langchain_core", reason="needs rankseam-langchain (langchai
 pytest.importorskip("llama_index.core", reason="needs rankseam-llamaindex (llama-index-core)")
 
 import rankseam
-from rankseam.testing import sample_memory
-from rankseam.types import RerankDecision
+from rankseam.testing import OverlapReranker, sample_memory
 from rankseam_langchain import RankseamCompressor
 from rankseam_langchain import RankseamRetriever as LangChainRetriever
 from rankseam_llamaindex import RankseamNodePostprocessor
@@ -24,24 +23,10 @@ from rankseam_llamaindex import RankseamRetriever as LlamaIndexRetriever
 QUERY = "when is dana's birthday dinner at the thai place?"
 
 
-class ByOverlap:
-    """Scores each candidate by the share of the query's words it holds (a score of its own)."""
-
-    policy_id = "test.overlap.v1"
-
-    def rerank(self, query: str, candidates: Any, limit: int) -> RerankDecision:
-        words = set(query.lower().split())
-        scored = sorted(
-            ((len(words & set(c.text.lower().split())) / len(words), c.rank) for c in candidates),
-            key=lambda pair: (-pair[0], pair[1]),
-        )[:limit]
-        return RerankDecision(tuple(r for _, r in scored), scores=tuple(s for s, _ in scored))
-
-
 RERANKERS: dict[str, tuple[Any, dict[str, Any] | None]] = {
     "none": ("none", None),
     "mmr": ("mmr", {"lambda": 0.5}),
-    "scores": (ByOverlap(), None),
+    "scores": (OverlapReranker(), None),
 }
 
 

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 import pytest
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 
 import rankseam
-from rankseam.types import RerankDecision
+from rankseam.testing import OverlapReranker
 from rankseam_langchain import RankseamRetriever
 
 
@@ -106,22 +105,10 @@ def test_an_unknown_call_argument_is_refused(memory: rankseam.Memory) -> None:
         retriever.invoke("dinner", k=0)
 
 
-class _ByOverlap:
-    """Scores each candidate by the share of the query's words it holds (a score of its own)."""
-
-    policy_id = "test.overlap.v1"
-
-    def rerank(self, query: str, candidates: Any, limit: int) -> RerankDecision:
-        words = set(query.lower().split())
-        scored = sorted(
-            ((len(words & set(c.text.lower().split())) / len(words), c.rank) for c in candidates),
-            key=lambda pair: (-pair[0], pair[1]),
-        )[:limit]
-        return RerankDecision(tuple(r for _, r in scored), scores=tuple(s for s, _ in scored))
-
-
 def test_the_score_is_the_rerankers_when_it_gives_one(memory: rankseam.Memory) -> None:
-    docs = RankseamRetriever(memory=memory, k=3, reranker=_ByOverlap()).invoke("the thai place")
+    docs = RankseamRetriever(memory=memory, k=3, reranker=OverlapReranker()).invoke(
+        "the thai place"
+    )
     assert docs
     for doc in docs:
         assert doc.metadata["score"] == doc.metadata["rerank_score"] is not None

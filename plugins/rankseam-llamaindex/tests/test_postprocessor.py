@@ -16,6 +16,7 @@ from llama_index.core.query_engine import RetrieverQueryEngine
 from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle, TextNode
 
 import rankseam
+from rankseam.testing import OverlapReranker
 from rankseam.types import RerankDecision
 from rankseam_llamaindex import RankseamNodePostprocessor, RankseamRetriever
 
@@ -141,23 +142,9 @@ def test_none_keeps_the_input_order_without_a_reranker() -> None:
     assert [n.node.metadata["rerank"]["trace"] for n in out] == [None, None]
 
 
-class _ByOverlap:
-    """Scores each candidate by the share of the query's words it holds (a score of its own)."""
-
-    policy_id = "test.overlap.v1"
-
-    def rerank(self, query: str, candidates: Any, limit: int) -> RerankDecision:
-        words = set(query.lower().split())
-        scored = sorted(
-            ((len(words & set(c.text.lower().split())) / len(words), c.rank) for c in candidates),
-            key=lambda pair: (-pair[0], pair[1]),
-        )[:limit]
-        return RerankDecision(tuple(r for _, r in scored), scores=tuple(s for s, _ in scored))
-
-
 def test_a_rerankers_own_score_becomes_the_nodes_score() -> None:
     given = nodes()
-    out = RankseamNodePostprocessor(reranker=_ByOverlap(), top_n=2).postprocess_nodes(
+    out = RankseamNodePostprocessor(reranker=OverlapReranker(), top_n=2).postprocess_nodes(
         given, query_str="weekly standup moved"
     )
     assert [n.node.node_id for n in out] == ["c", "a"]
@@ -198,9 +185,9 @@ def test_a_query_engine_gives_nodes_scored_by_the_reranker(memory: rankseam.Memo
     """The retriever reranks (its scores become node.score) and so does the postprocessor:
     what the engine hands the LLM and returns as sources carry the rerank score."""
     engine = RetrieverQueryEngine.from_args(
-        RankseamRetriever.from_defaults(memory, similarity_top_k=4, reranker=_ByOverlap()),
+        RankseamRetriever.from_defaults(memory, similarity_top_k=4, reranker=OverlapReranker()),
         llm=MockLLM(),
-        node_postprocessors=[RankseamNodePostprocessor.from_defaults(_ByOverlap(), top_n=2)],
+        node_postprocessors=[RankseamNodePostprocessor.from_defaults(OverlapReranker(), top_n=2)],
     )
     query = "when is dana's birthday dinner at the thai place?"
     direct = memory.search(query, 4, reranker="none")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 import pytest
 from llama_index.core import Settings
@@ -12,7 +11,7 @@ from llama_index.core.callbacks import CallbackManager
 from llama_index.core.schema import MetadataMode, NodeWithScore
 
 import rankseam
-from rankseam.types import RerankDecision
+from rankseam.testing import OverlapReranker
 from rankseam_llamaindex import RankseamRetriever
 
 
@@ -106,22 +105,8 @@ def test_stored_keys_that_are_ours_are_kept_prefixed(tmp_path) -> None:  # type:
     assert meta["stored_score"] == 7 and meta["score"] == node.score != 7
 
 
-class _ByOverlap:
-    """Scores each candidate by the share of the query's words it holds (a score of its own)."""
-
-    policy_id = "test.overlap.v1"
-
-    def rerank(self, query: str, candidates: Any, limit: int) -> RerankDecision:
-        words = set(query.lower().split())
-        scored = sorted(
-            ((len(words & set(c.text.lower().split())) / len(words), c.rank) for c in candidates),
-            key=lambda pair: (-pair[0], pair[1]),
-        )[:limit]
-        return RerankDecision(tuple(r for _, r in scored), scores=tuple(s for s, _ in scored))
-
-
 def test_node_score_is_the_score_that_ordered_the_result(memory: rankseam.Memory) -> None:
-    retriever = RankseamRetriever(memory, similarity_top_k=3, reranker=_ByOverlap())
+    retriever = RankseamRetriever(memory, similarity_top_k=3, reranker=OverlapReranker())
     nodes = retriever.retrieve("the thai place")
     assert nodes
     for n in nodes:

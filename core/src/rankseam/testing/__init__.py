@@ -64,7 +64,11 @@ from rankseam.testing.host import (  # noqa: E402
     run_reranker,
 )
 from rankseam.testing.network import NetworkBlocked, block_off_host_connections  # noqa: E402
-from rankseam.testing.reranker import RerankerContract, synthetic_pool  # noqa: E402
+from rankseam.testing.reranker import (  # noqa: E402
+    OverlapReranker,
+    RerankerContract,
+    synthetic_pool,
+)
 
 __all__ = [
     "KIT_NAMESPACE",
@@ -77,6 +81,7 @@ __all__ = [
     "GenerationBackendContract",
     "Listing",
     "NetworkBlocked",
+    "OverlapReranker",
     "RerankRun",
     "RerankerContract",
     "StoreContract",

@@ -38,7 +38,7 @@ from rankseam.seam import (
 from rankseam.testing.base import Capability, ContractBase
 from rankseam.types import Candidate, Hit, MemoryRef, RerankDecision, RerankStatus, Usage
 
-__all__ = ["RerankerContract", "synthetic_pool"]
+__all__ = ["OverlapReranker", "RerankerContract", "synthetic_pool"]
 
 _WORDS = (
     "alice booked a flight to lisbon for the conference in may; bob adopted a grey cat named "
@@ -75,6 +75,25 @@ def synthetic_pool(
         v = base[i // 2] + rng.normal(scale=0.05, size=dims)
         vectors.append((v / np.linalg.norm(v)).astype(np.float32))
     return tuple(hits), vectors
+
+
+class OverlapReranker:
+    """A reranker that gives scores of its own, for tests of code that shows them: each
+    candidate scores the share of the query's distinct lower-cased words it holds (0 to 1),
+    best first, ties in pool order; at most ``limit`` ranks."""
+
+    policy_id = "kit.overlap.v1"
+
+    def rerank(self, query: str, candidates: Sequence[Candidate], limit: int) -> RerankDecision:
+        words = set(query.lower().split())
+        scored = sorted(
+            (
+                (len(words & set(c.text.lower().split())) / max(len(words), 1), c.rank)
+                for c in candidates
+            ),
+            key=lambda pair: (-pair[0], pair[1]),
+        )[:limit]
+        return RerankDecision(tuple(r for _, r in scored), scores=tuple(s for s, _ in scored))
 
 
 def _freeze_candidate(c: Candidate) -> tuple[Any, ...]:

@@ -102,6 +102,7 @@ class SentenceTransformerEmbedder:
                 backend=options.backend,
                 device=options.device,
                 quantize=options.quantize,
+                precision=options.precision,
                 threads=options.threads,
                 workers=options.workers,
                 cache_dir=Path(options.cache_dir).expanduser() if options.cache_dir else None,
@@ -111,12 +112,18 @@ class SentenceTransformerEmbedder:
     def __repr__(self) -> str:
         return (
             f"SentenceTransformerEmbedder({self.descriptor.key!r}, "
-            f"backend={self.runtime.backend!r}, device={self.device!r})"
+            f"backend={self.runtime.backend!r}, precision={self.runtime.precision!r}, "
+            f"device={self.device!r})"
         )
 
 
 def space_revision(files: ModelFiles, runtime: Runtime) -> str:
     """The revision part of the vector space: the model files' fingerprint, plus ``+int8`` for
-    the quantised ONNX graph (its vectors differ from the model's; the fp32 graph's do not, to
-    within 1e-5, so torch and fp32 ONNX share one space)."""
-    return files.revision + ("+int8" if runtime.backend == "onnx" and runtime.quantize else "")
+    the quantised ONNX graph and ``+bf16`` for the torch model cast to bfloat16 (their vectors
+    differ from the model's; the fp32 graph's do not, to within 1e-5, so torch and fp32 ONNX
+    share one space)."""
+    if runtime.backend == "onnx" and runtime.quantize:
+        return files.revision + "+int8"
+    if runtime.precision == "bf16":
+        return files.revision + "+bf16"
+    return files.revision

@@ -17,7 +17,7 @@ import hashlib
 import json
 import logging
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -34,6 +34,7 @@ __all__ = [
     "Runtime",
     "load_encoder",
     "load_model",
+    "native_bf16",
     "resolve_model",
 ]
 
@@ -188,10 +189,79 @@ class Encoder(Protocol):
     def count_tokens(self, texts: Sequence[str]) -> int: ...
 
 
-class LoadedModel:
-    """One loaded SentenceTransformer; ``encode`` is thread-safe (serialised)."""
+#: CPU feature flags (``/proc/cpuinfo``) of native bfloat16 arithmetic: Intel AMX, AVX512-BF16,
+#: Arm's BF16 extension.
+BF16_FLAGS = frozenset({"amx_bf16", "avx512_bf16", "bf16"})
 
-    def __init__(self, files: ModelFiles, device: str, max_seq_length: int | None = None) -> None:
+
+def _cpu_flags() -> set[str]:
+    """The CPU's feature flags from ``/proc/cpuinfo`` (Linux; empty elsewhere)."""
+    try:
+        text = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return set()
+    flags: set[str] = set()
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() in ("flags", "Features"):
+            flags.update(value.split())
+    return flags
+
+
+def native_bf16(flags: Collection[str] | None = None) -> bool:
+    """Whether the CPU computes bfloat16 natively: one of :data:`BF16_FLAGS` in ``flags``
+    (default: torch's own CPU capability check, else the flags of ``/proc/cpuinfo``). Without
+    it torch still runs a bf16 model, but emulated, slower than float32."""
+    if flags is None:
+        import torch
+
+        checks = ("_is_amx_tile_supported", "_is_avx512_bf16_supported")
+        if any(getattr(torch.cpu, name, lambda: False)() for name in checks):
+            return True
+        flags = _cpu_flags()
+    return not BF16_FLAGS.isdisjoint(flags)
+
+
+_WARNED_BF16 = threading.Event()
+
+
+def _warn_unless_native_bf16() -> None:
+    if native_bf16() or _WARNED_BF16.is_set():
+        return
+    _WARNED_BF16.set()
+    log.warning(
+        "precision = 'bf16' on a CPU without native bfloat16 (no AMX or AVX512-BF16): the "
+        "vectors are right but slower than with 'fp32'; use precision = 'fp32', or backend = "
+        "'onnx' with quantize = true for the fast CPU path",
+        extra={"event": "st.bf16.emulated"},
+    )
+
+
+def _upcast_outputs(module: Any, inputs: Any, output: Any) -> Any:
+    """Forward hook of a bf16 transformer: its bfloat16 outputs as float32, so pooling,
+    normalisation and any later module run in float32."""
+    import torch
+
+    for key, value in list(output.items()):
+        if isinstance(value, torch.Tensor) and value.dtype == torch.bfloat16:
+            output[key] = value.float()
+    return output
+
+
+class LoadedModel:
+    """One loaded SentenceTransformer; ``encode`` is thread-safe (serialised).
+
+    ``precision="bf16"`` casts the first module (the transformer) to bfloat16; its outputs
+    are upcast to float32, so pooling and normalisation, and the vectors, are float32.
+    """
+
+    def __init__(
+        self,
+        files: ModelFiles,
+        device: str,
+        max_seq_length: int | None = None,
+        precision: str = "fp32",
+    ) -> None:
         from sentence_transformers import SentenceTransformer
 
         self.files = files
@@ -213,6 +283,15 @@ class LoadedModel:
             )
         if max_seq_length is not None:
             self._model.max_seq_length = max_seq_length
+        self.precision = precision
+        if precision == "bf16":
+            import torch
+
+            if device == "cpu":
+                _warn_unless_native_bf16()
+            first = self._model[0]
+            first.to(torch.bfloat16)
+            first.register_forward_hook(_upcast_outputs)
         self._tokenize = getattr(self._model, "preprocess", None) or self._model.tokenize
         self.normalizes = any(type(m).__name__ == "Normalize" for m in self._model.children())
 
@@ -244,8 +323,10 @@ class LoadedModel:
 class Runtime:
     """How a model runs: ``backend`` ``"torch"`` (``device``) or ``"onnx"`` (CPU, ``threads``
     intra-op threads, ``quantize`` to int8 with ``workers`` texts encoded at once, exports cached
-    under ``cache_dir``), and the longest input in tokens (``None``: the model's own
-    ``max_seq_length``)."""
+    under ``cache_dir``), the longest input in tokens (``None``: the model's own
+    ``max_seq_length``), and the torch model's ``precision`` (``"fp32"`` or ``"bf16"``).
+
+    Raises :class:`ConfigurationError` for ``precision="bf16"`` with the ``onnx`` backend."""
 
     backend: str = "torch"
     device: str = "cpu"
@@ -254,6 +335,15 @@ class Runtime:
     cache_dir: Path | None = None
     max_seq_length: int | None = None
     workers: int = 1
+    precision: str = "fp32"
+
+    def __attrs_post_init__(self) -> None:
+        if self.precision == "bf16" and self.backend == "onnx":
+            raise ConfigurationError(
+                "precision = 'bf16' runs on the torch backend only: set backend = 'torch' "
+                "(bf16, fast on CPUs with AMX or AVX512-BF16), or keep backend = 'onnx' with "
+                "precision = 'fp32' (quantize = true for ONNX Runtime's fast int8 path)"
+            )
 
 
 _CACHE: dict[tuple[Path, str, Runtime], Encoder] = {}
@@ -269,7 +359,12 @@ def load_encoder(files: ModelFiles, runtime: Runtime) -> Encoder:
         if loaded is None:
             log.info(
                 "loading sentence-transformers model",
-                extra={"event": "st.model.load", "model": files.name, "backend": runtime.backend},
+                extra={
+                    "event": "st.model.load",
+                    "model": files.name,
+                    "backend": runtime.backend,
+                    "precision": runtime.precision,
+                },
             )
             if runtime.backend == "onnx":
                 from rankseam_sentence_transformers.onnx_backend import (
@@ -286,7 +381,9 @@ def load_encoder(files: ModelFiles, runtime: Runtime) -> Encoder:
                     workers=runtime.workers,
                 )
             else:
-                loaded = LoadedModel(files, runtime.device, runtime.max_seq_length)
+                loaded = LoadedModel(
+                    files, runtime.device, runtime.max_seq_length, runtime.precision
+                )
             _CACHE[key] = loaded
         return loaded
 

@@ -19,6 +19,7 @@ __all__ = [
     "DEFAULT_YES_THRESHOLD",
     "Backend",
     "EmbedderOptions",
+    "Precision",
     "SemanticOptions",
     "SimilarityOptions",
 ]
@@ -53,6 +54,17 @@ Backend = Literal["torch", "onnx"]
 
 def _quantize() -> Any:
     return option(False, help="onnx only: int8 weights (a vector space of its own)")
+
+
+Precision = Literal["fp32", "bf16"]
+
+
+def _precision() -> Any:
+    return option(
+        "fp32",
+        help="torch only: 'fp32', or 'bf16' (the model cast to bfloat16: fast on CPUs with AMX "
+        "or AVX512-BF16, slow without; a vector space of its own)",
+    )
 
 
 def _threads() -> Any:
@@ -92,6 +104,7 @@ class EmbedderOptions:
         "'rankseam-sentence-transformers[onnx]'; the model is exported once, locally)",
     )
     quantize: bool = _quantize()
+    precision: Precision = _precision()
     threads: int = _threads()
     workers: int = _workers()
     cache_dir: str = _cache_dir()
@@ -126,9 +139,12 @@ class SemanticOptions:
         help=f"a local sentence-transformers model directory, or {DEFAULT_MODEL!r} (packaged)",
     )
     backend: Literal["auto", "torch", "onnx"] = option(
-        "auto", help="'auto' = 'onnx' when ONNX Runtime is installed, else 'torch'"
+        "auto",
+        help="'auto' = 'onnx' when ONNX Runtime is installed, else 'torch' ('torch' with "
+        "precision 'bf16')",
     )
     quantize: bool = option(True, help="onnx only: int8 weights (faster; see the docs)")
+    precision: Precision = _precision()
     max_seq_length: int = option(
         128, ge=8, le=512, help="tokens of a candidate text that are encoded"
     )
@@ -146,11 +162,14 @@ class SemanticOptions:
 
     def runtime(self, onnx: bool) -> Runtime:
         """How the model runs for these options (``onnx``: is ONNX Runtime installed)."""
-        backend = ("onnx" if onnx else "torch") if self.backend == "auto" else self.backend
+        backend = self.backend
+        if backend == "auto":
+            backend = "onnx" if onnx and self.precision == "fp32" else "torch"
         return Runtime(
             backend=backend,
             device=self.device,
             quantize=self.quantize and backend == "onnx",
+            precision=self.precision,
             threads=self.threads,
             workers=self.workers,
             cache_dir=Path(self.cache_dir).expanduser() if self.cache_dir else None,

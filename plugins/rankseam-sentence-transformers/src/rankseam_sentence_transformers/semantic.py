@@ -147,6 +147,7 @@ class SemanticReranker:
             "model_revision": self.files.revision,
             "backend": self.runtime.backend,
             "quantize": self.runtime.quantize,
+            "precision": self.runtime.precision,
             "max_seq_length": self.options.max_seq_length,
             "weight": self.options.weight,
             "rule": "(1-w)*minmax(coarse) + w*minmax(cosine)",
@@ -232,5 +233,5 @@ class SemanticReranker:
     def __repr__(self) -> str:
         return (
             f"SemanticReranker(model={self.files.name!r}, backend={self.runtime.backend!r}, "
-            f"weight={self.options.weight})"
+            f"precision={self.runtime.precision!r}, weight={self.options.weight})"
         )

@@ -8,8 +8,9 @@ A study script, not part of the plugin's package: it reads the datasets with ran
 benchmark loader (``rankseam.bench.datasets``, the one ``rankseam bench quality`` uses).
 
 ``speed``: the same memories ingested into one SQLite store per backend (torch with its
-default threads, torch with one thread, ONNX fp32, ONNX int8 with one worker and with the
-default two), **interleaved** chunk by chunk
+default threads, torch with one thread, both again with ``precision = "bf16"``, ONNX fp32,
+ONNX int8 with one worker and with the default two; ``--backends`` picks some),
+**interleaved** chunk by chunk
 so every backend sees the same machine load; after each chunk each backend embeds the same
 queries one at a time (what a search pays for its query vector). Reports memories/s (wall),
 CPU ms per memory, and query embedding CPU and wall ms, to compare with torch's.
@@ -17,7 +18,8 @@ CPU ms per memory, and query embedding CPU and wall ms, to compare with torch's.
 ``rerank-cpu``: a store of the dataset built with the model-free ``hashed`` embedder; for each
 query the coarse pool (``--pool``, default 30) is reranked by ``semantic`` through the seam
 (``rankseam.testing.run_reranker``), timed with the process's CPU clock, each ``--variant``
-(options of ``[rerankers.semantic]``) in turn query by query. ``cold``: no vector cache
+(options of ``[rerankers.semantic]``, plus ``torch_threads``: torch's intra-op threads while
+that variant runs, default torch's own) in turn query by query. ``cold``: no vector cache
 (every text of every pool encoded); ``warm``: the candidate cache filled by a first pass over
 the same queries (the query itself is encoded again: a new reranker instance shares the
 cache, not the query vectors).
@@ -47,6 +49,8 @@ __all__ = ["main", "probe", "rerank_cpu", "speed"]
 BACKENDS: dict[str, tuple[dict[str, Any], int | None]] = {
     "torch": ({}, None),
     "torch-1-thread": ({}, 1),
+    "torch-bf16": ({"precision": "bf16"}, None),
+    "torch-bf16-1-thread": ({"precision": "bf16"}, 1),
     "onnx": ({"backend": "onnx"}, None),
     "onnx-int8-1-worker": ({"backend": "onnx", "quantize": True, "workers": 1}, None),
     "onnx-int8": ({"backend": "onnx", "quantize": True}, None),
@@ -154,6 +158,13 @@ def rerank_cpu(
         memory.close()
         if len(pools) >= queries:
             break
+    import torch
+
+    default_threads = torch.get_num_threads()
+    threads = {label: int(o.get("torch_threads", default_threads)) for label, o in variants.items()}
+    variants = {
+        label: {k: v for k, v in o.items() if k != "torch_threads"} for label, o in variants.items()
+    }
     rerankers = {}
     for label, options in variants.items():
         for state, size in (("cold", 0), ("warm", 1 << 16)):
@@ -172,6 +183,7 @@ def rerank_cpu(
             for key, reranker in rerankers.items():
                 if key[1] == "cold" and pass_ == 0:
                     continue
+                torch.set_num_threads(threads[key[0]])
                 wall, cpu = _clocks()
                 run = run_reranker(reranker, text, hits, limit)
                 end_wall, end_cpu = _clocks()
@@ -179,10 +191,14 @@ def rerank_cpu(
                     assert run.trace is not None
                     tokens = run.trace.usage.input_tokens or 0
                     samples[key].append((1000 * (end_cpu - cpu), 1000 * (end_wall - wall), tokens))
+    torch.set_num_threads(default_threads)
     out: dict[str, Any] = {"queries": len(pools), "pool": pool, "variants": {}}
     for (label, state), rows in samples.items():
         cpu_ms = sorted(r[0] for r in rows)
-        out["variants"].setdefault(label, {"descriptor": rerankers[label, state].descriptor})
+        out["variants"].setdefault(
+            label,
+            {"descriptor": rerankers[label, state].descriptor, "torch_threads": threads[label]},
+        )
         out["variants"][label][state] = {
             "cpu_ms_mean": statistics.fmean(cpu_ms),
             "cpu_ms_p50": statistics.median(cpu_ms),
@@ -262,8 +278,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         "--variant",
         action="append",
         default=[],
-        help="LABEL==KEY=VALUE:KEY=VALUE (options of [rerankers.semantic]); repeatable; "
-        "default: the defaults only",
+        help="LABEL==KEY=VALUE:KEY=VALUE (options of [rerankers.semantic], and torch_threads); "
+        "repeatable; default: the defaults only",
     )
     b = sub.add_parser("probe", help="int8 CPU per memory by batch size; tokenizer cost")
     b.add_argument("--memories", type=int, default=400)

@@ -152,3 +152,29 @@ def test_loads_and_embeds_with_every_off_host_connection_refused() -> None:
     # loading prints no progress bar, and leaves the user's progress-bar setting as it was
     assert "Loading weights" not in done.stderr, done.stderr[-2000:]
     assert "BARS True" in done.stdout
+
+
+LONG = [
+    "Cells divide; proteins fold. " * 80,  # the prefix alone fills 256 tokens: encoded from it
+    "a" + " " * 1600 + "the rest, " * 30,  # the prefix is mostly blanks: encoded whole
+    "nospacesatall" * 150,  # no word boundary to cut at: encoded whole
+    "short text",
+]
+
+
+@pytest.mark.parametrize("max_seq_length", [256, 40])
+def test_long_texts_give_sentence_transformers_own_vectors_and_tokens(max_seq_length: int) -> None:
+    """The torch backend hands a long text to the model as a prefix with the same tokens: the
+    vectors and token counts are those of sentence-transformers on the whole texts."""
+    from sentence_transformers import SentenceTransformer
+
+    options = {"backend": "torch", "max_seq_length": max_seq_length}
+    encoder = build_component("reranker", "semantic", options).encoder  # type: ignore[attr-defined]
+    path = str(build_component("embedder", "sentence-transformers").files.path)  # type: ignore[attr-defined]
+    plain = SentenceTransformer(path, device="cpu", local_files_only=True)
+    plain.max_seq_length = max_seq_length
+    expected = plain.encode(LONG, batch_size=1, normalize_embeddings=True)
+    expected_tokens = int(plain.tokenize(LONG)["attention_mask"].sum())
+    vectors, tokens = encoder.encode_counted(LONG, batch_size=1, normalize=True)
+    assert tokens == expected_tokens == encoder.count_tokens(LONG)
+    np.testing.assert_allclose(vectors, expected, atol=1e-6)

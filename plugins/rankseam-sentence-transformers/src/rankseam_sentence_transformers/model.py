@@ -35,6 +35,7 @@ __all__ = [
     "load_encoder",
     "load_model",
     "native_bf16",
+    "prefix_cuts",
     "resolve_model",
 ]
 
@@ -189,6 +190,27 @@ class Encoder(Protocol):
     def count_tokens(self, texts: Sequence[str]) -> int: ...
 
 
+#: Characters per token allowed for before a long text is cut for tokenizing (the cut is
+#: undone when the prefix does not fill ``max_seq_length``).
+PREFIX_CHARS_PER_TOKEN = 6
+#: Pre-tokenizers that split at whitespace, so that a prefix cut at a space tokenizes to the
+#: same leading tokens as the whole text.
+WORD_SPLITTING = frozenset({"BertPreTokenizer", "Whitespace", "WhitespaceSplit"})
+
+
+def prefix_cuts(texts: Sequence[str], limit: int) -> tuple[list[str], list[int]]:
+    """``texts`` with each one longer than ``limit`` characters cut at its last space before
+    ``limit``, and the indices of the cut ones. A cut prefix that fills ``max_seq_length``
+    tokenizes to the whole text's tokens (with a :data:`WORD_SPLITTING` pre-tokenizer); the
+    caller tokenizes the whole text where it does not. ``limit`` 0: nothing is cut."""
+    sources = list(texts)
+    cut = [i for i, text in enumerate(sources) if limit and len(text) > limit]
+    cut = [i for i in cut if " " in sources[i][:limit]]
+    for i in cut:
+        sources[i] = sources[i][: sources[i].rindex(" ", 0, limit)]
+    return sources, cut
+
+
 #: CPU feature flags (``/proc/cpuinfo``) of native bfloat16 arithmetic: Intel AMX, AVX512-BF16,
 #: Arm's BF16 extension.
 BF16_FLAGS = frozenset({"amx_bf16", "avx512_bf16", "bf16"})
@@ -249,7 +271,9 @@ def _upcast_outputs(module: Any, inputs: Any, output: Any) -> Any:
 
 
 class LoadedModel:
-    """One loaded SentenceTransformer; ``encode`` is thread-safe (serialised).
+    """One loaded SentenceTransformer; ``encode`` is thread-safe (serialised). A text far
+    longer than ``max_seq_length`` is handed to the model as a prefix with the same tokens
+    (:func:`prefix_cuts`), which spares the tokenizer the rest.
 
     ``precision="bf16"`` casts the first module (the transformer) to bfloat16; its outputs
     are upcast to float32, so pooling and normalisation, and the vectors, are float32.
@@ -294,29 +318,53 @@ class LoadedModel:
             first.register_forward_hook(_upcast_outputs)
         self._tokenize = getattr(self._model, "preprocess", None) or self._model.tokenize
         self.normalizes = any(type(m).__name__ == "Normalize" for m in self._model.children())
+        backend = getattr(getattr(self._model, "tokenizer", None), "backend_tokenizer", None)
+        pre = type(getattr(backend, "pre_tokenizer", None)).__name__
+        self._max_tokens = int(self._model.max_seq_length or 0)
+        self._prefix_chars = (
+            self._max_tokens * PREFIX_CHARS_PER_TOKEN if pre in WORD_SPLITTING else 0
+        )
+
+    def _lengths(self, texts: Sequence[str]) -> list[int]:
+        if not texts:
+            return []
+        return [int(n) for n in self._tokenize(list(texts))["attention_mask"].sum(dim=1)]
+
+    def _sources(self, texts: Sequence[str], *, count: bool) -> tuple[list[str], int]:
+        """The texts as they are encoded (a long one cut to a prefix with the same tokens, see
+        :func:`prefix_cuts`) and, with ``count``, their number of tokens (else 0)."""
+        sources, cut = prefix_cuts(texts, self._prefix_chars)
+        rows = list(range(len(sources))) if count else cut
+        lengths = dict(zip(rows, self._lengths([sources[i] for i in rows]), strict=True))
+        short = [i for i in cut if lengths[i] < self._max_tokens]
+        for i, length in zip(short, self._lengths([texts[i] for i in short]), strict=True):
+            sources[i], lengths[i] = texts[i], length
+        return sources, sum(lengths.values()) if count else 0
 
     def encode(self, texts: Sequence[str], *, batch_size: int, normalize: bool) -> np.ndarray:
+        vectors, _ = self.encode_counted(
+            texts, batch_size=batch_size, normalize=normalize, count=False
+        )
+        return vectors
+
+    def encode_counted(
+        self, texts: Sequence[str], *, batch_size: int, normalize: bool, count: bool = True
+    ) -> tuple[np.ndarray, int]:
+        """The vectors of ``texts`` and (``count``) the number of tokens encoded."""
         with self._lock:
+            sources, tokens = self._sources(texts, count=count)
             out = self._model.encode(
-                list(texts),
+                sources,
                 batch_size=batch_size,
                 show_progress_bar=False,
                 convert_to_numpy=True,
                 normalize_embeddings=normalize,
             )
-        return np.ascontiguousarray(out, dtype=np.float32)
-
-    def encode_counted(
-        self, texts: Sequence[str], *, batch_size: int, normalize: bool
-    ) -> tuple[np.ndarray, int]:
-        return self.encode(texts, batch_size=batch_size, normalize=normalize), self.count_tokens(
-            texts
-        )
+        return np.ascontiguousarray(out, dtype=np.float32), tokens
 
     def count_tokens(self, texts: Sequence[str]) -> int:
         with self._lock:
-            features = self._tokenize(list(texts))
-        return int(features["attention_mask"].sum())
+            return self._sources(texts, count=True)[1]
 
 
 @attrs.frozen

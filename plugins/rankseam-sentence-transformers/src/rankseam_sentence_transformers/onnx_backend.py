@@ -38,19 +38,18 @@ from typing import Any
 import numpy as np
 
 from rankseam.errors import ConfigurationError
-from rankseam_sentence_transformers.model import ModelFiles
+from rankseam_sentence_transformers.model import (
+    PREFIX_CHARS_PER_TOKEN,
+    WORD_SPLITTING,
+    ModelFiles,
+    prefix_cuts,
+)
 
 __all__ = ["CACHE_ENV", "OnnxModel", "default_cache_dir", "export_onnx", "onnx_available"]
 
 log = logging.getLogger("rankseam_sentence_transformers")
 
 _INPUTS = ("input_ids", "attention_mask", "token_type_ids")
-#: Characters per token allowed for before a long text is cut for tokenizing (the cut is
-#: undone when the prefix does not fill ``max_seq_length``).
-_PREFIX_CHARS_PER_TOKEN = 6
-#: Pre-tokenizers that split at whitespace, so that a prefix cut at a space tokenizes to the
-#: same leading tokens as the whole text.
-_WORD_SPLITTING = frozenset({"BertPreTokenizer", "Whitespace", "WhitespaceSplit"})
 #: Bump when the exported graph changes for the same model files (a new file name follows).
 _EXPORT_FORMAT = 1
 
@@ -258,7 +257,7 @@ class OnnxModel:
         self._tokenizer.enable_truncation(self.max_seq_length)
         pre = type(self._tokenizer.pre_tokenizer).__name__
         self._prefix_chars = (
-            self.max_seq_length * _PREFIX_CHARS_PER_TOKEN if pre in _WORD_SPLITTING else 0
+            self.max_seq_length * PREFIX_CHARS_PER_TOKEN if pre in WORD_SPLITTING else 0
         )
         self.workers = workers if quantize else 1
         self._pool: ThreadPoolExecutor | None = None
@@ -286,13 +285,7 @@ class OnnxModel:
     def _tokenize(self, texts: Sequence[str]) -> list[Any]:
         """The truncated encodings of ``texts``; a long text is tokenized from a prefix cut at
         a space when that prefix overflows ``max_seq_length`` (the same tokens, less work)."""
-        limit = self._prefix_chars
-        cut = [
-            i for i, text in enumerate(texts) if limit and len(text) > limit and " " in text[:limit]
-        ]
-        sources = list(texts)
-        for i in cut:
-            sources[i] = sources[i][: sources[i].rindex(" ", 0, limit)]
+        sources, cut = prefix_cuts(texts, self._prefix_chars)
         encodings = self._tokenizer.encode_batch(sources)
         short = [i for i in cut if not encodings[i].overflowing]
         if short:

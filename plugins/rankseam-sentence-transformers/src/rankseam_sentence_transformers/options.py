@@ -59,12 +59,10 @@ def _quantize() -> Any:
 Precision = Literal["fp32", "bf16"]
 
 
-def _precision() -> Any:
-    return option(
-        "fp32",
-        help="torch only: 'fp32', or 'bf16' (the model cast to bfloat16: fast on CPUs with AMX "
-        "or AVX512-BF16, slow without; a vector space of its own)",
-    )
+_PRECISION_HELP = (
+    "torch only: 'fp32', or 'bf16' (the model cast to bfloat16: fast on CPUs with AMX or "
+    "AVX512-BF16, slow without; a vector space of its own)"
+)
 
 
 def _threads() -> Any:
@@ -104,7 +102,7 @@ class EmbedderOptions:
         "'rankseam-sentence-transformers[onnx]'; the model is exported once, locally)",
     )
     quantize: bool = _quantize()
-    precision: Precision = _precision()
+    precision: Precision = option("fp32", help=_PRECISION_HELP)
     threads: int = _threads()
     workers: int = _workers()
     cache_dir: str = _cache_dir()
@@ -144,7 +142,7 @@ class SemanticOptions:
         "precision 'bf16')",
     )
     quantize: bool = option(True, help="onnx only: int8 weights (faster; see the docs)")
-    precision: Precision = _precision()
+    precision: Precision = option("fp32", help=_PRECISION_HELP)
     max_seq_length: int = option(
         128, ge=8, le=512, help="tokens of a candidate text that are encoded"
     )

@@ -38,7 +38,7 @@ EXACT_BELOW = 20_000
 #: ``hnsw.ef_search`` of an index search (the candidate list; raised to the over-fetch when
 #: that is larger, at most 800). pgvector's search time grows with it, and the effort a graph
 #: needs for the same recall grows with the graph: at 100 000 memories 192 found 0.92 of the
-#: exact best 120 (256: 0.96); at a million more is needed. So namespaces of
+#: exact best 120 (256: 0.95); at a million more is needed. So namespaces of
 #: :data:`LARGE_FROM` live memories and more search with :data:`EF_SEARCH_LARGE`
 #: (docs/plugins/postgres.md, "Performance").
 EF_SEARCH = 192

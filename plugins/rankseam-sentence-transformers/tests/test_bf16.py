@@ -8,9 +8,10 @@ from typing import ClassVar
 
 import numpy as np
 import pytest
+from st_builders import POOL, QUERY, build_embedder, build_reranker
 
 from rankseam.errors import ConfigurationError
-from rankseam.testing import EmbedderContract, RerankerContract, build_component, run_reranker
+from rankseam.testing import EmbedderContract, RerankerContract, run_reranker
 from rankseam_sentence_transformers import SemanticReranker, SentenceTransformerEmbedder
 from rankseam_sentence_transformers.model import native_bf16
 
@@ -28,37 +29,16 @@ TEXTS = [
 #: over 200 LoCoMo turns; docs/plugins/sentence-transformers.md).
 COSINE = 0.999
 
-QUERY = "who painted the sunrise over the lake?"
-POOL = [
-    "The quarterly tax filing is due on the fifteenth.",
-    "Our team meeting moved to Thursday afternoon.",
-    "Melanie painted a sunrise over the lake last summer.",
-    "The cat knocked the plant off the windowsill.",
-    "Last summer Mel made a painting of the sun coming up above a lake.",
-]
-
-
-def _embedder(**options: object) -> SentenceTransformerEmbedder:
-    built = build_component("embedder", "sentence-transformers", options)
-    assert isinstance(built, SentenceTransformerEmbedder)
-    return built
-
-
-def _reranker(**options: object) -> SemanticReranker:
-    built = build_component("reranker", "semantic", options)
-    assert isinstance(built, SemanticReranker)
-    return built
-
 
 @pytest.fixture(scope="module")
 def fp32_vectors() -> np.ndarray:
-    return _embedder().embed(TEXTS)
+    return build_embedder().embed(TEXTS)
 
 
 def test_bf16_vectors_are_within_the_tolerance_of_fp32_in_a_space_of_their_own(
     fp32_vectors: np.ndarray,
 ) -> None:
-    bf16 = _embedder(precision="bf16")
+    bf16 = build_embedder(precision="bf16")
     vectors = bf16.embed(TEXTS)
     assert vectors.dtype == np.float32 and vectors.shape == fp32_vectors.shape
     np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
@@ -68,16 +48,16 @@ def test_bf16_vectors_are_within_the_tolerance_of_fp32_in_a_space_of_their_own(
     assert np.abs(vectors - fp32_vectors).max() > 1e-4
     assert bf16.descriptor.revision.endswith("+bf16")
     keys = {
-        _embedder().descriptor.key,
+        build_embedder().descriptor.key,
         bf16.descriptor.key,
-        _embedder(backend="onnx", quantize=True).descriptor.key,
+        build_embedder(backend="onnx", quantize=True).descriptor.key,
     }
     assert len(keys) == 3, keys
     assert bf16.descriptor.dimensions == 384 and bf16.descriptor.normalization == "l2"
 
 
 def test_a_bf16_vector_depends_on_its_batch_only_within_the_tolerance() -> None:
-    bf16 = _embedder(precision="bf16", batch_size=8)
+    bf16 = build_embedder(precision="bf16", batch_size=8)
     together = bf16.embed(TEXTS)
     assert np.array_equal(bf16.embed(TEXTS), together)  # the same batch: the same vectors
     alone = np.stack([bf16.embed([text])[0] for text in TEXTS])
@@ -86,8 +66,8 @@ def test_a_bf16_vector_depends_on_its_batch_only_within_the_tolerance() -> None:
 
 def test_bf16_is_a_torch_option_and_onnx_says_what_to_use_instead() -> None:
     with pytest.raises(ConfigurationError, match="precision must be one of 'fp32', 'bf16'"):
-        _embedder(precision="fp16")
-    for build in (_embedder, _reranker):
+        build_embedder(precision="fp16")
+    for build in (build_embedder, build_reranker):
         with pytest.raises(ConfigurationError) as caught:
             build(backend="onnx", precision="bf16")
         message = str(caught.value)
@@ -95,10 +75,10 @@ def test_bf16_is_a_torch_option_and_onnx_says_what_to_use_instead() -> None:
 
 
 def test_the_semantic_reranker_in_bf16_takes_torch_and_orders_as_fp32() -> None:
-    bf16 = _reranker(precision="bf16", weight=1.0)  # backend "auto": torch for bf16
+    bf16 = build_reranker(precision="bf16", weight=1.0)  # backend "auto": torch for bf16
     assert bf16.descriptor["backend"] == "torch" and bf16.descriptor["precision"] == "bf16"
     run = run_reranker(bf16, QUERY, POOL)
-    fp32 = run_reranker(_reranker(backend="torch", weight=1.0), QUERY, POOL)
+    fp32 = run_reranker(build_reranker(backend="torch", weight=1.0), QUERY, POOL)
     assert run.positions == fp32.positions
     assert set(run.positions[:2]) == {2, 4}
     assert run.trace is not None and run.trace.status.value == "ok"
@@ -132,7 +112,7 @@ def test_on_a_cpu_with_native_bf16_the_model_loads_without_the_slow_warning(
     assert native_bf16()
     with caplog.at_level(logging.INFO, logger="rankseam_sentence_transformers"):
         # a sequence length of its own: a model of its own, loaded now
-        _reranker(precision="bf16", max_seq_length=77)
+        build_reranker(precision="bf16", max_seq_length=77)
     events = [getattr(r, "event", None) for r in caplog.records]
     loads = [r for r in caplog.records if getattr(r, "event", None) == "st.model.load"]
     assert [getattr(r, "precision", None) for r in loads] == ["bf16"]
@@ -144,11 +124,11 @@ class TestBf16EmbedderContract(EmbedderContract):
     capabilities: ClassVar[frozenset[str]] = frozenset()
 
     def make_embedder(self) -> SentenceTransformerEmbedder:
-        return _embedder(precision="bf16")
+        return build_embedder(precision="bf16")
 
 
 class TestBf16SemanticContract(RerankerContract):
     capabilities: ClassVar[frozenset[str]] = frozenset()
 
     def make_reranker(self) -> SemanticReranker:
-        return _reranker(precision="bf16", max_seq_length=64)
+        return build_reranker(precision="bf16", max_seq_length=64)

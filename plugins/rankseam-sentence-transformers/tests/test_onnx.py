@@ -11,6 +11,7 @@ from typing import ClassVar
 
 import numpy as np
 import pytest
+from st_builders import build_embedder
 
 from rankseam.errors import ConfigurationError
 from rankseam.testing import EmbedderContract, build_component
@@ -28,39 +29,33 @@ TEXTS = [
 ]
 
 
-def _embedder(**options: object) -> SentenceTransformerEmbedder:
-    built = build_component("embedder", "sentence-transformers", options)
-    assert isinstance(built, SentenceTransformerEmbedder)
-    return built
-
-
 @pytest.fixture(scope="module")
 def torch_vectors() -> np.ndarray:
-    return _embedder().embed(TEXTS)
+    return build_embedder().embed(TEXTS)
 
 
 def test_fp32_onnx_vectors_equal_the_torch_ones_and_share_their_space(
     torch_vectors: np.ndarray,
 ) -> None:
-    onnx = _embedder(backend="onnx", batch_size=4)
+    onnx = build_embedder(backend="onnx", batch_size=4)
     np.testing.assert_allclose(onnx.embed(TEXTS), torch_vectors, atol=1e-5)
-    assert onnx.descriptor.key == _embedder().descriptor.key
+    assert onnx.descriptor.key == build_embedder().descriptor.key
 
 
 def test_int8_vectors_are_close_but_a_space_of_their_own(torch_vectors: np.ndarray) -> None:
-    int8 = _embedder(backend="onnx", quantize=True)
+    int8 = build_embedder(backend="onnx", quantize=True)
     vectors = int8.embed(TEXTS)
     np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
     cosines = np.sum(vectors * torch_vectors, axis=1)
     assert cosines.min() > 0.95, cosines
     assert not np.allclose(vectors, torch_vectors, atol=1e-3)
-    assert int8.descriptor.key != _embedder().descriptor.key
+    assert int8.descriptor.key != build_embedder().descriptor.key
     assert int8.descriptor.revision.endswith("+int8")
 
 
 @pytest.mark.parametrize("quantize", [False, True])
 def test_a_vector_does_not_depend_on_its_batch(quantize: bool) -> None:
-    embedder = _embedder(backend="onnx", quantize=quantize, batch_size=8)
+    embedder = build_embedder(backend="onnx", quantize=quantize, batch_size=8)
     together = embedder.embed(TEXTS)
     for i, text in enumerate(TEXTS):
         np.testing.assert_allclose(embedder.embed([text])[0], together[i], atol=1e-6)
@@ -89,14 +84,14 @@ def test_the_export_runs_once_and_says_so(tmp_path: Path, caplog: pytest.LogCapt
 def test_an_unwritable_cache_folder_is_a_configuration_error(tmp_path: Path) -> None:
     blocker = tmp_path / "a-file"
     blocker.write_text("not a folder")
-    embedder = _embedder(backend="onnx", cache_dir=str(blocker / "models"))
+    embedder = build_embedder(backend="onnx", cache_dir=str(blocker / "models"))
     with pytest.raises(ConfigurationError, match="cache_dir"):
         embedder.embed(["hello"])
 
 
 def test_quantize_needs_the_onnx_backend() -> None:
     with pytest.raises(ConfigurationError, match="backend = 'onnx'"):
-        _embedder(quantize=True)
+        build_embedder(quantize=True)
 
 
 def test_without_onnxruntime_the_error_says_how_to_install_it() -> None:
@@ -123,16 +118,16 @@ class TestOnnxInt8EmbedderContract(EmbedderContract):
     capabilities: ClassVar[frozenset[str]] = frozenset({"deterministic"})
 
     def make_embedder(self) -> SentenceTransformerEmbedder:
-        return _embedder(backend="onnx", quantize=True)
+        return build_embedder(backend="onnx", quantize=True)
 
 
 def test_int8_workers_give_each_text_exactly_its_vector_alone() -> None:
     texts = TEXTS * 3
-    concurrent = _embedder(backend="onnx", quantize=True, workers=2).embed(texts)
-    serial = _embedder(backend="onnx", quantize=True, workers=1).embed(texts)
+    concurrent = build_embedder(backend="onnx", quantize=True, workers=2).embed(texts)
+    serial = build_embedder(backend="onnx", quantize=True, workers=1).embed(texts)
     assert np.array_equal(concurrent, serial)
     alone = np.stack(
-        [_embedder(backend="onnx", quantize=True, workers=2).embed([t])[0] for t in texts]
+        [build_embedder(backend="onnx", quantize=True, workers=2).embed([t])[0] for t in texts]
     )
     assert np.array_equal(concurrent, alone)
 

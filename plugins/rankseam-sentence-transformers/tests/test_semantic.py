@@ -6,25 +6,11 @@ from typing import ClassVar
 
 import numpy as np
 import pytest
+from st_builders import POOL, QUERY, build_reranker
 
 from rankseam.errors import RerankError
-from rankseam.testing import RerankerContract, assert_listed, build_component, run_reranker
+from rankseam.testing import RerankerContract, assert_listed, run_reranker
 from rankseam_sentence_transformers import SemanticOptions, SemanticReranker
-
-QUERY = "who painted the sunrise over the lake?"
-POOL = [
-    "The quarterly tax filing is due on the fifteenth.",
-    "Our team meeting moved to Thursday afternoon.",
-    "Melanie painted a sunrise over the lake last summer.",
-    "The cat knocked the plant off the windowsill.",
-    "Last summer Mel made a painting of the sun coming up above a lake.",
-]
-
-
-def _reranker(**options: object) -> SemanticReranker:
-    built = build_component("reranker", "semantic", options)
-    assert isinstance(built, SemanticReranker)
-    return built
 
 
 def test_registered_through_the_reranker_hook() -> None:
@@ -32,14 +18,14 @@ def test_registered_through_the_reranker_hook() -> None:
 
 
 def test_weight_one_orders_by_meaning_weight_zero_keeps_the_coarse_order() -> None:
-    by_meaning = run_reranker(_reranker(weight=1.0), QUERY, POOL, 3)
+    by_meaning = run_reranker(build_reranker(weight=1.0), QUERY, POOL, 3)
     assert set(by_meaning.positions[:2]) == {2, 4}
-    coarse = run_reranker(_reranker(weight=0.0), QUERY, POOL, 3)
+    coarse = run_reranker(build_reranker(weight=0.0), QUERY, POOL, 3)
     assert coarse.positions == (0, 1, 2)
 
 
 def test_scores_are_the_fused_scores_best_first_and_in_the_trace() -> None:
-    run = run_reranker(_reranker(weight=0.6), QUERY, POOL)
+    run = run_reranker(build_reranker(weight=0.6), QUERY, POOL)
     scores = [hit.rerank_score for hit in run.hits]
     assert all(s is not None and 0.0 <= s <= 1.0 for s in scores)
     assert scores == sorted(scores, reverse=True)  # type: ignore[type-var]
@@ -50,7 +36,7 @@ def test_scores_are_the_fused_scores_best_first_and_in_the_trace() -> None:
 
 
 def test_the_cache_serves_a_repeated_pool_and_a_changed_text_is_encoded_again() -> None:
-    reranker = _reranker(cache_size=64)
+    reranker = build_reranker(cache_size=64)
     first = run_reranker(reranker, QUERY, POOL)
     assert first.trace is not None
     assert first.trace.usage.calls == 1 and (first.trace.usage.input_tokens or 0) > len(POOL)
@@ -67,16 +53,16 @@ def test_the_cache_serves_a_repeated_pool_and_a_changed_text_is_encoded_again() 
 
 
 def test_the_cache_is_bounded() -> None:
-    reranker = _reranker(cache_size=2, max_seq_length=64)
+    reranker = build_reranker(cache_size=2, max_seq_length=64)
     run_reranker(reranker, QUERY, POOL)
     assert len(reranker.cache) == 2
-    uncached = _reranker(cache_size=0, max_seq_length=64)
+    uncached = build_reranker(cache_size=0, max_seq_length=64)
     run_reranker(uncached, QUERY, POOL)
     assert len(uncached.cache) == 0
 
 
 def test_passing_the_deadline_is_a_timeout_with_its_cost_or_the_coarse_order() -> None:
-    reranker = _reranker(deadline_s=1e-9, cache_size=0)
+    reranker = build_reranker(deadline_s=1e-9, cache_size=0)
     with pytest.raises(RerankError) as caught:
         run_reranker(reranker, QUERY, POOL)
     assert caught.value.reason == "timeout"
@@ -87,8 +73,8 @@ def test_passing_the_deadline_is_a_timeout_with_its_cost_or_the_coarse_order() -
 
 def test_onnx_fp32_and_torch_give_the_same_order() -> None:
     pytest.importorskip("onnxruntime", reason="the onnx extra is not installed")
-    onnx = run_reranker(_reranker(backend="onnx", quantize=False), QUERY, POOL)
-    torch = run_reranker(_reranker(backend="torch"), QUERY, POOL)
+    onnx = run_reranker(build_reranker(backend="onnx", quantize=False), QUERY, POOL)
+    torch = run_reranker(build_reranker(backend="torch"), QUERY, POOL)
     assert onnx.positions == torch.positions
     np.testing.assert_allclose(
         [h.rerank_score for h in onnx.hits], [h.rerank_score for h in torch.hits], atol=1e-4
@@ -100,11 +86,11 @@ def test_auto_takes_onnx_when_it_is_installed() -> None:
 
     assert SemanticOptions().backend == "auto"
     expected = "onnx" if onnx_available() else "torch"
-    assert _reranker().descriptor["backend"] == expected
+    assert build_reranker().descriptor["backend"] == expected
 
 
 class TestSemanticContract(RerankerContract):
     capabilities: ClassVar[frozenset[str]] = frozenset()
 
     def make_reranker(self) -> SemanticReranker:
-        return _reranker(max_seq_length=64)
+        return build_reranker(max_seq_length=64)

@@ -30,6 +30,8 @@ Install = Callable[..., None]
 #: with candidate sources of its own that record that they ran. ``?broken=NAME`` breaks one
 #: part of the contract on purpose (the kit must notice).
 MIRROR = """
+import threading
+from contextlib import contextmanager
 from urllib.parse import parse_qs, urlsplit
 
 import rankseam
@@ -37,12 +39,61 @@ from rankseam.plugin import LexicalQuery
 from rankseam.store.sqlite import SQLiteStore
 
 CALLS = []
+THREADS = {}  # source -> the name of the thread it ran in
+FAIL = set()  # sources that raise
+
+
+class Lending:
+    # the SQLite reader lent to other threads (?lend=1): siblings of one snapshot, its one
+    # connection taking one call at a time
+
+    def __init__(self, reader, lock, fresh=None):
+        self._reader, self._lock, self._fresh = reader, lock, fresh
+
+    def __getattr__(self, name):
+        value = getattr(self._reader, name)
+
+        def locked(*args, **kwargs):
+            with self._lock:
+                return value(*args, **kwargs)
+
+        return locked if callable(value) else value
+
+    @contextmanager
+    def siblings(self, n, /):
+        if self._fresh is not None:  # ?broken=siblings: each call in a new snapshot
+            yield [Fresh(self._fresh) for _ in range(n)]
+            return
+        yield [Lending(self._reader, self._lock) for _ in range(n)]
+        CALLS.append("siblings closed")
+
+
+class Fresh:
+    def __init__(self, read):
+        self._read = read
+
+    def __getattr__(self, name):
+        def fresh(*args, **kwargs):
+            with self._read() as reader:
+                return getattr(reader, name)(*args, **kwargs)
+
+        return fresh
 
 
 class MirrorStore(SQLiteStore):
     kind = "mirror"
     broken = ""
     url = ""
+    lend = False
+
+    @contextmanager
+    def read(self):
+        with super().read() as reader:
+            if not self.lend:
+                yield reader
+                return
+            fresh = super().read if self.broken == "siblings" else None
+            yield Lending(reader, threading.RLock(), fresh)
 
     def get_ref(self, ref):
         if self.broken == "get_ref":  # answers the head, whatever revision is asked for
@@ -60,6 +111,7 @@ def open_mirror(target, options, context):
         raise RuntimeError(f"could not connect to {target.url} (password rejected)")
     store = MirrorStore(parts.path)
     store.broken = parse_qs(parts.query).get("broken", [""])[0]
+    store.lend = parse_qs(parts.query).get("lend", [""])[0] == "1"
     store.url = target.url
     return store
 
@@ -69,6 +121,9 @@ class Lexical:
 
     def candidates(self, request, /):
         CALLS.append("lexical")
+        THREADS["lexical"] = threading.current_thread().name
+        if "lexical" in FAIL:
+            raise RuntimeError("the lexical channel broke")
         terms = [t for t in request.query.lower().split() if t.isalnum()]
         query = LexicalQuery(request.namespace, request.k, terms)
         return request.reader.lexical(query) if terms else []
@@ -79,6 +134,9 @@ class Vector:
 
     def candidates(self, request, /):
         CALLS.append("vector")
+        THREADS["vector"] = threading.current_thread().name
+        if "vector" in FAIL:
+            raise RuntimeError("the vector channel broke")
         return request.reader.vector(
             request.namespace, request.embedder, request.query_vector, request.k
         )
@@ -119,6 +177,8 @@ def mirror(install: Install) -> Any:
     import rs_test_mirror  # type: ignore[import-not-found]
 
     rs_test_mirror.CALLS.clear()
+    rs_test_mirror.THREADS.clear()
+    rs_test_mirror.FAIL.clear()
     return rs_test_mirror
 
 
@@ -141,6 +201,39 @@ def test_a_store_plugin_opens_its_scheme_with_its_own_sources(mirror: Any, tmp_p
         "store": ["mirror"],
         "candidate_source": ["lexical", "vector", "importance", "mirror_only"],
     }
+
+
+def test_a_reader_that_lends_its_snapshot_gets_its_channels_side_by_side(
+    mirror: Any, tmp_path: Path
+) -> None:
+    """On a reader with ``siblings`` (rankseam.plugin.ConcurrentReader) the second admitting
+    channel runs in a thread of its own on a sibling, which is released only after it
+    answered; the answers are those of the same channels one after another, and an error in
+    either thread is the search's error."""
+    path = tmp_path / "lend.sqlite3"
+    with rankseam.open_memory(mirror_url(path), reranker=None) as memory:
+        memory.ingest(
+            {"id": f"h{i}", "text": f"harbour log {i}: tide {'high' if i % 2 else 'low'}"}
+            for i in range(40)
+        )
+        serial = memory.search("harbour high tide", 8)
+    assert mirror.THREADS == {"lexical": "MainThread", "vector": "MainThread"}
+    mirror.CALLS.clear()
+    with rankseam.open_memory(mirror_url(path, "lend=1"), reranker=None) as memory:
+        lent = memory.search("harbour high tide", 8)
+        assert mirror.THREADS == {"lexical": "MainThread", "vector": "rankseam-channel"}
+        # the two channels in either order; the sibling released after both answered
+        assert sorted(mirror.CALLS[:2]) == ["lexical", "vector"]
+        assert mirror.CALLS[2:] == ["siblings closed", "importance"]
+        assert [(h.ref, h.score) for h in lent] == [(h.ref, h.score) for h in serial]
+        assert len(lent) == 8
+        for broken in ("vector", "lexical"):
+            mirror.FAIL.clear()
+            mirror.FAIL.add(broken)
+            with pytest.raises(RuntimeError, match=f"the {broken} channel broke"):
+                memory.search("harbour high tide", 8)
+        mirror.FAIL.clear()
+        assert [h.ref for h in memory.search("harbour high tide", 8)] == [h.ref for h in lent]
 
 
 def test_the_cli_takes_a_url_and_never_prints_its_password(mirror: Any, tmp_path: Path) -> None:
@@ -291,6 +384,16 @@ class TestMirrorStoreKit(StoreContract):
         return mirror_url(tmp_path / "kit.sqlite3")
 
 
+class TestLendingMirrorStoreKit(TestMirrorStoreKit):
+    """The kit passes for a store whose reader lends its snapshot (and runs the siblings'
+    test, which the plain mirror skips)."""
+
+    @pytest.fixture
+    def store_target(self, install: Install, tmp_path: Path) -> str:
+        install("mirror", MIRROR)
+        return mirror_url(tmp_path / "kit.sqlite3", "lend=1")
+
+
 class _Kit(StoreContract):
     """The kit's standard tests, called directly on broken stores."""
 
@@ -309,6 +412,15 @@ def test_the_kit_fails_a_broken_store(mirror: Any, tmp_path: Path, broken: str, 
         getattr(_Kit(), test)(target)
     # the same test passes for the store when it is not broken
     getattr(_Kit(), test)(mirror_url(tmp_path / "fine.sqlite3"))
+
+
+def test_the_kit_fails_a_store_whose_siblings_read_another_snapshot(
+    mirror: Any, tmp_path: Path
+) -> None:
+    target = mirror_url(tmp_path / "stale.sqlite3", "lend=1&broken=siblings")
+    with pytest.raises(AssertionError, match="a sibling answered from another snapshot"):
+        _Kit().test_siblings_read_the_readers_snapshot(target)
+    _Kit().test_siblings_read_the_readers_snapshot(mirror_url(tmp_path / "ok.sqlite3", "lend=1"))
 
 
 def test_the_kit_fails_a_store_whose_sources_rank_otherwise(mirror: Any, tmp_path: Path) -> None:
@@ -335,6 +447,7 @@ def _members(protocol: type) -> list[str]:
 def test_the_store_section_documents_every_member_of_the_contract() -> None:
     from rankseam.plugin import (
         BatchWriter,
+        ConcurrentReader,
         ImportanceReader,
         LexicalReader,
         Store,
@@ -349,7 +462,7 @@ def test_the_store_section_documents_every_member_of_the_contract() -> None:
     section = section.split("\n## ", 1)[0]
     missing = [
         f"{protocol.__name__}.{name}"
-        for protocol in (Store, BatchWriter, *readers)
+        for protocol in (Store, BatchWriter, *readers, ConcurrentReader)
         for name in _members(protocol)
         if f"`{name}" not in section and f", `{name}`" not in section
     ]

@@ -85,6 +85,7 @@ from rankseam.seam import (
 from rankseam.store.contract import BatchWriter, BulkReader, BulkWriter, Store, StoreReader, Vectors
 from rankseam.store.listing import PageFetch, memory_pages, pending_pages, store_stats
 from rankseam.store.readers import (
+    ConcurrentReader,
     Identities,
     ImportanceReader,
     LexicalQuery,
@@ -140,6 +141,7 @@ __all__ = [
     "CandidateSource",
     "CandidateSourceRegister",
     "CandidateViews",
+    "ConcurrentReader",
     "DecisionBackend",
     "DecisionBackendRegister",
     "DecisionFailurePolicy",

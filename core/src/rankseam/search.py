@@ -8,9 +8,11 @@ the rerank stage.
 
 from __future__ import annotations
 
+import contextvars
 import math
+import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
 
@@ -37,7 +39,7 @@ from rankseam.seam import (
     validate_pool_size,
 )
 from rankseam.store.contract import Store
-from rankseam.store.readers import ScoredKeys
+from rankseam.store.readers import ConcurrentReader, ScoredKey, ScoredKeys, StoreReader
 from rankseam.store.records import StoredMemory
 from rankseam.types import Hit, RerankTrace, SearchResult, SearchTrace, prechecked
 
@@ -158,6 +160,49 @@ class Pooled:
         self.key = key
 
 
+def _admitting_answers(
+    reader: StoreReader,
+    sources: Sequence[CandidateSource],
+    request: Callable[[StoreReader], SourceRequest],
+) -> list[Sequence[ScoredKey]]:
+    """Each admitting source's answer, in order. On a reader that lends its snapshot
+    (:class:`~rankseam.store.readers.ConcurrentReader`) every source after the first runs at
+    the same time, in a thread of its own, on a sibling reader; otherwise one after another.
+    Every call has returned before this does; the first source's error (in order) is raised."""
+    if len(sources) < 2 or not isinstance(reader, ConcurrentReader):
+        return [src.candidates(request(reader)) for src in sources]
+    answers: list[Sequence[ScoredKey]] = [()] * len(sources)
+    errors: list[BaseException | None] = [None] * len(sources)
+
+    def run(i: int, on: StoreReader) -> None:
+        try:
+            answers[i] = sources[i].candidates(request(on))
+        except BaseException as exc:  # raised in the caller's thread below
+            errors[i] = exc
+
+    with reader.siblings(len(sources) - 1) as others:
+        threads = [
+            threading.Thread(
+                target=contextvars.copy_context().run,
+                args=(run, i, other),
+                name="rankseam-channel",
+                daemon=True,
+            )
+            for i, other in enumerate(others, start=1)
+        ]
+        for thread in threads:
+            thread.start()
+        try:
+            run(0, reader)
+        finally:
+            for thread in threads:
+                thread.join()
+    for error in errors:
+        if error is not None:
+            raise error
+    return answers
+
+
 def _hit(row: StoredMemory, fused: Fused) -> Hit:
     """The hit of a fused key: the store's checked row and fusion's finite score, so built
     without re-checking (a score that is not finite gets :class:`Hit`'s own error)."""
@@ -245,18 +290,21 @@ class SearchPipeline:
         k = over_fetch(plan.pool)
         results: dict[str, Sequence[tuple[int, float]]] = {}
         first_seen: dict[int, None] = {}  # the admitted keys, in the order first listed
+        admitting = [(name, src) for name, src in self._sources if src.admits]
         with self._store.read() as reader:
-            for name, src in self._sources:
-                if src.admits:
-                    request = SourceRequest(reader, plan.namespace, plan.query, k, qvec, space)
-                    found = src.candidates(request)
-                    # the host's sources answer ScoredKeys: fusion reads their arrays
-                    items = found[:k] if isinstance(found, ScoredKeys) else list(found)[:k]
-                    results[name] = items
-                    if isinstance(items, ScoredKeys):
-                        first_seen.update(dict.fromkeys(items.row_keys.tolist()))
-                    else:
-                        first_seen.update(dict.fromkeys(key for key, _s in items))
+            answers = _admitting_answers(
+                reader,
+                [src for _name, src in admitting],
+                lambda r: SourceRequest(r, plan.namespace, plan.query, k, qvec, space),
+            )
+            for (name, _src), found in zip(admitting, answers, strict=True):
+                # the host's sources answer ScoredKeys: fusion reads their arrays
+                items = found[:k] if isinstance(found, ScoredKeys) else list(found)[:k]
+                results[name] = items
+                if isinstance(items, ScoredKeys):
+                    first_seen.update(dict.fromkeys(items.row_keys.tolist()))
+                else:
+                    first_seen.update(dict.fromkeys(key for key, _s in items))
             admitted = tuple(first_seen)
             for name, src in self._sources:
                 if not src.admits:

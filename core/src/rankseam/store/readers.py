@@ -14,6 +14,7 @@ of that snapshot (see :mod:`rankseam.store.contract` for the words used).
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
 from typing import Protocol, overload, runtime_checkable
 
 import attrs
@@ -24,6 +25,7 @@ from rankseam.store.records import StoredMemory
 from rankseam.types import MemoryRef, prechecked
 
 __all__ = [
+    "ConcurrentReader",
     "Identities",
     "ImportanceReader",
     "LexicalQuery",
@@ -225,6 +227,22 @@ class StoreReader(LexicalReader, VectorReader, ImportanceReader, Protocol):
     def resolve(self, ref: MemoryRef, /) -> int | None:
         """The row key of the revision ``ref`` cites, or None when the store has no such
         revision (for sources that know memories by ref)."""
+        ...
+
+
+@runtime_checkable
+class ConcurrentReader(Protocol):
+    """A reader that can lend its snapshot to other threads (optional; a server store offers
+    it). The host's search then runs its admitting channels (lexical, vector) at the same
+    time, each on a reader of the one snapshot: on a server, each on a connection of its own,
+    so their statements run side by side. A store whose reader lacks :meth:`siblings` gets its
+    channels called one after another."""
+
+    def siblings(self, n: int, /) -> AbstractContextManager[Sequence[StoreReader]]:
+        """``n`` more readers of this reader's snapshot (they answer exactly as this one
+        does), each used from one other thread while this reader is used from its own;
+        released when the context exits, which the host does only after every call on them
+        returned."""
         ...
 
 

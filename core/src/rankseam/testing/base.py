@@ -50,7 +50,9 @@ class ContractBase:
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         if cls.__dict__.get("_is_contract", False):
-            standard = dict(getattr(cls, "_standard_tests", {}))
+            standard: dict[str, Any] = {}
+            for base in reversed(cls.__mro__[1:]):  # every contract it builds on
+                standard.update(base.__dict__.get("_standard_tests", {}))
             for name, value in cls.__dict__.items():
                 if name.startswith("test_") and callable(value):
                     standard[name] = value

@@ -20,9 +20,10 @@ rest; one running beside searches, writes of the same Memory and a writer proces
 write, fails no search, answers from the old space until complete and then switches;
 :mod:`rankseam.testing.store_reembed`), bad input (refused with nothing stored; odd text
 stored byte for byte), secrets (the target's password appears in no ``repr``, path or
-report), and snapshot round trips through the embedded SQLite store in both directions
-(every id, revision, text, tombstone and vector kept; same searches on a clone of the same
-kind).
+report), a reader that lends its snapshot (its siblings answer from exactly that snapshot, in
+other threads; :mod:`rankseam.testing.store_reader`), and snapshot round trips through the
+embedded SQLite store in both directions (every id, revision, text, tombstone and vector
+kept; same searches on a clone of the same kind).
 
 Each test gets the fixture's target once; it must be empty. Give processes-based tests a
 target every process can open (a file or a server URL, not ``":memory:"``).
@@ -45,6 +46,7 @@ from rankseam.errors import ValidationError
 from rankseam.store.target import parse_target
 from rankseam.testing.base import Capability
 from rankseam.testing.store_ranking import check_same_ranking
+from rankseam.testing.store_reader import ReaderContract
 from rankseam.testing.store_reembed import ReembedContract
 from rankseam.testing.store_workers import (
     KILL_BATCH,
@@ -70,7 +72,7 @@ ODD_TEXTS = (
 )
 
 
-class StoreContract(ReembedContract):
+class StoreContract(ReaderContract, ReembedContract):
     """Subclass and provide the ``store_target`` fixture: a fresh, empty store target (a path
     or URL string) per test."""
 

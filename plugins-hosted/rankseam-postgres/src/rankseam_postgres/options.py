@@ -50,6 +50,12 @@ class PostgresStoreOptions:
         default_doc="the URL's search_timeout=, else 30",
         help="statement_timeout of a search's read transaction, seconds (0: none)",
     )
+    concurrent_channels: bool | None = option(
+        None,
+        default_doc="the URL's concurrent_channels=, else false",
+        help="run a search's lexical and vector statements side by side on two connections "
+        "of its snapshot (lower latency while the server has idle cores; not with Citus)",
+    )
     replicas: tuple[str, ...] | None = option(
         None,
         default_doc="the URL's replica= parameters, else none",

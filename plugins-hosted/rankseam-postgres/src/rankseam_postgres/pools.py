@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import re
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -48,6 +49,13 @@ log = logging.getLogger("rankseam_postgres")
 
 #: Seconds a standby that could not be reached is left out of the searches' rotation.
 REPLICA_RETRY_S = 30.0
+
+#: How a search's read transaction begins (one snapshot for all its statements).
+_READ = "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY"
+#: Seconds :meth:`ServerPool.spare` gives the pool (an idle connection is handed over at once).
+_NO_WAIT = 0.001
+#: What ``pg_export_snapshot()`` answers (``00000003-0000001B-1``).
+_SNAPSHOT_ID = re.compile(r"[0-9A-F]+-[0-9A-F]+-[0-9]+")
 
 Connection: TypeAlias = psycopg.Connection[Any]
 
@@ -99,7 +107,10 @@ class ServerPool:
         role: str,
         min_size: int,
         name: str,
+        router: Router,
     ) -> None:
+        #: The router this server belongs to (what a search's sibling readers go through).
+        self.router = router
         self.url = url
         self.conninfo = conninfo
         self.display = display
@@ -178,6 +189,23 @@ class ServerPool:
                 self.pool.putconn(conn)
                 raise
 
+    def spare(self, begin: str) -> Connection | None:
+        """A pooled connection on which ``begin`` ran, if one is idle now (else ``None``,
+        after asking the pool to open one for next time); never a direct connection, never
+        a wait."""
+        if self.down_since is not None:
+            return None
+        try:
+            conn = self.pool.getconn(timeout=_NO_WAIT)
+        except PoolTimeout:
+            return None
+        try:
+            conn.execute(begin)
+        except psycopg.Error:
+            self.pool.putconn(conn)  # rolled back; a broken one is discarded and replaced
+            return None
+        return conn
+
     def _direct(self, first: First) -> tuple[Connection, bool, Any]:
         """One connection outside the pool (libpq bounds it by ``connect_timeout``)."""
         try:
@@ -229,24 +257,38 @@ class Router:
     def __init__(self, url: StoreURL, name: str) -> None:
         self.url = url
         self.primary = ServerPool(
-            url, url.conninfo, url.display, role="primary", min_size=url.pool_min, name=name
+            url,
+            url.conninfo,
+            url.display,
+            role="primary",
+            min_size=url.pool_min,
+            name=name,
+            router=self,
         )
         self.replicas: list[ServerPool] = []
         for i, spec in enumerate(url.replicas):
             conninfo, shown = replica_conninfo(url, spec)
             self.replicas.append(
-                ServerPool(url, conninfo, shown, role="standby", min_size=0, name=f"{name}:r{i}")
+                ServerPool(
+                    url,
+                    conninfo,
+                    shown,
+                    role="standby",
+                    min_size=0,
+                    name=f"{name}:r{i}",
+                    router=self,
+                )
             )
         self._turn = itertools.count()
         self._lock = threading.Lock()
         #: The commit position of this store object's latest write (0: none yet).
         self.written = 0
         self._down_until: dict[int, float] = {}
-        begin = "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY"
+        self._search_timeout = ""
         if url.search_timeout > 0:
             ms = max(1, round(url.search_timeout * 1000))
-            begin += f"; SET LOCAL statement_timeout = {ms}"
-        self._search_begin = begin
+            self._search_timeout = f"; SET LOCAL statement_timeout = {ms}"
+        self._search_begin = _READ + self._search_timeout
 
     def open(self) -> None:
         self.primary.open(wait=self.url.pool_min > 0)
@@ -287,7 +329,7 @@ class Router:
         try:
             yield conn
         except psycopg.OperationalError as exc:
-            raise self._failed(self.primary, conn, exc) from None
+            raise self.failed(self.primary, conn, exc) from None
         finally:
             self.primary.release(conn, pooled)
 
@@ -303,18 +345,43 @@ class Router:
             self.primary.release(conn, pooled)
 
     @contextmanager
-    def search(self) -> Iterator[Connection]:
+    def search(self) -> Iterator[tuple[ServerPool, Connection]]:
         """A search's read transaction: on a standby when one may serve it, else the primary;
-        ``search_timeout`` is its ``statement_timeout``."""
+        ``search_timeout`` is its ``statement_timeout``. Yields the server and the connection
+        (:meth:`joined` opens more transactions of its snapshot on that server)."""
         server, conn, pooled = self._search_connection()
         try:
-            yield from self._body(server, conn, write=False)
+            yield from self._body(server, conn, write=False, shown=(server, conn))
         finally:
             server.release(conn, pooled)
 
-    def _body(self, server: ServerPool, conn: Connection, *, write: bool) -> Iterator[Connection]:
+    @contextmanager
+    def joined(self, server: ServerPool, snapshot: str) -> Iterator[Connection | None]:
+        """Another read transaction on ``server`` in the exported ``snapshot`` (a search's
+        transaction, whose ``pg_export_snapshot()`` it is): it sees exactly what that one
+        sees, under the same ``statement_timeout``. ``None`` when the server's pool has no
+        connection to spare right now (the caller then shares the search's own): a search
+        never waits for a second connection, so many threads searching at once cannot
+        starve the pool."""
+        if not _SNAPSHOT_ID.fullmatch(snapshot):
+            raise ValidationError(f"not an exported snapshot: {snapshot!r}")
+        begin = f"{_READ}; SET TRANSACTION SNAPSHOT '{snapshot}'{self._search_timeout}"
+        spare = server.spare(begin)
+        if spare is None:
+            yield None
+            return
         try:
-            yield conn
+            yield from self._body(server, spare, write=False)
+        finally:
+            server.pool.putconn(spare)
+
+    def _body(
+        self, server: ServerPool, conn: Connection, *, write: bool, shown: Any = None
+    ) -> Iterator[Any]:
+        """The body of a transaction on ``conn``: yields ``shown`` (default: ``conn``); an
+        error rolls back and is raised as the store's error; the end commits."""
+        try:
+            yield conn if shown is None else shown
         except BaseException as exc:
             if not (conn.broken or conn.closed):
                 try:
@@ -322,14 +389,7 @@ class Router:
                 except psycopg.OperationalError:
                     pass
             if isinstance(exc, psycopg.OperationalError):
-                raise self._failed(server, conn, exc) from None
-            if isinstance(exc, psycopg.errors.SerializationFailure) and server.role != "primary":
-                raise StoreError(
-                    f"a search on the standby {server.display} of {self.url.display} was "
-                    f"cancelled by its recovery ({first_line(exc)}); retry it, and set "
-                    "hot_standby_feedback = on on the standby",
-                    reason="conflict",
-                ) from None
+                raise self.failed(server, conn, exc) from None
             raise
         try:
             if write and self.replicas:  # where the commit is in the WAL, when it wrote
@@ -352,12 +412,19 @@ class Router:
                 raise server.unavailable(
                     "lost the connection while committing to", exc, maybe_committed=write
                 ) from None
-            raise self._failed(server, conn, exc) from None
+            raise self.failed(server, conn, exc) from None
 
-    def _failed(self, server: ServerPool, conn: Connection, exc: Exception) -> Exception:
+    def failed(self, server: ServerPool, conn: Connection, exc: Exception) -> Exception:
         """The error for ``exc`` raised by a statement on ``conn`` (before any COMMIT)."""
         if conn.broken or conn.closed:
             return server.unavailable("lost the connection to", exc)
+        if isinstance(exc, psycopg.errors.SerializationFailure) and server.role != "primary":
+            return StoreError(
+                f"a search on the standby {server.display} of {self.url.display} was "
+                f"cancelled by its recovery ({first_line(exc)}); retry it, and set "
+                "hot_standby_feedback = on on the standby",
+                reason="conflict",
+            )
         if isinstance(exc, psycopg.errors.QueryCanceled):
             return StoreError(
                 f"a statement on {self.url.display} was cancelled by the server ({first_line(exc)}"

@@ -35,6 +35,7 @@ import psycopg
 from psycopg import sql
 
 from rankseam.errors import ConfigurationError
+from rankseam_postgres.tables import Executes
 
 __all__ = [
     "HNSW_EF_CONSTRUCTION",
@@ -286,7 +287,7 @@ def ensure_space_index(
     )
 
 
-def _index_states(conn: psycopg.Connection[Any], schema: str, names: list[str]) -> dict[str, bool]:
+def _index_states(conn: Executes, schema: str, names: list[str]) -> dict[str, bool]:
     """Of the indexes ``names`` in ``schema``, those that exist -> whether each is valid (an
     invalid one is the leftover of an interrupted ``CREATE INDEX CONCURRENTLY``)."""
     rows = conn.execute(
@@ -298,7 +299,7 @@ def _index_states(conn: psycopg.Connection[Any], schema: str, names: list[str]) 
     return {str(name): bool(valid) for name, valid in rows}
 
 
-def space_index_kind(conn: psycopg.Connection[Any], schema: str, key: str) -> IndexKind | None:
+def space_index_kind(conn: Executes, schema: str, key: str) -> IndexKind | None:
     """Which valid HNSW index the space ``key`` has (a half-precision one first): the one
     :func:`build_space_index` builds, or for an L2-normalised space the full-precision index
     an earlier release built, until ``maintain_index`` replaces it; None when neither."""

@@ -47,7 +47,7 @@ from rankseam.plugin import (
 )
 from rankseam.types import MemoryRef
 from rankseam_postgres.pools import Router, configuration_error
-from rankseam_postgres.reader import EXACT_BELOW, PostgresReader
+from rankseam_postgres.reader import EXACT_BELOW, ConcurrentPostgresReader, PostgresReader
 from rankseam_postgres.schema import (
     SCHEMA_VERSION,
     build_space_index,
@@ -197,8 +197,11 @@ class PostgresStore:
         the URL names some (read-your-writes: see :mod:`.pools`); never held while
         reranking. ``search_timeout`` is its ``statement_timeout``."""
         self._check_open()
-        with self._router.search() as conn:
-            yield PostgresReader(self, conn)
+        with self._router.search() as (server, conn):
+            if self.url.concurrent_channels:
+                yield ConcurrentPostgresReader(self, conn, server)
+            else:
+                yield PostgresReader(self, conn)
 
     def close(self) -> None:
         if self._closed:

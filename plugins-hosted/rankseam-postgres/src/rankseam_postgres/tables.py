@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import psycopg
@@ -18,6 +18,7 @@ from rankseam.plugin import (
 __all__ = [
     "COLUMNS",
     "REVISION_COLUMNS",
+    "Executes",
     "Tables",
     "as_array",
     "copy_vectors",
@@ -27,6 +28,13 @@ __all__ = [
     "row_to_memory",
     "vector_array",
 ]
+
+
+class Executes(Protocol):
+    """What runs a statement: a connection, or a search's sibling reader's stand-in for one."""
+
+    def execute(self, query: Any, params: Any = None, /) -> psycopg.Cursor[Any]: ...
+
 
 _TOKEN = re.compile(r"[^\W_]+")
 #: The columns of a revision ``r`` that :func:`row_to_memory` reads (the host's).

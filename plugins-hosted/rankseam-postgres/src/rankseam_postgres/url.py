@@ -17,7 +17,11 @@ every part may be left out and libpq fills it from the standard ``PG*`` environm
 - ``search_timeout`` (default 30 seconds, 0 = none): the server-side ``statement_timeout`` of a
   search's read transaction;
 - ``replica`` (repeatable): a standby that serves searches, as ``host``, ``host:port``, a Unix
-  socket folder, or a whole ``postgresql://`` URL (percent-encoded); see docs/plugins/postgres.md.
+  socket folder, or a whole ``postgresql://`` URL (percent-encoded); see docs/plugins/postgres.md;
+- ``concurrent_channels`` (default ``false``): ``true`` runs a search's lexical and vector
+  statements side by side, each on a connection of its own in the search's one snapshot (a
+  lower latency while the server has idle cores; more work per search when it has none; never
+  with Citus, whose workers an exported snapshot does not reach).
 """
 
 from __future__ import annotations
@@ -40,7 +44,17 @@ SCHEMES = ("postgresql", "postgres")
 
 _IDENT = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 _SECRET_PARAMS = {"password", "sslpassword"}
-_OWN = {"schema", "pool_min", "pool_max", "text_search", "connect_timeout", "search_timeout"}
+_OWN = {
+    "schema",
+    "pool_min",
+    "pool_max",
+    "text_search",
+    "connect_timeout",
+    "search_timeout",
+    "concurrent_channels",
+}
+_TRUE = {"true", "1", "on", "yes"}
+_FALSE = {"false", "0", "off", "no"}
 #: Default seconds of ``connect_timeout`` and ``search_timeout``.
 CONNECT_TIMEOUT = 5
 SEARCH_TIMEOUT = 30.0
@@ -65,6 +79,8 @@ class StoreURL:
     text_search: str = "english"
     connect_timeout: int = CONNECT_TIMEOUT
     search_timeout: float = SEARCH_TIMEOUT
+    #: Whether a search's channels run side by side on two connections of one snapshot.
+    concurrent_channels: bool = False
     #: Standbys for searches (``replica=`` parameters or the ``replicas`` option), as given.
     replicas: tuple[str, ...] = ()
     secrets: tuple[str, ...] = ()
@@ -111,6 +127,16 @@ def _seconds(name: str, value: str, display: str) -> float:
             f"the store URL {display} has {name}={value!r}; it must be a number of seconds >= 0"
         )
     return out
+
+
+def _bool_param(name: str, value: str, display: str) -> bool:
+    if value.lower() in _TRUE:
+        return True
+    if value.lower() in _FALSE:
+        return False
+    raise ConfigurationError(
+        f"the store URL {display} has {name}={value!r}; it must be true or false"
+    )
 
 
 def _display(url: str) -> str:
@@ -177,6 +203,9 @@ def parse_url(url: str) -> StoreURL:
         "connect_timeout", own.get("connect_timeout", str(CONNECT_TIMEOUT)), 2, display
     )
     search_timeout = _seconds("search_timeout", own.get("search_timeout", "30"), display)
+    concurrent = _bool_param(
+        "concurrent_channels", own.get("concurrent_channels", "false"), display
+    )
     # libpq bounds one connection attempt by the same timeout; over TCP, a server host that
     # vanished without closing its connections is found by keepalives after about as long
     passed.append(("connect_timeout", str(connect_timeout)))
@@ -198,6 +227,7 @@ def parse_url(url: str) -> StoreURL:
         text_search=text_search,
         connect_timeout=connect_timeout,
         search_timeout=search_timeout,
+        concurrent_channels=concurrent,
         replicas=tuple(replicas),
         secrets=tuple(secrets),
     )
@@ -222,7 +252,14 @@ def with_options(url: str, options: PostgresStoreOptions | Mapping[str, Any]) ->
     parsed = parse_url(url)
     changes: dict[str, Any] = {
         key: getattr(options, key)
-        for key in ("schema", "text_search", "pool_min", "pool_max", "search_timeout")
+        for key in (
+            "schema",
+            "text_search",
+            "pool_min",
+            "pool_max",
+            "search_timeout",
+            "concurrent_channels",
+        )
         if getattr(options, key) is not None
     }
     if options.connect_timeout is not None:

@@ -115,7 +115,7 @@ class _Facts(NamedTuple):
 
 
 class _Joined:
-    """The connection of a sibling reader (:meth:`PostgresReader.siblings`): another
+    """The connection of a sibling reader (:meth:`ConcurrentPostgresReader.siblings`): another
     transaction of the search's snapshot on the same server, begun on its first statement
     (in the thread that uses it), or the search's own connection when the pool has none to
     spare (psycopg runs one statement at a time on it: the same answers, one after the

@@ -107,10 +107,7 @@ class ServerPool:
         role: str,
         min_size: int,
         name: str,
-        router: Router,
     ) -> None:
-        #: The router this server belongs to (what a search's sibling readers go through).
-        self.router = router
         self.url = url
         self.conninfo = conninfo
         self.display = display
@@ -257,27 +254,13 @@ class Router:
     def __init__(self, url: StoreURL, name: str) -> None:
         self.url = url
         self.primary = ServerPool(
-            url,
-            url.conninfo,
-            url.display,
-            role="primary",
-            min_size=url.pool_min,
-            name=name,
-            router=self,
+            url, url.conninfo, url.display, role="primary", min_size=url.pool_min, name=name
         )
         self.replicas: list[ServerPool] = []
         for i, spec in enumerate(url.replicas):
             conninfo, shown = replica_conninfo(url, spec)
             self.replicas.append(
-                ServerPool(
-                    url,
-                    conninfo,
-                    shown,
-                    role="standby",
-                    min_size=0,
-                    name=f"{name}:r{i}",
-                    router=self,
-                )
+                ServerPool(url, conninfo, shown, role="standby", min_size=0, name=f"{name}:r{i}")
             )
         self._turn = itertools.count()
         self._lock = threading.Lock()

@@ -6,12 +6,10 @@ from __future__ import annotations
 
 import threading
 import weakref
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import ExitStack, contextmanager
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
-import psycopg
 from psycopg import sql
 
 from rankseam.plugin import (
@@ -29,7 +27,6 @@ from rankseam_postgres.schema import (
 from rankseam_postgres.tables import COLUMNS, Executes, row_to_memory
 
 if TYPE_CHECKING:
-    from rankseam_postgres.pools import ServerPool
     from rankseam_postgres.store import PostgresStore
 
 __all__ = [
@@ -37,7 +34,6 @@ __all__ = [
     "EF_SEARCH_LARGE",
     "EXACT_BELOW",
     "LARGE_FROM",
-    "ConcurrentPostgresReader",
     "PostgresReader",
 ]
 
@@ -114,42 +110,11 @@ class _Facts(NamedTuple):
     indexed: dict[str, IndexKind | None]
 
 
-class _Joined:
-    """The connection of a sibling reader (:meth:`ConcurrentPostgresReader.siblings`): another
-    transaction of the search's snapshot on the same server, begun on its first statement
-    (in the thread that uses it), or the search's own connection when the pool has none to
-    spare (psycopg runs one statement at a time on it: the same answers, one after the
-    other). Its statements' errors are raised as the store's errors, in that thread."""
-
-    def __init__(
-        self,
-        search: psycopg.Connection[Any],
-        server: ServerPool,
-        snapshot: str,
-        stack: ExitStack,
-    ) -> None:
-        self._search = search
-        self._server = server
-        self._snapshot = snapshot
-        self._stack = stack
-        self._conn: psycopg.Connection[Any] | None = None
-
-    def execute(self, query: Any, params: Any = None, /) -> psycopg.Cursor[Any]:
-        conn = self._conn
-        if conn is None:
-            router = self._server.router
-            joined = self._stack.enter_context(router.joined(self._server, self._snapshot))
-            conn = self._conn = joined if joined is not None else self._search
-        try:
-            return conn.execute(query, params)
-        except psycopg.OperationalError as exc:
-            raise self._server.router.failed(self._server, conn, exc) from None
-
-
 class PostgresReader:
     """Read access bound to one read transaction (one snapshot): the reader protocols
     (``rankseam.plugin.StoreReader``) in PostgreSQL's dialect. The host's candidate sources
-    run on it (:class:`ConcurrentPostgresReader` runs two of them side by side)."""
+    run on it (:class:`~rankseam_postgres.siblings.ConcurrentPostgresReader` runs two of them
+    side by side)."""
 
     def __init__(
         self, store: PostgresStore, conn: Executes, *, facts: _Facts | None = None
@@ -159,10 +124,13 @@ class PostgresReader:
         self._t = store.tables
         # what a snapshot cannot change, read once for the reader and its siblings: each
         # namespace's row, each space's index
-        self._facts = facts if facts is not None else _Facts({}, {})
-        self._namespaces = self._facts.namespaces
-        self._indexed = self._facts.indexed
+        self._namespaces, self._indexed = facts if facts is not None else _Facts({}, {})
         self._found: tuple[frozenset[int], Identities] | None = None
+
+    def sibling(self, conn: Executes) -> PostgresReader:
+        """A reader of the same snapshot on ``conn`` (another transaction that imported it, or
+        this one's connection), sharing what this reader already read of it."""
+        return PostgresReader(self._store, conn, facts=_Facts(self._namespaces, self._indexed))
 
     # -- namespace statistics --------------------------------------------------------------
 
@@ -495,41 +463,3 @@ class PostgresReader:
             (ref.namespace, ref.memory_id, ref.revision),
         ).fetchone()
         return int(row[0]) if row else None
-
-
-class ConcurrentPostgresReader(PostgresReader):
-    """A search's reader that lends its snapshot (``rankseam.plugin.ConcurrentReader``): the
-    host's lexical and vector channels run side by side, each on a connection of its own
-    (the URL's ``concurrent_channels=true``; never for Citus, whose workers an exported
-    snapshot does not reach)."""
-
-    def __init__(
-        self, store: PostgresStore, conn: psycopg.Connection[Any], server: ServerPool
-    ) -> None:
-        super().__init__(store, conn)
-        self._search = conn
-        self._server = server
-
-    @contextmanager
-    def siblings(self, n: int, /) -> Iterator[list[PostgresReader]]:
-        """``n`` readers of this snapshot for other threads (``rankseam.plugin.ConcurrentReader``):
-        this transaction's snapshot is exported (``pg_export_snapshot()``) and each sibling
-        begins a transaction in it on the same server, on a spare pooled connection, at its
-        first statement (with none to spare it shares this reader's connection). Their
-        transactions end when the context exits."""
-        if n < 0:
-            raise ValueError(f"n must be >= 0, not {n}")
-        if n == 0:
-            yield []
-            return
-        row = self._search.execute("SELECT pg_export_snapshot()").fetchone()
-        snapshot = str(row[0])  # type: ignore[index]
-        with ExitStack() as stack:
-            yield [
-                PostgresReader(
-                    self._store,
-                    _Joined(self._search, self._server, snapshot, stack),
-                    facts=self._facts,
-                )
-                for _ in range(n)
-            ]

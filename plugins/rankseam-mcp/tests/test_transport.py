@@ -254,5 +254,7 @@ def test_a_200_mib_line_is_refused_while_read_with_memory_bounded(tmp_path: Path
         assert "bytes long" in answer["result"]["content"][0]["text"]
     print(f"  200 MiB line written and answered in {out['big_s']:.2f} s")
     print(f"  server peak RSS: {out['before_kib']} KiB before, {out['after_kib']} KiB after")
-    assert out["after_kib"] < 100 * 1024
+    # bounded: reading the line raised the server's peak resident memory by far less than the
+    # line (its start-up peak, about 100 MiB, depends on the installed packages' versions)
+    assert out["after_kib"] - out["before_kib"] < 32 * 1024
     assert out["count"] == out["count2"] == 0

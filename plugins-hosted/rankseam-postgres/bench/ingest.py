@@ -1,7 +1,8 @@
 """Where PostgreSQL ingest time goes: ``Memory.ingest`` of a fresh store (the corpus of
 ``rankseam bench latency``: LoCoMo dev memories, then memories spliced from their turns;
-pseudo-words when the data is absent; the default ``hashed`` embedder), then the lexical index
-statement of one more batch under ``EXPLAIN (ANALYZE, BUFFERS, WAL)``, rolled back.
+pseudo-words when the data is absent; the default ``hashed`` embedder), then the revisions
+statement (revisions, postings, terms) of one more batch under ``EXPLAIN (ANALYZE, BUFFERS,
+WAL)``, rolled back.
 
     python plugins-hosted/rankseam-postgres/bench/ingest.py --size 100000
     python plugins-hosted/rankseam-postgres/bench/ingest.py --url postgresql://me@/bench
@@ -52,7 +53,12 @@ def _postmaster(url: str) -> int | None:
     parsed = parse_url(url)
     with psycopg.connect(parsed.conninfo, **parsed.connect_kwargs) as conn:
         (backend,) = conn.execute("SELECT pg_backend_pid()").fetchone()  # type: ignore[misc]
-    fields = _stat(backend)
+    try:
+        with open(f"/proc/{backend}/comm") as f:
+            here = f.read().startswith("postgres")
+    except OSError:  # no such process here: the server runs elsewhere
+        return None
+    fields = _stat(backend) if here else None
     return None if fields is None else int(fields[1])
 
 

@@ -67,7 +67,7 @@ def _stats(ms: list[float], cpu_ms: list[float]) -> dict[str, float]:
 
 
 def corpus_name() -> str:
-    """ "locomo" when the LoCoMo dev set is here, else "synthetic" (pseudo-words)."""
+    """The corpus: "locomo" when the LoCoMo dev set is here, else "synthetic" (pseudo-words)."""
     try:
         next(iter(locomo_texts(1)))
         return "locomo"

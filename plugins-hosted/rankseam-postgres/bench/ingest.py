@@ -87,14 +87,14 @@ def _per_memory_us(seconds: float | None, n: int) -> float | None:
     return None if seconds is None else round(seconds / n * 1e6, 1)
 
 
-def ingest(target: str, corpus: str, size: int, batch_size: int) -> dict[str, Any]:
-    texts = list(corpus_texts(corpus, size))
+def ingest(target: str, records: list[dict[str, Any]], batch_size: int) -> dict[str, Any]:
+    """``Memory.ingest`` of ``records`` into the fresh store at ``target``, measured."""
     postmaster = _postmaster(target)
     with rankseam.open_memory(target) as memory:
-        memory.embedder.embed([r["text"] for r in texts[:batch_size]])  # warm, untimed
+        memory.embedder.embed([r["text"] for r in records[:batch_size]])  # warm, untimed
         server0, ticks0 = _server_cpu_s(postmaster), _cpu_ticks()
         t0, c0, m0 = time.perf_counter(), time.process_time(), time.thread_time()
-        report = memory.ingest(iter(texts), batch_size=batch_size)
+        report = memory.ingest(iter(records), batch_size=batch_size)
         wall = time.perf_counter() - t0
         client, main = time.process_time() - c0, time.thread_time() - m0
         server1, ticks1 = _server_cpu_s(postmaster), _cpu_ticks()
@@ -127,10 +127,10 @@ def _nodes(plan: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def explain_batch(url: str, schema: str, corpus: str, size: int, batch_size: int) -> dict:
-    """The revisions statement of ``batch_size`` more memories, under EXPLAIN ANALYZE, rolled
+def explain_batch(url: str, schema: str, texts: list[str]) -> dict:
+    """The revisions statement of one more batch (``texts``), under EXPLAIN ANALYZE, rolled
     back: milliseconds per part and microseconds per memory."""
-    texts = [r["text"] for r in corpus_texts(corpus, size + batch_size)][size:]
+    batch_size = len(texts)
     parsed = parse_url(url)
     tables = Tables(schema)
     with psycopg.connect(parsed.conninfo, **parsed.connect_kwargs) as conn:
@@ -252,8 +252,12 @@ def main() -> None:
         sep = "&" if "?" in url else "?"
         load_before = os.getloadavg()
         report: dict[str, Any] = {"corpus": corpus, "schema": schema}
-        report["ingest"] = ingest(f"{url}{sep}schema={schema}", corpus, args.size, args.batch_size)
-        report["explain"] = explain_batch(url, schema, corpus, args.size, args.batch_size)
+        # the corpus once: the ingest's records, then the texts of the batch explained
+        records = list(corpus_texts(corpus, args.size + args.batch_size))
+        target = f"{url}{sep}schema={schema}"
+        report["ingest"] = ingest(target, records[: args.size], args.batch_size)
+        more = [r["text"] for r in records[args.size :]]
+        report["explain"] = explain_batch(url, schema, more)
         report["load_before"] = [round(x, 2) for x in load_before]
         report["load_after"] = [round(x, 2) for x in os.getloadavg()]
         report["server"] = _settings(url)

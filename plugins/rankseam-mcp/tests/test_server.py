@@ -19,7 +19,15 @@ from rankseam_mcp import build_server
 from rankseam_mcp.slot import MemorySlot
 
 RANKSEAM = str(Path(sys.executable).parent / "rankseam")
-TOOLS = {"add", "search", "get", "update", "list", "delete", "stats"}
+TOOLS = {
+    "memory_add",
+    "memory_search",
+    "memory_get",
+    "memory_update",
+    "memory_list",
+    "memory_delete",
+    "memory_stats",
+}
 
 
 def session(
@@ -59,11 +67,11 @@ def test_lists_its_tools(tmp_path: Path) -> None:
 
     listed = session(tmp_path / "m.sqlite3", fn)
     assert {tool.name for tool in listed.tools} == TOOLS
-    search = next(t for t in listed.tools if t.name == "search")
+    search = next(t for t in listed.tools if t.name == "memory_search")
     assert "reranker" in search.input_schema["properties"]
     # every schema is closed: clients see that other arguments are refused
     assert all(t.input_schema["additionalProperties"] is False for t in listed.tools)
-    paged = next(t for t in listed.tools if t.name == "list").input_schema["properties"]
+    paged = next(t for t in listed.tools if t.name == "memory_list").input_schema["properties"]
     assert paged["limit"]["maximum"] == 100 and paged["offset"]["minimum"] == 0
 
 
@@ -73,7 +81,7 @@ def test_add_search_get_delete_stats(tmp_path: Path) -> None:
     async def fn(client: Client) -> dict[str, Any]:
         out: dict[str, Any] = {}
         out["add"] = [
-            payload(await client.call_tool("add", {"text": text, "memory_id": key}))
+            payload(await client.call_tool("memory_add", {"text": text, "memory_id": key}))
             for key, text in [
                 ("dinner-1", "Dana's birthday dinner is on Friday at the Thai place"),
                 ("dinner-2", "Dana's birthday dinner is Friday at the Thai place on Main St"),
@@ -81,23 +89,24 @@ def test_add_search_get_delete_stats(tmp_path: Path) -> None:
             ]
         ]
         out["coarse"] = payload(
-            await client.call_tool("search", {"query": "dana's birthday dinner", "limit": 2})
+            await client.call_tool("memory_search", {"query": "dana's birthday dinner", "limit": 2})
         )
         out["mmr"] = payload(
             await client.call_tool(
-                "search",
+                "memory_search",
                 {
                     "query": "dana's birthday dinner",
                     "limit": 2,
                     "reranker": "mmr",
                     "reranker_options": {"lambda": 0.0},
+                    "verbose": True,
                 },
             )
         )
-        out["get"] = payload(await client.call_tool("get", {"memory_id": "standup"}))
-        out["delete"] = payload(await client.call_tool("delete", {"memory_id": "standup"}))
-        out["after"] = payload(await client.call_tool("search", {"query": "weekly standup"}))
-        out["stats"] = payload(await client.call_tool("stats", {}))
+        out["get"] = payload(await client.call_tool("memory_get", {"memory_id": "standup"}))
+        out["delete"] = payload(await client.call_tool("memory_delete", {"memory_id": "standup"}))
+        out["after"] = payload(await client.call_tool("memory_search", {"query": "weekly standup"}))
+        out["stats"] = payload(await client.call_tool("memory_stats", {}))
         return out
 
     out = session(db, fn)
@@ -122,11 +131,11 @@ def test_add_search_get_delete_stats(tmp_path: Path) -> None:
 
 def test_none_forces_the_coarse_order_over_a_configured_reranker(tmp_path: Path) -> None:
     async def fn(client: Client) -> dict[str, Any]:
-        await client.call_tool("add", {"text": "a note about lunch", "memory_id": "a"})
+        await client.call_tool("memory_add", {"text": "a note about lunch", "memory_id": "a"})
         query = {"query": "lunch", "limit": 1}
         return {
-            "configured": payload(await client.call_tool("search", query)),
-            "none": payload(await client.call_tool("search", {**query, "reranker": "none"})),
+            "configured": payload(await client.call_tool("memory_search", query)),
+            "none": payload(await client.call_tool("memory_search", {**query, "reranker": "none"})),
         }
 
     out = session(tmp_path / "m.sqlite3", fn, env={"RANKSEAM_RERANK": "mmr"})
@@ -136,28 +145,78 @@ def test_none_forces_the_coarse_order_over_a_configured_reranker(tmp_path: Path)
 
 
 BAD_CALLS: list[tuple[str, dict[str, Any], str]] = [
-    ("add", {"text": ""}, "text"),
-    ("add", {"text": 42}, "text"),
-    ("add", {"text": "dup", "memory_id": "kept"}, "already exists"),
-    ("add", {"text": "x", "importance": 7}, "importance"),
-    ("search", {"query": ""}, "query"),
-    ("search", {"query": "x", "limit": 0}, "limit"),
-    ("search", {"query": "x", "reranker": "nope"}, "reranker 'nope'; allowed: 'none', 'mmr'"),
-    ("search", {"query": "x", "reranker": "mmr", "reranker_options": {"lambda": 3}}, "lambda"),
-    ("get", {"memory_id": "missing"}, "no memory 'missing'"),
-    ("get", {"memory_id": "kept", "revision": 9}, "revision"),
-    ("delete", {"memory_id": "missing"}, "does not exist"),
-    ("delete", {}, "memory_id"),
-    ("update", {"memory_id": "missing", "text": "new"}, "does not exist"),
-    ("update", {"memory_id": "kept", "text": ""}, "'text' must be a non-empty string"),
-    ("list", {"limit": 101}, "'limit' must be an integer from 1 to 100, not 101"),
-    ("list", {"offset": -1}, "'offset' must be an integer of at least 0"),
+    ("memory_add", {"text": ""}, "text"),
+    ("memory_add", {"text": 42}, "text"),
+    ("memory_add", {"text": "dup", "memory_id": "kept"}, "already exists"),
+    ("memory_add", {"text": "x", "importance": 7}, "importance"),
+    ("memory_search", {"query": ""}, "query"),
+    ("memory_search", {"query": "x", "limit": 0}, "limit"),
+    (
+        "memory_search",
+        {"query": "x", "reranker": "nope"},
+        "reranker 'nope'; allowed: 'none', 'mmr'",
+    ),
+    (
+        "memory_search",
+        {"query": "x", "reranker": "mmr", "reranker_options": {"lambda": 3}},
+        "lambda",
+    ),
+    ("memory_get", {"memory_id": "missing"}, "no memory 'missing'"),
+    ("memory_get", {"memory_id": "kept", "revision": 9}, "revision"),
+    ("memory_delete", {"memory_id": "missing"}, "does not exist"),
+    ("memory_delete", {}, "memory_id"),
+    ("memory_update", {"memory_id": "missing", "text": "new"}, "does not exist"),
+    ("memory_update", {"memory_id": "kept", "text": ""}, "'text' must be a non-empty string"),
+    ("memory_list", {"limit": 101}, "'limit' must be an integer from 1 to 100, not 101"),
+    ("memory_list", {"offset": -1}, "'offset' must be an integer from 0 to 9007199254740991"),
+    # strict types: nothing is converted, and integers are bounded
+    (
+        "memory_search",
+        {"query": "x", "limit": "5"},
+        "'limit' must be an integer from 1 to 200, not \"5\" (a string)",
+    ),
+    ("memory_search", {"query": "x", "limit": 5.0}, "'limit' must be an integer"),
+    (
+        "memory_search",
+        {"query": "x", "limit": True},
+        "'limit' must be an integer from 1 to 200, not true",
+    ),
+    (
+        "memory_add",
+        {"text": "x", "importance": True},
+        "'importance' must be a number from 0.0 to 1.0, not true",
+    ),
+    ("memory_add", {"text": "x", "importance": "0.5"}, "'importance' must be a number"),
+    ("memory_add", {"text": "x", "memory_id": 7}, "'memory_id' must be a string, not 7"),
+    ("memory_add", {"text": "x", "metadata": '{"a": 1}'}, "'metadata' must be an object"),
+    (
+        "memory_list",
+        {"include_deleted": "yes"},
+        "'include_deleted' must be true or false, not \"yes\" (a string)",
+    ),
+    ("memory_list", {"include_deleted": 1}, "'include_deleted' must be true or false, not 1"),
+    (
+        "memory_list",
+        {"offset": 2**63},
+        "'offset' must be an integer from 0 to 9007199254740991, not 9223372036854775808",
+    ),
+    (
+        "memory_get",
+        {"memory_id": "kept", "revision": 2**63},
+        "'revision' must be an integer from 1 to 9007199254740991, not 9223372036854775808",
+    ),
+    ("memory_get", {"memory_id": "kept", "revision": "1"}, "'revision' must be an integer"),
+    ("memory_search", {"query": "x", "verbose": "true"}, "'verbose' must be true or false"),
     ("nosuchtool", {}, "nosuchtool"),
     # unknown arguments are refused, never ignored (a typo must not store the default)
-    ("add", {"text": "x", "importnce": 0.9}, "unknown argument 'importnce' (did you mean"),
-    ("search", {"query": "x", "k": 3}, "unknown argument 'k'; search takes query, limit"),
-    ("stats", {"verbose": True}, "stats takes no arguments"),
-    ("update", {"memory_id": "kept", "txt": "y"}, "unknown argument 'txt' (did you mean 'text'"),
+    ("memory_add", {"text": "x", "importnce": 0.9}, "unknown argument 'importnce' (did you mean"),
+    ("memory_search", {"query": "x", "k": 3}, "unknown argument 'k'; memory_search takes query, limit"),
+    ("memory_stats", {"verbose": True}, "memory_stats takes no arguments"),
+    (
+        "memory_update",
+        {"memory_id": "kept", "txt": "y"},
+        "unknown argument 'txt' (did you mean 'text'",
+    ),
 ]
 
 
@@ -172,7 +231,7 @@ def test_bad_tool_input_is_a_clear_tool_error_and_changes_nothing(tmp_path: Path
         for tool, args, _ in BAD_CALLS:
             results.append(search_text(await client.call_tool(tool, args)))
         # the server still answers normally afterwards
-        results.append((False, json.dumps(payload(await client.call_tool("stats", {})))))
+        results.append((False, json.dumps(payload(await client.call_tool("memory_stats", {})))))
         return results
 
     results = session(db, fn)
@@ -211,29 +270,33 @@ def test_by_default_a_client_cannot_choose_a_model_backed_reranker_or_backend_op
     tmp_path: Path,
 ) -> None:
     async def fn(client: Client) -> dict[str, Any]:
-        await client.call_tool("add", {"text": "a note about lunch", "memory_id": "a"})
+        await client.call_tool("memory_add", {"text": "a note about lunch", "memory_id": "a"})
         q = {"query": "lunch", "limit": 1}
         return {
             "decision": search_text(
-                await client.call_tool("search", {**q, "reranker": "decision"})
+                await client.call_tool("memory_search", {**q, "reranker": "decision"})
             ),
             "listwise": search_text(
-                await client.call_tool("search", {**q, "reranker": "listwise"})
+                await client.call_tool("memory_search", {**q, "reranker": "listwise"})
             ),
             "backend": search_text(
                 await client.call_tool(
-                    "search", {**q, "reranker": "mmr", "reranker_options": {"backend": "openai"}}
+                    "memory_search",
+                    {**q, "reranker": "mmr", "reranker_options": {"backend": "openai"}},
                 )
             ),
             "coarse_option": search_text(
-                await client.call_tool("search", {**q, "reranker_options": {"lambda": 0.5}})
+                await client.call_tool("memory_search", {**q, "reranker_options": {"lambda": 0.5}})
             ),
             "mmr": payload(
                 await client.call_tool(
-                    "search", {**q, "reranker": "mmr", "reranker_options": {"lambda": 0.5}}
+                    "memory_search",
+                    {**q, "reranker": "mmr", "reranker_options": {"lambda": 0.5}, "verbose": True},
                 )
             ),
-            "schema": next(t for t in (await client.list_tools()).tools if t.name == "search"),
+            "schema": next(
+                t for t in (await client.list_tools()).tools if t.name == "memory_search"
+            ),
         }
 
     out = session(tmp_path / "m.sqlite3", fn)
@@ -255,14 +318,14 @@ def test_the_operator_chooses_what_clients_may_pick(tmp_path: Path) -> None:
     toml = '[search]\nreranker = "mmr"\n\n[plugins.mcp]\nrerankers = ["none"]\n'
 
     async def fn(client: Client) -> dict[str, Any]:
-        await client.call_tool("add", {"text": "a note about lunch", "memory_id": "a"})
+        await client.call_tool("memory_add", {"text": "a note about lunch", "memory_id": "a"})
         q = {"query": "lunch", "limit": 1}
         return {
-            "mmr": search_text(await client.call_tool("search", {**q, "reranker": "mmr"})),
-            "none": payload(await client.call_tool("search", {**q, "reranker": "none"})),
-            "default": payload(await client.call_tool("search", q)),
+            "mmr": search_text(await client.call_tool("memory_search", {**q, "reranker": "mmr"})),
+            "none": payload(await client.call_tool("memory_search", {**q, "reranker": "none"})),
+            "default": payload(await client.call_tool("memory_search", q)),
             "default_option": search_text(
-                await client.call_tool("search", {**q, "reranker_options": {"lambda": 0.1}})
+                await client.call_tool("memory_search", {**q, "reranker_options": {"lambda": 0.1}})
             ),
         }
 
@@ -306,17 +369,21 @@ def test_update_and_list_pages(tmp_path: Path) -> None:
     async def fn(client: Client) -> dict[str, Any]:
         out: dict[str, Any] = {"pages": []}
         out["update"] = payload(
-            await client.call_tool("update", {"memory_id": "n1", "text": "note one, revised"})
+            await client.call_tool(
+                "memory_update", {"memory_id": "n1", "text": "note one, revised"}
+            )
         )
-        await client.call_tool("delete", {"memory_id": "n3"})
+        await client.call_tool("memory_delete", {"memory_id": "n3"})
         offset: int | None = 0
         while offset is not None:
-            page = payload(await client.call_tool("list", {"offset": offset, "limit": 2}))
+            page = payload(await client.call_tool("memory_list", {"offset": offset, "limit": 2}))
             out["pages"].append(page)
             offset = page["next_offset"]
-        out["all"] = payload(await client.call_tool("list", {"include_deleted": True}))
-        out["get"] = payload(await client.call_tool("get", {"memory_id": "n1"}))
-        out["old"] = payload(await client.call_tool("get", {"memory_id": "n1", "revision": 1}))
+        out["all"] = payload(await client.call_tool("memory_list", {"include_deleted": True}))
+        out["get"] = payload(await client.call_tool("memory_get", {"memory_id": "n1"}))
+        out["old"] = payload(
+            await client.call_tool("memory_get", {"memory_id": "n1", "revision": 1})
+        )
         return out
 
     out = session(db, fn)
@@ -350,10 +417,12 @@ def test_a_missing_store_is_not_created_until_add(tmp_path: Path) -> None:
         out["reads"] = [search_text(await client.call_tool(t, a)) for t, a in reads]
         out["created_anything"] = (tmp_path / "typo").exists()
         out["add"] = payload(
-            await client.call_tool("add", {"text": "lunch at noon", "memory_id": "a"})
+            await client.call_tool("memory_add", {"text": "lunch at noon", "memory_id": "a"})
         )
-        out["again"] = payload(await client.call_tool("add", {"text": "more", "memory_id": "b"}))
-        out["search"] = payload(await client.call_tool("search", {"query": "lunch"}))
+        out["again"] = payload(
+            await client.call_tool("memory_add", {"text": "more", "memory_id": "b"})
+        )
+        out["search"] = payload(await client.call_tool("memory_search", {"query": "lunch"}))
         return out
 
     out = session(db, fn)
@@ -373,10 +442,10 @@ def test_a_store_created_meanwhile_is_found(tmp_path: Path) -> None:
     db = tmp_path / "m.sqlite3"
 
     async def fn(client: Client) -> tuple[tuple[bool, str], dict[str, Any]]:
-        before = search_text(await client.call_tool("stats", {}))
+        before = search_text(await client.call_tool("memory_stats", {}))
         with rankseam.open_memory(db) as memory:  # e.g. `rankseam add` in a terminal
             memory.add("written elsewhere", memory_id="w")
-        return before, payload(await client.call_tool("stats", {}))
+        return before, payload(await client.call_tool("memory_stats", {}))
 
     before, after = session(db, fn)
     assert before[0] and "no rankseam store" in before[1]
@@ -389,9 +458,9 @@ def test_build_server_in_process_around_a_memory_the_caller_owns(tmp_path: Path)
     async def calls(server: Any) -> dict[str, Any]:
         async with Client(server) as client:
             return {
-                "add": payload(await client.call_tool("add", {"text": "tea at five"})),
-                "typo": search_text(await client.call_tool("list", {"limt": 5})),
-                "list": payload(await client.call_tool("list", {})),
+                "add": payload(await client.call_tool("memory_add", {"text": "tea at five"})),
+                "typo": search_text(await client.call_tool("memory_list", {"limt": 5})),
+                "list": payload(await client.call_tool("memory_list", {})),
             }
 
     with rankseam.open_memory(db) as memory:

@@ -136,7 +136,7 @@ def call(rid: str, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
 
 async def memories(client: Any) -> int:
     """A normal request through the client: the server still serves."""
-    result = await client.call_tool("stats", {})
+    result = await client.call_tool("memory_stats", {})
     assert not result.is_error, result.content[0].text
     return int(json.loads(result.content[0].text)["memories"])
 
@@ -183,7 +183,9 @@ def test_every_bad_line_is_answered_and_serving_goes_on(tmp_path: Path) -> None:
         await wire.write(BAD_NOTIFICATION)  # never answered (a notification) ...
         out["after_notification"] = await memories(client)  # ... and serving goes on
         out["next_raw"] = await wire.raw([b"null\n"])  # the next raw answer is this one's
-        good = await client.call_tool("add", {"text": "a\U0001f600b (a surrogate pair is fine)"})
+        good = await client.call_tool(
+            "memory_add", {"text": "a\U0001f600b (a surrogate pair is fine)"}
+        )
         out["good"] = (not good.is_error, await memories(client))
         return out
 

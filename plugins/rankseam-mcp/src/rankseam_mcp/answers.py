@@ -6,7 +6,10 @@ without ``method``) gets an invalid-request error (-32600), with the request's `
 can be read and ``null`` otherwise. A ``tools/call`` whose text is not valid Unicode (a lone
 surrogate such as ``"\\ud800"``, or bytes that are not UTF-8) and a request line longer than
 the server reads get a tool error (``isError``) the calling model can act on; other methods get
-an invalid-params or invalid-request error. Each answer is one line of JSON (bytes, no newline).
+an invalid-params or invalid-request error. A request whose ``id`` is not a string or an
+integer (``[7]``, ``{}``, ``true``, ``1.5``, ``1e400``, ``null``) is not a notification either
+(the SDK reads it as one and never answers): it gets an invalid-request error with ``id: null``
+(:func:`answer_invalid`). Each answer is one line of JSON (bytes, no newline).
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ __all__ = [
     "INVALID_REQUEST",
     "PARSE_ERROR",
     "answer_bad_line",
+    "answer_invalid",
     "answer_oversized",
 ]
 
@@ -97,6 +101,39 @@ def _why_invalid(data: dict[str, Any]) -> str:
     if "params" in data and not isinstance(data["params"], dict):
         return 'its "params" must be an object'
     return "it is not a JSON-RPC 2.0 request, notification or response this server reads"
+
+
+def answer_invalid(line: bytes) -> bytes | None:
+    """The answer to a message the SDK would read although JSON-RPC refuses it: one with an
+    ``id`` member that is not a string or an integer (the SDK takes it for a notification and
+    never answers). None for every other line (the SDK reads it, or refuses it:
+    :func:`answer_bad_line`). Call it for the lines the SDK reads as notifications."""
+    if b'"id"' not in line:
+        return None
+    try:
+        data = json.loads(line.decode("utf-8", "surrogateescape"), parse_constant=_reject_constant)
+    except (ValueError, RecursionError):
+        return None  # not JSON: the SDK refuses it, answer_bad_line answers
+    if not isinstance(data, dict) or "id" not in data or _request_id(data) is not None:
+        return None
+    if not isinstance(data.get("method"), str):
+        return None  # a response, or no message at all: answer_bad_line's
+    return _dumps(
+        _error(
+            None,
+            INVALID_REQUEST,
+            'Invalid Request: its "id" must be a string or an integer (JSON-RPC 2.0; MCP '
+            f"allows no null id), not {_shown_id(data['id'])}",
+        )
+    )
+
+
+def _shown_id(rid: Any) -> str:
+    try:
+        text = json.dumps(rid, ensure_ascii=True, allow_nan=False)
+    except ValueError:  # 1e400 reads as infinity, which JSON cannot write
+        text = "a number too large for a float"
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def answer_bad_line(line: bytes) -> bytes | None:

@@ -6,6 +6,7 @@ The calling model may pick a reranker and pass options only where the operator a
     rerankers = ["none", "mmr"]        # names the `search` tool may choose (the default)
     options = { mmr = ["lambda"] }     # options it may pass per reranker (the default)
     max_message_bytes = 4194304        # the longest request line read (the default, 4 MiB)
+    tool_prefix = "memory_"            # tool names: memory_search, memory_add, ... (the default)
 
 By default no model-backed reranker (``decision``, ``listwise``, ``rerankers``, anything that
 calls a backend) and no backend option can be chosen by a client: the configured default
@@ -14,6 +15,7 @@ reranker still runs when the client names none.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -21,13 +23,29 @@ import attrs
 
 from rankseam.errors import ConfigurationError
 
-__all__ = ["DEFAULT_MAX_MESSAGE_BYTES", "ToolPolicy"]
+__all__ = ["DEFAULT_MAX_MESSAGE_BYTES", "DEFAULT_TOOL_PREFIX", "ToolPolicy", "check_tool_prefix"]
 
 #: The longest request line the server reads (a memory text holds at most 1,000,000
 #: characters: up to 4 MB as UTF-8; raise it for clients that escape non-ASCII text).
 DEFAULT_MAX_MESSAGE_BYTES = 4 * 1024 * 1024
 _MIN_MESSAGE_BYTES = 64 * 1024
-_KEYS = ("rerankers", "options", "max_message_bytes")
+_KEYS = ("rerankers", "options", "max_message_bytes", "tool_prefix")
+
+#: What the tools' names start with: ``memory_search``, ``memory_add``, ... (``""`` gives the
+#: bare names of rankseam-mcp 0.1: ``search``, ``add``, ...).
+DEFAULT_TOOL_PREFIX = "memory_"
+# MCP tool names are 1..128 characters of A-Z a-z 0-9 _ - . ; the longest base name is 6.
+_PREFIX = re.compile(r"[A-Za-z0-9_.-]{0,64}")
+
+
+def check_tool_prefix(prefix: object, where: str = "[plugins.mcp] tool_prefix") -> str:
+    """``prefix`` when it can start an MCP tool name; a :class:`ConfigurationError` otherwise."""
+    if not isinstance(prefix, str) or _PREFIX.fullmatch(prefix) is None:
+        raise ConfigurationError(
+            f"{where} must be at most 64 characters of letters, digits, '_', '-' and '.' "
+            f'(e.g. "memory_", or "" for the bare names), got {prefix!r}'
+        )
+    return prefix
 
 
 def _names(value: Any, where: str) -> tuple[str, ...]:
@@ -55,8 +73,10 @@ class ToolPolicy:
     rerankers: tuple[str, ...] = ("none", "mmr")
     options: Mapping[str, tuple[str, ...]] = attrs.field(factory=lambda: {"mmr": ("lambda",)})
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
+    tool_prefix: str = DEFAULT_TOOL_PREFIX
 
     def __attrs_post_init__(self) -> None:
+        check_tool_prefix(self.tool_prefix)
         stray = sorted(set(self.options) - set(self.rerankers))
         if stray:
             raise ConfigurationError(
@@ -87,6 +107,8 @@ class ToolPolicy:
             kwargs["options"] = {k: v for k, v in cls().options.items() if k in kwargs["rerankers"]}
         if "max_message_bytes" in data:
             kwargs["max_message_bytes"] = data["max_message_bytes"]
+        if "tool_prefix" in data:
+            kwargs["tool_prefix"] = data["tool_prefix"]
         return cls(**kwargs)
 
     def check(
@@ -107,9 +129,9 @@ class ToolPolicy:
         allowed_options = self.options.get(name or "none", ())
         refused = sorted(set(options) - set(allowed_options))
         if refused:
-            which = f"reranker {name!r}" if name else "the coarse order (no reranker)"
+            which = f"the reranker {name!r}" if name else "the coarse order (no reranker)"
             raise ValueError(
-                f"this server does not let clients set the option(s) {refused} of the {which}; "
+                f"this server does not let clients set the option(s) {refused} of {which}; "
                 f"allowed: {list(allowed_options)}. The operator allows more in rankseam.toml "
                 "under [plugins.mcp] options"
             )

@@ -1,50 +1,92 @@
-"""The MCP server: seven tools over one rankseam ``Memory``: ``add``, ``search``, ``get``,
-``update``, ``list``, ``delete``, ``stats``.
+"""The MCP server: seven tools over one rankseam ``Memory``, named ``memory_search``,
+``memory_add``, ``memory_get``, ``memory_update``, ``memory_list``, ``memory_delete`` and
+``memory_stats`` (the prefix is ``[plugins.mcp] tool_prefix``; ``""`` gives the bare names of
+rankseam-mcp 0.1, which are also still accepted on ``tools/call``).
 
-Every tool validates its input before it touches the store. Bad input (an unknown argument, a
-wrong type, an empty text, an unknown reranker, a memory that does not exist) is answered with
-a tool error (``isError``) whose text says what to fix, and nothing is changed.
+Every tool validates its input before it touches the store, strictly (no value is converted:
+``"5"`` is not an integer). Bad input (an unknown argument, a wrong type, an empty text, an
+unknown reranker, a memory that does not exist) is answered with a tool error (``isError``)
+whose text says what to fix, and nothing is changed.
+
+Each answer is one text block of compact JSON. ``memory_search`` and ``memory_list`` answer
+the essentials by default (the citation and the text); ``verbose: true`` adds every score,
+timestamp and hash, and the full rerank trace.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Coroutine, Iterator
+import json
+import logging
+from collections.abc import Callable, Coroutine, Iterator, Mapping
 from itertools import islice
 from typing import Annotated, Any, TypeVar
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
-from pydantic import ValidationError as SchemaError
 
 from rankseam import Memory, __version__
 from rankseam.errors import RankseamError
 from rankseam.plugin import search_arguments
 from rankseam.types import MemoryRef
 from rankseam_mcp import __version__ as plugin_version
-from rankseam_mcp.arguments import explain_invalid, refuse_unknown
-from rankseam_mcp.policy import ToolPolicy
+from rankseam_mcp.arguments import check_arguments, refuse_unknown
+from rankseam_mcp.policy import ToolPolicy, check_tool_prefix
 from rankseam_mcp.slot import MemorySlot
 
-__all__ = ["DEFAULT_PAGE", "MAX_PAGE", "build_server"]
+__all__ = ["DEFAULT_PAGE", "MAX_INT", "MAX_PAGE", "TOOLS", "build_server", "tool_names"]
 
 T = TypeVar("T")
 
+log = logging.getLogger("rankseam_mcp")
+
+#: The tools, by their base names (each is served as ``tool_prefix + name``).
+TOOLS = ("search", "add", "get", "update", "list", "delete", "stats")
 _WRITES = frozenset({"add", "update", "delete"})
 
 #: The ``list`` tool's page size: its default, and the most one call returns.
 DEFAULT_PAGE, MAX_PAGE = 20, 100
+#: The largest revision and offset accepted: the largest integer every JSON client reads
+#: exactly (2**53 - 1); a store holds fewer.
+MAX_INT = 2**53 - 1
 
-INSTRUCTIONS = """\
-A long-term memory. `add` stores a memory (give `memory_id` to make adding idempotent per id:
-adding an id that holds something else is refused; `update` writes a new revision of it).
-`search` finds memories for a question and returns each hit's exact citation (namespace,
-memory_id, revision); `reranker` picks one of the rerank policies this server allows (e.g.
-"mmr" for diverse results) and the result's `rerank` trace says what it did.
-`get` reads a memory (or an exact revision), `list` pages through the memories in write order,
-`delete` removes one from search, `stats` counts.
+
+def tool_names(prefix: str) -> dict[str, str]:
+    """Each tool's base name and the name it is served under."""
+    return {base: f"{prefix}{base}" for base in TOOLS}
+
+
+def _instructions(names: Mapping[str, str]) -> str:
+    n = names
+    return f"""\
+The user's long-term memory, kept across conversations. Call `{n["search"]}` before answering
+anything that may depend on what the user told you before (preferences, people, plans,
+decisions, facts about their work); cite hits by memory_id. Call `{n["add"]}` when the user
+states something lasting worth remembering or asks you to remember it (one self-contained fact
+per call); `{n["update"]}` when a stored fact changed; `{n["delete"]}` only when the user asks
+to forget something. `{n["get"]}` reads one memory in full, `{n["list"]}` pages through all of
+them (for review, not to find facts), `{n["stats"]}` describes the store.
 """
+
+
+def _annotations(title: str, *, read_only: bool, destructive: bool, idempotent: bool) -> Any:
+    # openWorldHint is false for every tool: each reads or writes this one memory store,
+    # never an open set of outside entities (the web, other people's accounts).
+    return ToolAnnotations(
+        title=title,
+        read_only_hint=read_only,
+        destructive_hint=destructive,
+        idempotent_hint=idempotent,
+        open_world_hint=False,
+    )
+
+
+def _compact_json(data: Any) -> CallToolResult:
+    """One text block of compact JSON (no indentation, non-ASCII text kept as is)."""
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    return CallToolResult(content=[TextContent(type="text", text=text)])
 
 
 async def _call(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
@@ -63,11 +105,34 @@ async def _guard(coro: Coroutine[Any, Any, T]) -> T:
 
 
 class _Server(MCPServer):
-    """The SDK's server, with its tools' arguments checked in our words (unknown arguments
-    refused; schema errors explained from the published schema) and each input schema
-    closed (``additionalProperties: false``), so clients see what is refused."""
+    """The SDK's server, with its tools' arguments checked in our words and strictly (unknown
+    arguments refused; every value of the type and range its published schema says, nothing
+    converted) and each input schema closed (``additionalProperties: false``), so clients
+    see what is refused. The tool functions are called directly with the checked arguments
+    (the SDK's own validation converts values, e.g. a string ``"null"`` to null)."""
 
     _schemas: dict[str, dict[str, Any]] | None = None
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.handlers: dict[str, Callable[..., Coroutine[Any, Any, Any]]] = {}
+        self.writes: set[str] = set()
+        self.aliases: dict[str, str] = {}  # the 0.1 names, still accepted on tools/call
+        self._warned: set[str] = set()
+
+    def serve(
+        self, name: str, *, writes: bool, **tool_kwargs: Any
+    ) -> Callable[[Callable[..., Coroutine[Any, Any, Any]]], Any]:
+        """Register an async tool function under ``name`` (its schema from its signature)."""
+
+        def decorator(fn: Callable[..., Coroutine[Any, Any, Any]]) -> Any:
+            self.tool(name=name, structured_output=False, **tool_kwargs)(fn)
+            self.handlers[name] = fn
+            if writes:
+                self.writes.add(name)
+            return fn
+
+        return decorator
 
     async def list_tools(self) -> Any:
         tools = await super().list_tools()
@@ -86,18 +151,60 @@ class _Server(MCPServer):
         return schema
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        if name not in self.handlers and name in self.aliases:
+            if name not in self._warned:
+                self._warned.add(name)
+                log.warning(
+                    "a client called the tool %r by its rankseam-mcp 0.1 name; it is now %r "
+                    '(set [plugins.mcp] tool_prefix = "" to keep the old names)',
+                    name,
+                    self.aliases[name],
+                )
+            name = self.aliases[name]
         schema = await self._schema(name)
-        writes = name in _WRITES
-        why = refuse_unknown(name, arguments, schema, writes=writes)
+        writes = name in self.writes
+        why = refuse_unknown(name, arguments, schema, writes=writes) or check_arguments(
+            name, arguments, schema, writes=writes
+        )
         if why is not None:
             raise ToolError(why)
-        try:
-            return await super().call_tool(name, arguments, context)
-        except ToolError as exc:
-            if isinstance(exc.__cause__, SchemaError):
-                errors = exc.__cause__.errors(include_url=False)
-                raise ToolError(explain_invalid(name, errors, schema, writes=writes)) from None
-            raise
+        return _compact_json(await self.handlers[name](**arguments))
+
+
+def _cited(data: dict[str, Any], namespace: str, keep: tuple[str, ...]) -> dict[str, Any]:
+    """The fields ``keep`` of a hit or memory (empty metadata left out), after checking that it
+    is of ``namespace``, which the answer says once."""
+    out = {k: data[k] for k in keep if k in data}
+    if data.get("namespace") != namespace:  # never expected: one search reads one namespace
+        out["namespace"] = data.get("namespace")
+    if not out.get("metadata"):
+        out.pop("metadata", None)
+    if out.get("deleted") is False:
+        out.pop("deleted")
+    return out
+
+
+_HIT_KEEP = ("memory_id", "revision", "score", "text", "metadata")
+_MEMORY_KEEP = ("memory_id", "revision", "text", "metadata", "deleted")
+
+
+def _compact_hit(hit: dict[str, Any], namespace: str) -> dict[str, Any]:
+    out = _cited(hit, namespace, _HIT_KEEP)
+    if isinstance(out.get("score"), float):
+        out["score"] = round(out["score"], 4)
+    return out
+
+
+def _compact_rerank(rerank: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The policy and its status; the reason and the fallback only when there is one."""
+    if rerank is None:
+        return None
+    out = {"policy_id": rerank.get("policy_id"), "status": rerank.get("status")}
+    if rerank.get("reason"):
+        out["reason"] = rerank["reason"]
+    if rerank.get("used_fallback"):
+        out["used_fallback"] = True
+    return out
 
 
 def _page(memory: Memory, namespace: str | None, offset: int, limit: int, deleted: bool) -> Any:
@@ -113,74 +220,65 @@ def _page(memory: Memory, namespace: str | None, offset: int, limit: int, delete
 
 
 def build_server(
-    memory: Memory | MemorySlot, *, name: str = "rankseam", policy: ToolPolicy | None = None
+    memory: Memory | MemorySlot,
+    *,
+    name: str = "rankseam",
+    policy: ToolPolicy | None = None,
+    tool_prefix: str | None = None,
 ) -> MCPServer:
     """An MCP server whose tools read and write ``memory`` (the caller owns and closes it).
 
     ``memory`` is an open :class:`~rankseam.Memory`, or a
     :class:`~rankseam_mcp.slot.MemorySlot` that opens its store on first use (what
     ``rankseam mcp`` gives, so that it never creates a store before ``add`` writes).
-    ``policy`` says which rerankers and options the ``search`` tool accepts; by default the
-    memory's ``[plugins.mcp]`` configuration, else :class:`~rankseam_mcp.policy.ToolPolicy`'s
-    defaults (``"none"`` and ``"mmr"`` with its ``lambda``: no model-backed reranker).
+    ``policy`` says which rerankers and options the search tool accepts and the tools' name
+    prefix; by default the memory's ``[plugins.mcp]`` configuration, else
+    :class:`~rankseam_mcp.policy.ToolPolicy`'s defaults (``"none"`` and ``"mmr"`` with its
+    ``lambda``: no model-backed reranker; tools named ``memory_search``, ``memory_add``, ...).
+    ``tool_prefix``, when given, overrides the policy's.
     """
     slot = memory if isinstance(memory, MemorySlot) else MemorySlot.given(memory)
     if policy is None:
         policy = ToolPolicy.from_mapping(slot.config.plugins.get("mcp", {}))
+    prefix = policy.tool_prefix if tool_prefix is None else check_tool_prefix(tool_prefix)
+    n = tool_names(prefix)
     allowed = ", ".join(repr(r) for r in policy.rerankers) or "none"
     server = _Server(
         name=name,
         version=f"{plugin_version} (rankseam {__version__})",
-        instructions=INSTRUCTIONS,
+        instructions=_instructions(n),
         log_level="WARNING",  # stderr stays quiet; tool errors go to the client
     )
+    if prefix:
+        server.aliases = {base: full for base, full in n.items()}
 
-    @server.tool(
+    @server.serve(
+        n["search"],
+        writes=False,
         description=(
-            "Store one memory. Returns its citation (namespace, memory_id, revision). The "
-            "first add creates the store when it does not exist yet (`created_store` says where)."
-        )
-    )
-    async def add(
-        text: Annotated[str, Field(min_length=1, description="The memory's text.")],
-        memory_id: Annotated[
-            str | None, Field(description="Your id for it (default: a new random id).")
-        ] = None,
-        namespace: Annotated[str | None, Field(description="Default: the server's.")] = None,
-        importance: Annotated[float, Field(ge=0.0, le=1.0)] = 0.5,
-        metadata: dict[str, Any] | None = None,
-    ) -> dict[str, Any]:
-        opened, created = await _call(slot.writing)
-        result = await _call(
-            opened.add,
-            text,
-            memory_id=memory_id,
-            namespace=namespace,
-            importance=importance,
-            metadata=metadata,
-        )
-        out: dict[str, Any] = {
-            "stored": result.stored,
-            "ref": None if result.ref is None else result.ref.to_dict(),
-        }
-        if created:
-            out["created_store"] = opened.path
-        return out
-
-    @server.tool(
-        description=(
-            "Search memories for a query. `reranker` chooses a rerank policy by name (omit it "
-            f"for the configured default; this server allows {allowed}; 'none' is the coarse "
-            "order) and `reranker_options` its allowed options; the `rerank` trace reports its "
-            "policy id, status, selected ranks, usage and latency."
-        )
+            "Search the user's long-term memory for what they told you before. Call it before "
+            "answering anything that may depend on the user's preferences, people, plans, past "
+            "decisions or facts about their work, and before storing a fact (it may be stored "
+            "already). Returns the best hits, each with its citation (memory_id, revision) and "
+            "text. `reranker` picks a rerank policy by name (omit it for the configured default;"
+            f" this server allows {allowed}; 'none' is the coarse order, 'mmr' diversifies) "
+            "and `reranker_options` its allowed options. The answer is compact; `verbose: true` "
+            "adds each hit's channel scores, timestamps and hash and the full rerank trace "
+            "(selected ranks, usage, latency): for debugging the ranking, not for answering."
+        ),
+        annotations=_annotations(
+            "Search memories", read_only=True, destructive=False, idempotent=True
+        ),
     )
     async def search(
-        query: Annotated[str, Field(min_length=1)],
-        limit: Annotated[int, Field(ge=1, le=200)] = 5,
-        namespace: str | None = None,
+        query: Annotated[str, Field(min_length=1, description="What to look for, in words.")],
+        limit: Annotated[int, Field(ge=1, le=200, description="How many hits (1..200).")] = 5,
+        namespace: Annotated[str | None, Field(description="Default: the server's.")] = None,
         reranker: str | None = None,
         reranker_options: dict[str, Any] | None = None,
+        verbose: Annotated[
+            bool, Field(description="Also every score, timestamp and the full rerank trace.")
+        ] = False,
     ) -> dict[str, Any]:
         opened = await _call(slot.reading)
         try:
@@ -192,19 +290,80 @@ def build_server(
         )
         result = await _guard(opened.asearch(query, limit, **kwargs))
         trace = result.trace
+        rerank = None if trace.rerank is None else trace.rerank.to_dict()
+        if verbose:
+            return {
+                "hits": [hit.to_dict() for hit in result.hits],
+                "rerank": rerank,
+                "latency_ms": round(trace.latency_ms, 3),
+            }
+        ns = namespace if namespace is not None else opened.config.namespace
         return {
-            "hits": [hit.to_dict() for hit in result.hits],
-            "rerank": None if trace.rerank is None else trace.rerank.to_dict(),
-            "latency_ms": round(trace.latency_ms, 3),
+            "namespace": ns,
+            "hits": [_compact_hit(hit.to_dict(), ns) for hit in result.hits],
+            "rerank": _compact_rerank(rerank),
         }
 
-    @server.tool(
-        description="Read a memory: its current revision, or exactly `revision` when given."
+    @server.serve(
+        n["add"],
+        writes=True,
+        description=(
+            "Store one new memory. Call it when the user states something lasting worth "
+            "remembering across conversations (a preference, a decision, a plan, a fact about "
+            "themselves or their work) or asks you to remember something: one self-contained "
+            f"fact per call, in plain words. When a stored fact changed, call {n['update']} "
+            "instead. Give `memory_id` to make adding idempotent per id (an id that holds other "
+            "text is refused). Returns its citation (namespace, memory_id, revision); the first "
+            "add creates the store when it does not exist yet (`created_store` says where)."
+        ),
+        annotations=_annotations(
+            "Remember something", read_only=False, destructive=False, idempotent=False
+        ),
+    )
+    async def add(
+        text: Annotated[str, Field(min_length=1, description="The memory's text.")],
+        memory_id: Annotated[
+            str | None, Field(description="Your id for it (default: a new random id).")
+        ] = None,
+        namespace: Annotated[str | None, Field(description="Default: the server's.")] = None,
+        importance: Annotated[
+            float, Field(ge=0.0, le=1.0, description="0..1 (default 0.5); a search prior.")
+        ] = 0.5,
+        metadata: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        opened, created = await _call(slot.writing)
+        result = await _call(
+            opened.add,
+            text,
+            memory_id=memory_id,
+            namespace=namespace,
+            importance=float(importance),
+            metadata=metadata,
+        )
+        out: dict[str, Any] = {
+            "stored": result.stored,
+            "ref": None if result.ref is None else result.ref.to_dict(),
+        }
+        if created:
+            out["created_store"] = opened.path
+        return out
+
+    @server.serve(
+        n["get"],
+        writes=False,
+        description=(
+            "Read one memory in full by its memory_id (one a search or a listing cited): its "
+            "current revision, or exactly `revision` when given. Call it when a hit's text is "
+            "not enough, or to quote an exact earlier revision."
+        ),
+        annotations=_annotations(
+            "Read a memory", read_only=True, destructive=False, idempotent=True
+        ),
     )
     async def get(
         memory_id: Annotated[str, Field(min_length=1)],
-        namespace: str | None = None,
-        revision: Annotated[int | None, Field(ge=1)] = None,
+        namespace: Annotated[str | None, Field(description="Default: the server's.")] = None,
+        revision: Annotated[int | None, Field(ge=1, le=MAX_INT)] = None,
     ) -> dict[str, Any]:
         opened = await _call(slot.reading)
         if revision is None:
@@ -218,17 +377,23 @@ def build_server(
             stored = await _call(opened.get, ref)
         return stored.to_dict()
 
-    @server.tool(
+    @server.serve(
+        n["update"],
+        writes=True,
         description=(
-            "Write a new revision of an existing memory (the previous revision stays readable "
-            "by get with its revision). `importance` and `metadata` default to the previous "
-            "revision's. Returns the new citation."
-        )
+            "Replace the text of a stored memory when the user corrects or changes a fact "
+            f"already stored (find its memory_id with {n['search']} first). Writes a new "
+            "revision; the previous one stays readable by get with its revision. `importance` "
+            "and `metadata` default to the previous revision's. Returns the new citation."
+        ),
+        annotations=_annotations(
+            "Update a memory", read_only=False, destructive=False, idempotent=False
+        ),
     )
     async def update(
         memory_id: Annotated[str, Field(min_length=1)],
         text: Annotated[str, Field(min_length=1, description="The new text.")],
-        namespace: str | None = None,
+        namespace: Annotated[str | None, Field(description="Default: the server's.")] = None,
         importance: Annotated[float | None, Field(ge=0.0, le=1.0)] = None,
         metadata: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
@@ -238,45 +403,83 @@ def build_server(
             memory_id,
             text,
             namespace=namespace,
-            importance=importance,
+            importance=None if importance is None else float(importance),
             metadata=metadata,
         )
         return {"ref": ref.to_dict()}
 
-    @server.tool(
-        name="list",
+    @server.serve(
+        n["list"],
+        writes=False,
         description=(
-            "List a namespace's memories (current revisions), oldest last write first, one "
-            f"page a call: `offset` (default 0) and `limit` (1..{MAX_PAGE}, default "
-            f"{DEFAULT_PAGE}). `next_offset` is the offset of the next page, null after the "
-            "last one. An update or delete between pages moves a memory (to the end, or out)."
+            "List the stored memories page by page (current revisions, oldest last write "
+            "first). Call it only when the user wants to review or audit what is stored; to "
+            f"find something, call {n['search']}. `offset` (default 0) and `limit` "
+            f"(1..{MAX_PAGE}, default {DEFAULT_PAGE}) choose the page; `next_offset` is the "
+            "next page's offset, null after the last. An update or delete between pages moves "
+            "a memory (to the end, or out). Compact by default; `verbose: true` adds each "
+            "memory's importance, timestamp and hash."
+        ),
+        annotations=_annotations(
+            "List memories", read_only=True, destructive=False, idempotent=True
         ),
     )
     async def list_memories(
-        namespace: str | None = None,
-        offset: Annotated[int, Field(ge=0)] = 0,
+        namespace: Annotated[str | None, Field(description="Default: the server's.")] = None,
+        offset: Annotated[int, Field(ge=0, le=MAX_INT)] = 0,
         limit: Annotated[int, Field(ge=1, le=MAX_PAGE)] = DEFAULT_PAGE,
         include_deleted: Annotated[
             bool, Field(description="Also list deleted memories (default false).")
         ] = False,
+        verbose: Annotated[
+            bool, Field(description="Also importance, timestamps and hashes.")
+        ] = False,
     ) -> dict[str, Any]:
         opened = await _call(slot.reading)
         page, more = await _call(_page, opened, namespace, offset, limit, include_deleted)
+        next_offset = offset + len(page) if more else None
+        if verbose:
+            return {"memories": page, "offset": offset, "next_offset": next_offset}
+        ns = namespace if namespace is not None else opened.config.namespace
         return {
-            "memories": page,
+            "namespace": ns,
+            "memories": [_cited(m, ns, _MEMORY_KEEP) for m in page],
             "offset": offset,
-            "next_offset": offset + len(page) if more else None,
+            "next_offset": next_offset,
         }
 
-    @server.tool(description="Delete a memory from search (its revisions stay readable by get).")
+    @server.serve(
+        n["delete"],
+        writes=True,
+        description=(
+            "Forget a memory: search stops finding it (its revisions stay readable by get). "
+            "Call it only when the user asks you to forget something, or confirms that a "
+            f"stored fact is wrong and should not be replaced (else {n['update']})."
+        ),
+        annotations=_annotations(
+            "Forget a memory", read_only=False, destructive=True, idempotent=True
+        ),
+    )
     async def delete(
-        memory_id: Annotated[str, Field(min_length=1)], namespace: str | None = None
+        memory_id: Annotated[str, Field(min_length=1)],
+        namespace: Annotated[str | None, Field(description="Default: the server's.")] = None,
     ) -> dict[str, Any]:
         opened = await _call(slot.reading)
         ref = await _call(opened.delete, memory_id, namespace=namespace)
         return {"deleted": ref.to_dict()}
 
-    @server.tool(description="Counts: memories, revisions, namespaces, embedder, vector coverage.")
+    @server.serve(
+        n["stats"],
+        writes=False,
+        description=(
+            "Describe the memory store: how many memories, revisions and namespaces, which "
+            "embedder, how many have vectors. Call it when the user asks about the store "
+            "itself, never to find facts."
+        ),
+        annotations=_annotations(
+            "Memory store statistics", read_only=True, destructive=False, idempotent=True
+        ),
+    )
     async def stats() -> dict[str, Any]:
         opened = await _call(slot.reading)
         return await _call(opened.stats)

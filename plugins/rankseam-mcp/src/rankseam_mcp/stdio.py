@@ -6,7 +6,9 @@ line it cannot parse without answering (the client then waits forever). This one
 ``max_message_bytes`` of a line: a longer line is skipped to its end while only its first and
 last few bytes are kept (memory stays bounded), and is answered
 (:func:`rankseam_mcp.answers.answer_oversized`). A line the SDK refuses is answered too
-(:func:`rankseam_mcp.answers.answer_bad_line`). Blank lines are skipped. The server then reads
+(:func:`rankseam_mcp.answers.answer_bad_line`), and so is one it would take for a notification
+although it has an ``id`` JSON-RPC does not allow (``[7]``, ``{}``, ``true``, ``1.5``, ``null``:
+:func:`rankseam_mcp.answers.answer_invalid`). Blank lines are skipped. The server then reads
 the next line.
 
 While serving, file descriptor 0 reads the null device and 1 writes to stderr, so nothing but
@@ -29,7 +31,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from mcp.server.mcpserver import MCPServer
 from mcp.shared.message import SessionMessage
 
-from rankseam_mcp.answers import answer_bad_line, answer_oversized
+from rankseam_mcp.answers import answer_bad_line, answer_invalid, answer_oversized
 
 __all__ = ["serve_stdio"]
 
@@ -84,6 +86,11 @@ async def _deliver(
         else:
             await answers.send(answer)
         return
+    if isinstance(message, types.JSONRPCNotification):  # or a request with an invalid id
+        answer = answer_invalid(line)
+        if answer is not None:
+            await answers.send(answer)
+            return
     await messages.send(SessionMessage(message))
 
 

@@ -29,8 +29,8 @@ from hypothesis import strategies as st
 from rankseam.cli import cli
 from rankseam.errors import RankseamError
 from rankseam.memory import Memory, open_memory
-from rankseam.store.snapshot import verify_snapshot
-from rankseam.store.snapshot.format import snapshot_id
+from rankseam.snapshot import verify_snapshot
+from rankseam.snapshot.format import snapshot_id
 
 #: Examples per property (derandomized: the same ones every run).
 EXAMPLES = 60

@@ -13,7 +13,7 @@ import rankseam
 from rankseam import Candidate, RerankDecision
 from rankseam.errors import ValidationError
 from rankseam.seam import CandidateViews, make_candidates, rerank_pool
-from rankseam.store.vectors import decode_vectors, encode_vector
+from rankseam.sqlite.vector_cache import decode_vectors, encode_vector
 from rankseam.testing import synthetic_pool
 
 HITS, VECTORS = synthetic_pool(6, dims=8)

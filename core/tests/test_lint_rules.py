@@ -112,14 +112,14 @@ def test_a_plugin_importing_a_built_in_source_fails(tree: Path) -> None:
         tree,
         "plugins/rankseam-mmr/src/rankseam_mmr/bad_source_import.py",
         """
-        from rankseam.retrieval.lexical import query_terms
+        from rankseam.search.channels.lexical import query_terms
 
         TERMS = query_terms("a question")
         """,
     )
     result = _lint_imports(tree)
     assert result.returncode != 0
-    assert "rankseam_mmr.bad_source_import -> rankseam.retrieval.lexical" in result.stdout
+    assert "rankseam_mmr.bad_source_import -> rankseam.search.channels.lexical" in result.stdout
 
 
 def test_a_layer_importing_upward_fails(tree: Path) -> None:
@@ -139,7 +139,7 @@ def test_touching_another_modules_private_member_fails(tree: Path) -> None:
         tree,
         "core/src/rankseam/peek.py",
         """
-        from rankseam.store.sqlite import SQLiteStore
+        from rankseam.sqlite import SQLiteStore
 
 
         def connection(store: SQLiteStore) -> object:
@@ -160,13 +160,19 @@ def test_every_internal_module_is_forbidden_to_plugins() -> None:
     for info in pkgutil.iter_modules(rankseam.__path__, "rankseam."):
         if info.name in PUBLIC:
             continue
-        if info.name == "rankseam.retrieval":  # built-in sources live here; see below
+        if info.name == "rankseam.search":  # the built-in channels live here; see below
             continue
         assert info.name in forbidden, f"add {info.name} to forbidden_modules in pyproject.toml"
-    retrieval = Path(rankseam.__file__).parent / "retrieval"
-    for info in pkgutil.iter_modules([str(retrieval)], "rankseam.retrieval."):
+    search = Path(rankseam.__file__).parent / "search"
+    channels = search / "channels"
+    for info in [
+        *pkgutil.iter_modules([str(search)], "rankseam.search."),
+        *pkgutil.iter_modules([str(channels)], "rankseam.search.channels."),
+    ]:
+        if info.name == "rankseam.search.channels":
+            continue
         listed = info.name in forbidden or info.name in contract["source_modules"]
-        assert listed, f"list {info.name} as a forbidden module or as a built-in source"
+        assert listed, f"list {info.name} as a forbidden module or as a built-in channel"
     assert not forbidden & PUBLIC
 
 

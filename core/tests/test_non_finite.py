@@ -11,7 +11,7 @@ from conftest import Install
 
 from rankseam import ConfigurationError, open_memory
 from rankseam.embedding import EmbedderDescriptor
-from rankseam.retrieval.fusion import ScoreSpec
+from rankseam.search.fusion import ScoreSpec
 
 # An embedder plugin that answers NaN, +inf or a value too large for float32 for texts that
 # contain a trigger word, and a sound vector otherwise.

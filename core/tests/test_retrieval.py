@@ -16,12 +16,12 @@ from rankseam.default_plugins.hashed_embedder import HashedEmbedder
 from rankseam.embedding import DEFAULT_FUSION_SCALE, DEFAULT_FUSION_WEIGHT, EmbedderDescriptor
 from rankseam.errors import ConfigurationError
 from rankseam.plugin import LexicalQuery, ScoredKeys
-from rankseam.retrieval.base import over_fetch
-from rankseam.retrieval.fusion import ChannelList, ScoreSpec, competition_ranks, fuse, score_spec_of
-from rankseam.retrieval.importance import ImportanceSource
-from rankseam.retrieval.lexical import LexicalSource, query_terms
-from rankseam.retrieval.vector import VectorSource
-from rankseam.store.sqlite.reader import or_joined
+from rankseam.search.channels.base import over_fetch
+from rankseam.search.channels.importance import ImportanceSource
+from rankseam.search.channels.lexical import LexicalSource, query_terms
+from rankseam.search.channels.vector import VectorSource
+from rankseam.search.fusion import ChannelList, ScoreSpec, competition_ranks, fuse, score_spec_of
+from rankseam.sqlite.reader import or_joined
 from rankseam.testing.embedder import EmbedderContract
 from rankseam.types import MemoryRef
 
@@ -272,7 +272,7 @@ class TestSmallHashedEmbedderContract(EmbedderContract):
 
 def test_configuration_knows_the_same_fusion_methods():
     from rankseam.compose import FUSION_METHODS as CONFIGURABLE
-    from rankseam.retrieval.fusion import DEFAULT_FUSION, FUSION_METHODS
+    from rankseam.search.fusion import DEFAULT_FUSION, FUSION_METHODS
 
     assert CONFIGURABLE == FUSION_METHODS
     assert rankseam.compose.SearchConfig().fusion == DEFAULT_FUSION

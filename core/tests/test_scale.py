@@ -21,10 +21,9 @@ from hypothesis import strategies as st
 import rankseam
 from rankseam.bench import synthetic
 from rankseam.default_plugins.hashed_embedder import HashedEmbedder
-from rankseam.store import SCHEMA_VERSION
-from rankseam.store.ann import setting_from_env
-from rankseam.store.sqlite import SQLiteStore
-from rankseam.store.sqlite.rows import vector_state
+from rankseam.sqlite import SCHEMA_VERSION, SQLiteStore
+from rankseam.sqlite.ann import setting_from_env
+from rankseam.sqlite.rows import vector_state
 
 # ------------------------------------------------------------------------- hashed embedder
 

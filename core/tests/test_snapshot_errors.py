@@ -13,12 +13,12 @@ from typing import Any
 import pytest
 
 from rankseam.memory import Memory, open_memory
-from rankseam.store.snapshot import (
+from rankseam.snapshot import (
     SnapshotError,
     import_snapshot,
     verify_snapshot,
 )
-from rankseam.store.snapshot.format import snapshot_id
+from rankseam.snapshot.format import snapshot_id
 
 
 def _fill(memory: Memory) -> None:
@@ -264,7 +264,7 @@ def test_export_refuses_an_existing_folder(tmp_path: Path) -> None:
 
 
 def test_tokenizer_mismatch_is_refused(snapshot: Path, tmp_path: Path) -> None:
-    from rankseam.store import SQLiteStore
+    from rankseam.sqlite import SQLiteStore
 
     store = SQLiteStore(tmp_path / "u.sqlite3", tokenizer="unicode61")
     try:

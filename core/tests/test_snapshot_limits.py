@@ -24,9 +24,9 @@ import pytest
 
 from rankseam.cli import main
 from rankseam.memory import open_memory
-from rankseam.store.snapshot import SnapshotError, verify_snapshot
-from rankseam.store.snapshot import export as export_module
-from rankseam.store.snapshot.format import snapshot_id
+from rankseam.snapshot import SnapshotError, verify_snapshot
+from rankseam.snapshot import export as export_module
+from rankseam.snapshot.format import snapshot_id
 
 linux_only = pytest.mark.skipif(
     sys.platform != "linux", reason="the memory cap (RLIMIT_AS over /proc) is Linux-only"
@@ -201,7 +201,7 @@ _CHILD = textwrap.dedent(
     """
     import json, os, resource, sys
     from rankseam.cli import main
-    from rankseam.store.snapshot import SnapshotError, verify_snapshot
+    from rankseam.snapshot import SnapshotError, verify_snapshot
 
     cases, cap_mb = json.loads(sys.argv[1]), int(sys.argv[2])
     with open("/proc/self/status") as fh:

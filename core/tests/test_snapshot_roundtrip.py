@@ -15,7 +15,7 @@ import pytest
 
 from rankseam.bench.datasets import LOCOMO_FILE, load_locomo
 from rankseam.memory import Memory, open_memory
-from rankseam.store.snapshot import verify_snapshot
+from rankseam.snapshot import verify_snapshot
 from rankseam.types import MemoryRef
 
 HAVE_MMR = importlib.util.find_spec("rankseam_mmr") is not None

@@ -17,7 +17,8 @@ import pytest
 import rankseam
 from rankseam import ConfigurationError, MemoryRef, ValidationError
 from rankseam.memory import IngestError
-from rankseam.store import SCHEMA_VERSION, MemoryNotFoundError
+from rankseam.sqlite import SCHEMA_VERSION
+from rankseam.store import MemoryNotFoundError
 
 
 @pytest.fixture

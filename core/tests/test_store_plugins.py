@@ -36,7 +36,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import rankseam
 from rankseam.plugin import LexicalQuery
-from rankseam.store.sqlite import SQLiteStore
+from rankseam.sqlite import SQLiteStore
 
 CALLS = []
 THREADS = {}  # source -> the name of the thread it ran in

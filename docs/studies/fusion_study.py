@@ -41,10 +41,10 @@ import rankseam
 from rankseam.bench.datasets import find_locomo, load_dataset
 from rankseam.bench.quality import _kept_store, score_query
 from rankseam.embedding import embed_checked
-from rankseam.retrieval.base import SourceRequest, over_fetch
-from rankseam.retrieval.lexical import STOPWORDS, LexicalSource, query_terms
-from rankseam.retrieval.vector import VectorSource
-from rankseam.store.sqlite.reader import fts5_string as _fts5_string
+from rankseam.search.channels.base import SourceRequest, over_fetch
+from rankseam.search.channels.lexical import STOPWORDS, LexicalSource, query_terms
+from rankseam.search.channels.vector import VectorSource
+from rankseam.sqlite.reader import fts5_string as _fts5_string
 
 DATASETS = {"locomo": "locomo", "scifact": "beir:../shared/data/scifact-train@train"}
 K = over_fetch(30)  # 120: each channel's list for the default coarse pool of 30

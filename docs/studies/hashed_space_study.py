@@ -52,8 +52,8 @@ from rankseam.default_plugins.hashed_embedder import (
     _char_wb_features,
     _word_features,
 )
-from rankseam.retrieval.base import SourceRequest
-from rankseam.retrieval.lexical import LexicalSource
+from rankseam.search.channels.base import SourceRequest
+from rankseam.search.channels.lexical import LexicalSource
 
 
 @attrs.frozen

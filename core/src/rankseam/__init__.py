@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any
 from rankseam.version import __version__
 
 if TYPE_CHECKING:
-    from rankseam.documents import DocumentReranker, DocumentResult, open_reranker
     from rankseam.errors import (
         BackendError,
         BackendTimeoutError,
@@ -31,6 +30,7 @@ if TYPE_CHECKING:
     from rankseam.hookspecs import hookimpl
     from rankseam.memory import Memory, open_memory
     from rankseam.resolve import find_config
+    from rankseam.text_reranker import DocumentReranker, DocumentResult, open_reranker
     from rankseam.types import (
         Candidate,
         CandidateRecord,
@@ -83,9 +83,9 @@ _HOMES: dict[str, str] = {
     "Memory": "rankseam.memory",
     "open_memory": "rankseam.memory",
     "find_config": "rankseam.resolve",
-    "DocumentReranker": "rankseam.documents",
-    "DocumentResult": "rankseam.documents",
-    "open_reranker": "rankseam.documents",
+    "DocumentReranker": "rankseam.text_reranker",
+    "DocumentResult": "rankseam.text_reranker",
+    "open_reranker": "rankseam.text_reranker",
 }
 
 __all__ = [

@@ -28,8 +28,8 @@ from rankseam.errors import ConfigurationError
 from rankseam.generation import FailOpenGenerationBackend, GenerationBackend
 from rankseam.plugins import get_registry
 from rankseam.registry import TABLE_FOR_KIND, ComponentSpec, Registry
-from rankseam.retrieval.base import CandidateSource
 from rankseam.seam import check_reranker
+from rankseam.search.channels.base import CandidateSource
 from rankseam.store.contract import Store
 from rankseam.store.target import StoreTarget, parse_target
 

@@ -29,7 +29,6 @@ from rankseam.checks import is_int, is_real
 from rankseam.decision import DEFAULT_WRITE_GATE_TIMEOUT_S, WRITE_GATE_ROLE, Role
 from rankseam.errors import ConfigurationError, ValidationError
 from rankseam.registry import TABLE_FOR_KIND
-from rankseam.retrieval.fusion import DEFAULT_FUSION, FUSION_METHODS, SCALES
 from rankseam.seam import (
     DEFAULT_MAX_CHARS,
     DEFAULT_POOL,
@@ -39,6 +38,7 @@ from rankseam.seam import (
     validate_on_error,
     validate_pool_size,
 )
+from rankseam.search.fusion import DEFAULT_FUSION, FUSION_METHODS, SCALES
 from rankseam.store.target import redact
 from rankseam.types import frozen_mapping
 

@@ -44,7 +44,7 @@ def _weight(_inst: object, attr: attrs.Attribute[float | None], value: object) -
 #: The vector channel's weight for an embedder that declares none (see ``fusion_weight``).
 DEFAULT_FUSION_WEIGHT = 0.5
 #: How the convex fusion may bring a channel's raw scores onto [0, 1] (described in
-#: :mod:`rankseam.retrieval.fusion`): ``max``, ``unit`` or ``minmax``.
+#: :mod:`rankseam.search.fusion`): ``max``, ``unit`` or ``minmax``.
 FUSION_SCALES = ("max", "unit", "minmax")
 #: The vector channel's scale for an embedder that declares none (see ``fusion_scale``).
 DEFAULT_FUSION_SCALE = "unit"

@@ -1,5 +1,5 @@
 """The one way rankseam runs coroutines for synchronous callers (searches, the write gate,
-:class:`~rankseam.documents.DocumentReranker`), with one set of exceptions.
+:class:`~rankseam.text_reranker.DocumentReranker`), with one set of exceptions.
 
 - :func:`run_inline` drives a coroutine that declares it never suspends to the end in the
   caller's thread, without an event loop; one that suspends raises :class:`Suspended`.

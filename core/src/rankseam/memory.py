@@ -3,8 +3,9 @@
 ``open_memory()`` resolves the configuration and assembles a store, an embedder, candidate
 sources and (optionally) a default reranker; every misconfiguration is a
 :class:`~rankseam.errors.ConfigurationError` raised here, at open time. :class:`Memory` is a
-thin facade: writes go through :mod:`rankseam.ingest`, searches through
-:mod:`rankseam.search` (the coarse pool in one short read transaction, then the rerank seam).
+thin facade: writes go through :mod:`rankseam.writing.ingest`, searches through
+:mod:`rankseam.search.pipeline` (the coarse pool in one short read transaction, then the rerank
+seam).
 """
 
 from __future__ import annotations
@@ -26,20 +27,12 @@ from rankseam.decision import (
 )
 from rankseam.embedding import Embedder, EmbedderDescriptor
 from rankseam.errors import ConfigurationError
-from rankseam.ingest import (
-    AddResult,
-    IngestError,
-    IngestReport,
-    ReembedProgress,
-    ReembedReport,
-    Writer,
-)
 from rankseam.loop import LoopRunner, LoopStopped, LoopTimeout
 from rankseam.memory_async import AsyncMethods
 from rankseam.resolve import resolve_config
-from rankseam.retrieval.base import CandidateSource
 from rankseam.seam import check_reranker
-from rankseam.search import (
+from rankseam.search.channels.base import CandidateSource
+from rankseam.search.pipeline import (
     CONFIG_DEFAULT,
     MAX_QUERY_BYTES,
     RerankerChooser,
@@ -49,9 +42,17 @@ from rankseam.search import (
 from rankseam.store.contract import Store
 from rankseam.store.records import MemoryNotFoundError, StoredMemory, check_memory_id
 from rankseam.types import MemoryRef, SearchResult
+from rankseam.writing.ingest import (
+    AddResult,
+    IngestError,
+    IngestReport,
+    ReembedProgress,
+    ReembedReport,
+    Writer,
+)
 
 if TYPE_CHECKING:
-    from rankseam.store.snapshot import ExportReport, ImportReport, VerifyReport
+    from rankseam.snapshot import ExportReport, ImportReport, VerifyReport
 
 __all__ = [
     "MAX_QUERY_BYTES",
@@ -207,7 +208,7 @@ class Memory(AsyncMethods):
                 )
             return self._gate
 
-    # -- writes (rankseam.ingest) ---------------------------------------------------------
+    # -- writes (rankseam.writing.ingest) ---------------------------------------------------------
 
     def add(
         self,
@@ -386,21 +387,21 @@ class Memory(AsyncMethods):
 
     def export_snapshot(self, out: str | os.PathLike[str], *, gzip: bool = False) -> ExportReport:
         """Write a portable snapshot of the whole store into the new folder ``out``."""
-        from rankseam.store.snapshot import export_snapshot
+        from rankseam.snapshot import export_snapshot
 
         return export_snapshot(self._store, out, gzip=gzip)
 
     @staticmethod
     def verify_snapshot(path: str | os.PathLike[str]) -> VerifyReport:
         """Check a snapshot's manifest, checksums and records without importing it."""
-        from rankseam.store.snapshot import verify_snapshot
+        from rankseam.snapshot import verify_snapshot
 
         return verify_snapshot(path)
 
     def import_snapshot(self, path: str | os.PathLike[str], *, merge: bool = False) -> ImportReport:
         """Hydrate this store from a snapshot in one transaction. The store must be empty
         unless ``merge=True``; a merge never overwrites a revision the store holds."""
-        from rankseam.store.snapshot import import_snapshot
+        from rankseam.snapshot import import_snapshot
 
         return import_snapshot(self._store, path, merge=merge, active_space=self._space)
 

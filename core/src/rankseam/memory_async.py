@@ -15,9 +15,9 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from rankseam.ingest import AddResult, IngestReport
     from rankseam.store.records import StoredMemory
     from rankseam.types import MemoryRef
+    from rankseam.writing.ingest import AddResult, IngestReport
 
 __all__ = ["AsyncMethods"]
 

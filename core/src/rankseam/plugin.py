@@ -71,9 +71,6 @@ from rankseam.registry import (
     RerankerRegister,
     StoreRegister,
 )
-from rankseam.retrieval.base import CandidateSource, ScoredKey, SourceRequest
-from rankseam.retrieval.fusion import SCALES, ScoreSpec
-from rankseam.retrieval.terms import MAX_TERMS, STOPWORDS, query_terms
 from rankseam.seam import (
     DEFAULT_MAX_CHARS,
     MAX_POOL,
@@ -82,6 +79,9 @@ from rankseam.seam import (
     make_candidates,
     normalize_ranks,
 )
+from rankseam.search.channels.base import CandidateSource, ScoredKey, SourceRequest
+from rankseam.search.fusion import SCALES, ScoreSpec
+from rankseam.search.terms import MAX_TERMS, STOPWORDS, query_terms
 from rankseam.store.contract import BatchWriter, BulkReader, BulkWriter, Store, StoreReader, Vectors
 from rankseam.store.listing import PageFetch, memory_pages, pending_pages, store_stats
 from rankseam.store.readers import (
@@ -115,7 +115,6 @@ from rankseam.store.rows import (
     WriteOrder,
 )
 from rankseam.store.target import StoreTarget
-from rankseam.store.vectors import decode_vectors, encode_vector
 
 __all__ = [
     "ADAPTER_KEYS",
@@ -191,8 +190,6 @@ __all__ = [
     "WriteOrder",
     "WritePlan",
     "checked_result",
-    "decode_vectors",
-    "encode_vector",
     "hits_metadata",
     "hookimpl",
     "is_int",

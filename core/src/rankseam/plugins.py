@@ -53,10 +53,12 @@ log = logging.getLogger("rankseam.plugins")
 
 ENTRY_POINT_GROUP = "rankseam"
 DEFAULT_PLUGINS = (
-    "rankseam.default_plugins.sqlite_store",
+    "rankseam.sqlite.plugin",
     "rankseam.default_plugins.identity",
     "rankseam.default_plugins.heuristic_decision",
-    "rankseam.default_plugins.builtin_sources",
+    "rankseam.search.channels.lexical",
+    "rankseam.search.channels.vector",
+    "rankseam.search.channels.importance",
     "rankseam.default_plugins.hashed_embedder",
 )
 

@@ -80,7 +80,7 @@ def time_rerank_stage(
     the collector work its own allocations cause, not the garbage of the reranker timed before.
     """
     from rankseam.seam import rerank_pool
-    from rankseam.store.vectors import decode_vectors, encode_vector
+    from rankseam.sqlite.vector_cache import decode_vectors, encode_vector
 
     query = synthetic.queries(1)[0]
     out: dict[str, dict[str, dict[str, float]]] = {name: {} for name in rerankers}

@@ -118,8 +118,8 @@ class FloorSearch:
         self._matrix = np.frombuffer(b"".join(v for _r, v in rows), dtype="<f4").reshape(-1, dims)
 
     def search(self, query: str, k: int, limit: int) -> list[tuple[int, str]]:
-        from rankseam.retrieval.terms import query_terms
-        from rankseam.store.sqlite.reader import or_joined
+        from rankseam.search.terms import query_terms
+        from rankseam.sqlite.reader import or_joined
 
         scores = self._matrix @ self._embedder.embed([query])[0]
         top = np.argpartition(-scores, min(k, len(scores) - 1))[:k]
@@ -209,7 +209,7 @@ def _timed_searches(
 ) -> dict[str, Any]:
     import rankseam
     from rankseam.bench.policies import parse_search
-    from rankseam.retrieval.base import over_fetch
+    from rankseam.search.channels.base import over_fetch
 
     qs = corpus_queries(corpus, count + 3)
     # imports and plugin loading are the process's, not the store's: pay them first
@@ -287,8 +287,8 @@ def _ann_recall_child(path: str, corpus: str, count: int, pool: int) -> dict[str
     ``pool``) and recall@k over the channel's whole list (``k = over_fetch(pool)``), with the
     channel's own p50 both ways."""
     import rankseam
-    from rankseam.retrieval.base import over_fetch
-    from rankseam.store.sqlite import SQLiteStore
+    from rankseam.search.channels.base import over_fetch
+    from rankseam.sqlite import SQLiteStore
 
     memory = rankseam.open_memory(path)
     try:

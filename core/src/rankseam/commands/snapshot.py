@@ -16,8 +16,8 @@ import click
 from rankseam.commands.common import echo_report, json_option, open_store, store_options
 from rankseam.errors import ConfigurationError
 from rankseam.resolve import find_config, resolve_config
-from rankseam.store.embedded import sqlite_path
-from rankseam.store.snapshot import verify_snapshot
+from rankseam.snapshot import verify_snapshot
+from rankseam.sqlite.factory import sqlite_path
 from rankseam.store.target import PLAIN_PATH_SCHEME, parse_target
 
 __all__ = ["export", "import_", "verify"]

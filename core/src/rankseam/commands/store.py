@@ -32,8 +32,8 @@ from rankseam.commands.search import (
     search,
 )
 from rankseam.errors import RankseamError, ValidationError
-from rankseam.ingest import MAX_LINE_BYTES
 from rankseam.memory import IngestError, ReembedProgress
+from rankseam.writing.ingest import MAX_LINE_BYTES
 
 __all__ = [
     "COMPONENT_ARGS",

@@ -39,11 +39,12 @@ The seam is a package; each module holds one concern:
 - :mod:`rankseam.seam.views` -- the read-only candidate views a reranker receives;
 - :mod:`rankseam.seam.running` -- the reranker made ready once, the rerank stage of one search
   (deadline, where it runs, failure policy) and :func:`rerank_pool`;
-- :mod:`rankseam.seam.trace` -- the final hits and the stage's trace, for an answer or a failure.
+- :mod:`rankseam.seam.results` -- the final hits and the stage's trace, for an answer or a failure.
 """
 
 from __future__ import annotations
 
+from rankseam.seam.results import describe, trace_candidates
 from rankseam.seam.running import (
     CANCEL_GRACE_S,
     DEADLINE_MARGIN_S,
@@ -57,7 +58,6 @@ from rankseam.seam.running import (
     rerank_pool,
     runs_inline,
 )
-from rankseam.seam.trace import describe, trace_candidates
 from rankseam.seam.validation import (
     DEFAULT_MAX_CHARS,
     DEFAULT_POOL,

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from rankseam.errors import RerankError, ValidationError
 from rankseam.loop import LoopRunner, LoopStopped, LoopTimeout, Suspended, run_inline
-from rankseam.seam.trace import (
+from rankseam.seam.results import (
     Outcome,
     attach_usage,
     deadline_error,

@@ -1,9 +1,11 @@
-"""Stores: the contract every store backend implements (:mod:`.contract`), store targets
-(:mod:`.target`), and the embedded SQLite store (revisions, tombstones, FTS5, vectors). See
+"""The store contract: what every store backend implements (:mod:`.contract`), what its read
+snapshot offers (:mod:`.readers`), its typed rows (:mod:`.rows`) and records (:mod:`.records`),
+store targets (:mod:`.target`) and the page-by-page reads every store shares (:mod:`.listing`).
+The embedded SQLite store is an in-tree plugin of its own (:mod:`rankseam.sqlite`); the host's
+write services live in :mod:`rankseam.writing`, snapshots in :mod:`rankseam.snapshot`. See
 docs/store.md and docs/writing-plugins.md ("Writing a store").
 
-The package imports its modules on first use of a name, so that importing the store contract
-(which :mod:`rankseam.plugin` does) does not load the SQLite store.
+The package imports its modules on first use of a name.
 """
 
 from __future__ import annotations
@@ -12,12 +14,9 @@ import importlib
 from typing import Any
 
 __all__ = [
-    "SCHEMA_VERSION",
-    "TOKENIZERS",
     "BulkReader",
     "BulkWriter",
     "MemoryNotFoundError",
-    "SQLiteStore",
     "Store",
     "StoreReader",
     "StoreTarget",
@@ -26,12 +25,9 @@ __all__ = [
 ]
 
 _HOME = {
-    "SCHEMA_VERSION": "rankseam.store.schema",
-    "TOKENIZERS": "rankseam.store.schema",
     "BulkReader": "rankseam.store.contract",
     "BulkWriter": "rankseam.store.contract",
     "MemoryNotFoundError": "rankseam.store.records",
-    "SQLiteStore": "rankseam.store.sqlite",
     "Store": "rankseam.store.contract",
     "StoreReader": "rankseam.store.contract",
     "StoreTarget": "rankseam.store.target",

@@ -1,5 +1,5 @@
 """The store contract: what a store backend implements (docs/writing-plugins.md, "Writing a
-store"). The embedded SQLite store (:class:`rankseam.store.sqlite.SQLiteStore`) is one
+store"). The embedded SQLite store (:class:`rankseam.sqlite.SQLiteStore`) is one
 implementation; a plugin registers others with the ``register_stores`` hook.
 
 Words used throughout:
@@ -205,7 +205,7 @@ class Store(Protocol):
     def batch(self, namespaces: Sequence[str], /) -> AbstractContextManager[BatchWriter]:
         """ONE write transaction for a batch of records of ``namespaces`` (an add, an
         update, a delete or an ingest batch; the host plans every record,
-        :mod:`rankseam.store.writes`): all
+        :mod:`rankseam.writing.plan`): all
         or nothing, committed when the block ends without an exception, after which searches
         of every namespace written to see the change. A process killed during it leaves the
         batch wholly written or not at all."""

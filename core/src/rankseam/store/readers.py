@@ -185,7 +185,7 @@ class VectorReader(Protocol):
         ``descriptor``'s space only: the best ``k`` ``(key, cosine)`` as :class:`ScoredKeys`,
         ties by key. The host
         hands ``query`` as float32 of the space's dimensions, divided by its norm unless the
-        space is L2-normalised (``rankseam.retrieval.vector.unit_query``). An L2-normalised
+        space is L2-normalised (``rankseam.search.channels.vector.unit_query``). An L2-normalised
         space may score the inner product (its cosine); a zero vector scores 0.
         A store may propose candidates through an approximate index; ``exact=True`` compares
         every vector. Scores are computed from the stored vectors either way."""

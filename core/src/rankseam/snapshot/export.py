@@ -21,9 +21,7 @@ from typing import Any
 import numpy as np
 
 from rankseam.checks import json_shape
-from rankseam.store.contract import BulkReader, Store
-from rankseam.store.rows import SpaceRow
-from rankseam.store.snapshot.format import (
+from rankseam.snapshot.format import (
     DATA_NAME,
     FORMAT_NAME,
     FORMAT_VERSION,
@@ -36,7 +34,9 @@ from rankseam.store.snapshot.format import (
     file_sha256,
     snapshot_id,
 )
-from rankseam.store.snapshot.reports import ExportReport
+from rankseam.snapshot.reports import ExportReport
+from rankseam.store.contract import BulkReader, Store
+from rankseam.store.rows import SpaceRow
 
 __all__ = ["export_snapshot"]
 

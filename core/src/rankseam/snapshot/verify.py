@@ -21,17 +21,7 @@ import numpy as np
 from rankseam.checks import is_int, is_real, parse_json
 from rankseam.embedding import EmbedderDescriptor
 from rankseam.errors import ValidationError
-from rankseam.store.records import (
-    MemoryRows,
-    RevisionRow,
-    check_importance,
-    check_memory_id,
-    check_namespace,
-    check_text,
-    content_hash,
-    encode_metadata,
-)
-from rankseam.store.snapshot.format import (
+from rankseam.snapshot.format import (
     CHUNK,
     DATA_NAME,
     DATA_PATHS,
@@ -52,7 +42,17 @@ from rankseam.store.snapshot.format import (
     file_sha256,
     snapshot_id,
 )
-from rankseam.store.snapshot.reports import VerifyReport
+from rankseam.snapshot.reports import VerifyReport
+from rankseam.store.records import (
+    MemoryRows,
+    RevisionRow,
+    check_importance,
+    check_memory_id,
+    check_namespace,
+    check_text,
+    content_hash,
+    encode_metadata,
+)
 
 __all__ = ["CheckedSnapshot", "RecordReader", "open_snapshot", "verify_snapshot"]
 

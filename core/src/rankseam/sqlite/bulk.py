@@ -10,9 +10,9 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from rankseam.embedding import EmbedderDescriptor
+from rankseam.sqlite.rows import INSERT_REVISION, INSERT_VECTOR, bump, retire
 from rankseam.store import rows
 from rankseam.store.records import MemoryRows, RevisionRow
-from rankseam.store.sqlite.rows import INSERT_REVISION, INSERT_VECTOR, bump, retire
 
 __all__ = ["SQLiteBulkReader", "SQLiteBulkWriter"]
 

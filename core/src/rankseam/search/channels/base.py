@@ -3,7 +3,7 @@
 A candidate source is a component registered through ``register_candidate_sources``. The
 search calls :meth:`CandidateSource.candidates` once per query inside the search's short read
 transaction and fuses the ranked lists of all configured sources (see
-:mod:`rankseam.retrieval.fusion`).
+:mod:`rankseam.search.fusion`).
 
 - A source with ``admits = True`` (lexical, vector) *admits* memories: its hits enter the
   fusion, and its name appears in each hit's ``matched_by``.

@@ -1,6 +1,6 @@
 """The SQLite store's read snapshot: the reader protocols (``rankseam.plugin.StoreReader``) in
 SQLite's dialect: BM25 through FTS5, cosine over a cached numpy matrix (and the ANN index of
-:mod:`rankseam.store.ann`), importance and identities through batched reads."""
+:mod:`rankseam.sqlite.ann`), importance and identities through batched reads."""
 
 from __future__ import annotations
 
@@ -11,15 +11,15 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from rankseam.embedding import EmbedderDescriptor
-from rankseam.store import ann as ann_module
+from rankseam.sqlite import ann as ann_module
+from rankseam.sqlite.rows import vector_state
+from rankseam.sqlite.vector_cache import top_k
 from rankseam.store.readers import Identities, LexicalQuery, ScoredKeys
 from rankseam.store.records import StoredMemory
-from rankseam.store.sqlite.rows import vector_state
-from rankseam.store.vectors import top_k
 from rankseam.types import MemoryRef
 
 if TYPE_CHECKING:
-    from rankseam.store.sqlite.store import SQLiteStore
+    from rankseam.sqlite.store import SQLiteStore
 
 __all__ = [
     "MAX_FACTS",
@@ -206,7 +206,7 @@ class SQLiteReader:
         """Cosine (dot product of L2-normalised vectors) over the namespace's live vectors of
         ``descriptor``'s space only: the best ``k`` ``(rid, score)``, ties by rid.
 
-        A namespace × space with an ANN index (:mod:`rankseam.store.ann`) is searched through
+        A namespace × space with an ANN index (:mod:`rankseam.sqlite.ann`) is searched through
         it plus an exact pass over the revisions written since it was built; every score is
         computed from the stored vector either way. ``exact=True`` compares every vector."""
         version, epoch = self._versions(namespace, descriptor.key)

@@ -23,8 +23,6 @@ from rankseam.config import SearchConfig
 from rankseam.embedding import Embedder, EmbedderDescriptor, embed_checked
 from rankseam.errors import ValidationError
 from rankseam.loop import LoopRunner
-from rankseam.retrieval.base import CandidateSource, SourceRequest, over_fetch
-from rankseam.retrieval.fusion import ChannelList, Fused, ScoreSpec, fuse, score_spec_of
 from rankseam.seam import (
     MAX_POOL,
     RerankStage,
@@ -38,6 +36,8 @@ from rankseam.seam import (
     validate_on_error,
     validate_pool_size,
 )
+from rankseam.search.channels.base import CandidateSource, SourceRequest, over_fetch
+from rankseam.search.fusion import ChannelList, Fused, ScoreSpec, fuse, score_spec_of
 from rankseam.store.contract import Store
 from rankseam.store.readers import ConcurrentReader, ScoredKey, ScoredKeys, StoreReader
 from rankseam.store.records import StoredMemory

@@ -1,5 +1,5 @@
 """The rows of one SQLite write transaction: the planned writes of an add, update, delete or
-ingest batch (``Store.batch``; the host plans them, :mod:`rankseam.store.writes`)."""
+ingest batch (``Store.batch``; the host plans them, :mod:`rankseam.writing.plan`)."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ from typing import Any
 
 import numpy as np
 
+from rankseam.sqlite.rows import INSERT_REVISION, INSERT_VECTOR, bump, retire
+from rankseam.sqlite.vector_cache import encode_vector
 from rankseam.store.records import PreparedRecord, WritePlan
 from rankseam.store.rows import MemoryHead, MemoryKey
-from rankseam.store.sqlite.rows import INSERT_REVISION, INSERT_VECTOR, bump, retire
-from rankseam.store.vectors import encode_vector
 
 __all__ = ["SQLiteBatchWriter"]
 

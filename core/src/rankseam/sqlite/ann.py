@@ -57,7 +57,7 @@ __all__ = [
     "setting_from_env",
 ]
 
-log = logging.getLogger("rankseam.store.ann")
+log = logging.getLogger("rankseam.sqlite.ann")
 
 #: Namespaces × spaces with at least this many live vectors are searched through the index.
 MIN_VECTORS = 20_000
@@ -324,7 +324,7 @@ class AnnIndexes:
     ) -> AnnManifest | None:
         from usearch.index import Index
 
-        from rankseam.store.sqlite.rows import vector_state
+        from rankseam.sqlite.rows import vector_state
 
         old = self.base(namespace, space)
         conn.execute("BEGIN")

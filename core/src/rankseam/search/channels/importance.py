@@ -12,7 +12,14 @@ from collections.abc import Mapping, Sequence
 from operator import itemgetter
 from typing import Any
 
-from rankseam.plugin import EmbedderDescriptor, ScoredKey, ScoreSpec, SourceRequest
+from rankseam.plugin import (
+    CandidateSourceRegister,
+    EmbedderDescriptor,
+    ScoredKey,
+    ScoreSpec,
+    SourceRequest,
+    hookimpl,
+)
 
 __all__ = ["IMPORTANCE_WEIGHT", "ImportanceSource"]
 
@@ -42,3 +49,18 @@ class ImportanceSource:
         """The source; it takes no options (registered with ``options=()``, so the host
         refuses any before this is called)."""
         return cls()
+
+
+def _importance(options: Mapping[str, Any], context: object) -> ImportanceSource:
+    return ImportanceSource.from_options(options)
+
+
+@hookimpl
+def register_candidate_sources(register: CandidateSourceRegister) -> None:
+    """Registers this channel, on every store (its reader protocol is part of every store's)."""
+    register(
+        "importance",
+        _importance,
+        summary="importance prior over admitted candidates",
+        options=(),
+    )

@@ -11,12 +11,12 @@ import time
 import attrs
 
 from rankseam.embedding import EmbedderDescriptor
+from rankseam.snapshot.format import SnapshotError
+from rankseam.snapshot.reports import ImportReport
+from rankseam.snapshot.verify import RecordReader, open_snapshot
 from rankseam.store.contract import BulkWriter, Store
 from rankseam.store.records import MemoryRows
 from rankseam.store.rows import RevisionDigest
-from rankseam.store.snapshot.format import SnapshotError
-from rankseam.store.snapshot.reports import ImportReport
-from rankseam.store.snapshot.verify import RecordReader, open_snapshot
 
 __all__ = ["import_snapshot"]
 

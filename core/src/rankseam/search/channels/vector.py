@@ -14,11 +14,13 @@ from rankseam.errors import ValidationError
 from rankseam.plugin import (
     DEFAULT_FUSION_SCALE,
     DEFAULT_FUSION_WEIGHT,
+    CandidateSourceRegister,
     EmbedderDescriptor,
     ScoredKey,
     ScoredKeys,
     ScoreSpec,
     SourceRequest,
+    hookimpl,
     option,
     parse_options,
 )
@@ -94,4 +96,19 @@ class VectorOptions:
 
     min_score: float | None = option(
         None, help="drop candidates whose cosine is below this (unset: keep every one)"
+    )
+
+
+def _vector(options: VectorOptions, context: object) -> VectorSource:
+    return VectorSource.from_options(options)
+
+
+@hookimpl
+def register_candidate_sources(register: CandidateSourceRegister) -> None:
+    """Registers this channel, on every store (its reader protocol is part of every store's)."""
+    register(
+        "vector",
+        _vector,
+        summary="cosine over stored vectors of the active embedder",
+        options=VectorOptions,
     )

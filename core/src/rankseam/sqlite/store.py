@@ -29,22 +29,22 @@ import numpy as np
 
 from rankseam.embedding import EmbedderDescriptor
 from rankseam.errors import ConfigurationError, StoreError, ValidationError
-from rankseam.store import ann as ann_module
-from rankseam.store.ann import AnnIndexes, AnnManifest
-from rankseam.store.listing import memory_pages, pending_pages, store_stats
-from rankseam.store.records import MemoryNotFoundError, StoredMemory
-from rankseam.store.rows import PendingText, VectorItem
-from rankseam.store.schema import (
+from rankseam.sqlite import ann as ann_module
+from rankseam.sqlite.ann import AnnIndexes, AnnManifest
+from rankseam.sqlite.bulk import SQLiteBulkReader, SQLiteBulkWriter
+from rankseam.sqlite.reader import FactsCache, SQLiteReader, chunks
+from rankseam.sqlite.rows import bump
+from rankseam.sqlite.schema import (
     PAGE_SIZE,
     SCHEMA_VERSION,
     check_identity,
     ensure_schema,
 )
-from rankseam.store.sqlite.bulk import SQLiteBulkReader, SQLiteBulkWriter
-from rankseam.store.sqlite.reader import FactsCache, SQLiteReader, chunks
-from rankseam.store.sqlite.rows import bump
-from rankseam.store.sqlite.writer import SQLiteBatchWriter
-from rankseam.store.vectors import VectorCache, decode_vectors, encode_vector
+from rankseam.sqlite.vector_cache import VectorCache, decode_vectors, encode_vector
+from rankseam.sqlite.writer import SQLiteBatchWriter
+from rankseam.store.listing import memory_pages, pending_pages, store_stats
+from rankseam.store.records import MemoryNotFoundError, StoredMemory
+from rankseam.store.rows import PendingText, VectorItem
 from rankseam.types import MemoryRef
 
 __all__ = ["CACHE_KIB", "SQLiteStore", "storage_error"]
@@ -103,7 +103,7 @@ class SQLiteStore:
         ann: bool | int = True,
     ) -> None:
         """``ann``: search namespaces × spaces of at least
-        :data:`~rankseam.store.ann.MIN_VECTORS` vectors through an ANN index (True), of at
+        :data:`~rankseam.sqlite.ann.MIN_VECTORS` vectors through an ANN index (True), of at
         least that many (an integer), or never (False)."""
         self._tempdir: str | None = None
         if str(path) == ":memory:":
@@ -199,7 +199,7 @@ class SQLiteStore:
         self, namespace: str, descriptor: EmbedderDescriptor, *, force: bool = False
     ) -> AnnManifest | None:
         """Bring the ANN index of ``namespace`` × ``descriptor``'s space up to date now, on a
-        private connection (:meth:`rankseam.store.ann.AnnIndexes.maintain`)."""
+        private connection (:meth:`rankseam.sqlite.ann.AnnIndexes.maintain`)."""
         if self.ann is None:
             raise ConfigurationError(
                 f"the store {self.path!r} was opened without an ANN index (ann=False)"
@@ -411,7 +411,7 @@ class SQLiteStore:
     ) -> np.ndarray | list[np.ndarray | None]:
         """One batched read of the stored vectors of ``refs`` in ``descriptor``'s space: the
         read-only ``n × d`` float32 matrix when every ref has one, else one vector or ``None``
-        per ref (:func:`~rankseam.store.vectors.decode_vectors`).
+        per ref (:func:`~rankseam.sqlite.vector_cache.decode_vectors`).
 
         Each identity is looked up through the revisions' unique index, then its vector by
         :meth:`vectors_of`: the cost grows with ``len(refs)``, not with the store.

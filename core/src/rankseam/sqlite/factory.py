@@ -1,6 +1,6 @@
 """The embedded store's factory: a :class:`~rankseam.store.target.StoreTarget` (a plain path or
-a ``sqlite:///ABSOLUTE/PATH`` URL) opened as a :class:`~rankseam.store.sqlite.SQLiteStore`.
-The in-tree plugin ``rankseam.default_plugins.sqlite_store`` registers it under the name
+a ``sqlite:///ABSOLUTE/PATH`` URL) opened as a :class:`~rankseam.sqlite.SQLiteStore`.
+The in-tree plugin ``rankseam.sqlite.plugin`` registers it under the name
 ``sqlite``, like any store plugin."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 from rankseam.errors import ConfigurationError
-from rankseam.store.ann import setting_from_env as ann_setting_from_env
-from rankseam.store.sqlite import SQLiteStore
+from rankseam.sqlite import SQLiteStore
+from rankseam.sqlite.ann import setting_from_env as ann_setting_from_env
 from rankseam.store.target import StoreTarget
 
 __all__ = ["open_sqlite", "sqlite_path"]

@@ -2,7 +2,7 @@
 URLs. Its candidate sources (lexical, vector, importance) are registered for it in
 :mod:`rankseam.default_plugins.builtin_sources`.
 
-This is the one plugin module that imports an internal module (``rankseam.store.embedded``):
+This is the one plugin module that imports an internal module (``rankseam.sqlite.factory``):
 the embedded store is part of the host. The lint configuration names this exception."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from rankseam.plugin import FactoryContext, Store, StoreRegister, StoreTarget, hookimpl
-from rankseam.store.embedded import open_sqlite
+from rankseam.sqlite.factory import open_sqlite
 
 
 def _open(target: StoreTarget, options: Mapping[str, Any], context: FactoryContext) -> Store:

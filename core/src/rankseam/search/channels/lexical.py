@@ -54,12 +54,14 @@ import attrs
 from rankseam.plugin import (
     MAX_TERMS,
     STOPWORDS,
+    CandidateSourceRegister,
     EmbedderDescriptor,
     LexicalQuery,
     LexicalReader,
     ScoredKey,
     ScoreSpec,
     SourceRequest,
+    hookimpl,
     option,
     parse_options,
     query_terms,
@@ -187,4 +189,19 @@ class LexicalOptions:
     )
     budget_from: int = option(
         BUDGET_FROM, ge=0, help="live memories above which the posting budgets apply"
+    )
+
+
+def _lexical(options: LexicalOptions, context: object) -> LexicalSource:
+    return LexicalSource.from_options(options)
+
+
+@hookimpl
+def register_candidate_sources(register: CandidateSourceRegister) -> None:
+    """Registers this channel, on every store (its reader protocol is part of every store's)."""
+    register(
+        "lexical",
+        _lexical,
+        summary="BM25 over OR-joined query terms (the store's full-text index)",
+        options=LexicalOptions,
     )

@@ -25,11 +25,11 @@ explicitly; the store's bulk API (:meth:`SQLiteStore.bulk_read`, :meth:`SQLiteSt
 does every read and write of its tables.
 """
 
-from rankseam.store.snapshot.export import export_snapshot
-from rankseam.store.snapshot.format import FORMAT_NAME, FORMAT_VERSION, SnapshotError
-from rankseam.store.snapshot.importer import import_snapshot
-from rankseam.store.snapshot.reports import ExportReport, ImportReport, VerifyReport
-from rankseam.store.snapshot.verify import verify_snapshot
+from rankseam.snapshot.export import export_snapshot
+from rankseam.snapshot.format import FORMAT_NAME, FORMAT_VERSION, SnapshotError
+from rankseam.snapshot.importer import import_snapshot
+from rankseam.snapshot.reports import ExportReport, ImportReport, VerifyReport
+from rankseam.snapshot.verify import verify_snapshot
 
 __all__ = [
     "FORMAT_NAME",

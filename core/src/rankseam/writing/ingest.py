@@ -29,16 +29,16 @@ from rankseam.store.records import (
     new_memory_id,
     prepare,
 )
-from rankseam.store.reembed import (
+from rankseam.store.rows import VectorItem
+from rankseam.types import MemoryRef
+from rankseam.writing.plan import add_memory, delete_memory, update_memory, write_batch
+from rankseam.writing.reembed import (
     ReembedProgress,
     ReembedReport,
     SharedExclusive,
     reembed_pass,
     reembed_progress,
 )
-from rankseam.store.rows import VectorItem
-from rankseam.store.writes import add_memory, delete_memory, update_memory, write_batch
-from rankseam.types import MemoryRef
 
 if TYPE_CHECKING:  # the ingest thread's pool is imported where it is first started
     from concurrent.futures import Future, ThreadPoolExecutor

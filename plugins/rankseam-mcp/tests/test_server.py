@@ -210,7 +210,11 @@ BAD_CALLS: list[tuple[str, dict[str, Any], str]] = [
     ("nosuchtool", {}, "nosuchtool"),
     # unknown arguments are refused, never ignored (a typo must not store the default)
     ("memory_add", {"text": "x", "importnce": 0.9}, "unknown argument 'importnce' (did you mean"),
-    ("memory_search", {"query": "x", "k": 3}, "unknown argument 'k'; memory_search takes query, limit"),
+    (
+        "memory_search",
+        {"query": "x", "k": 3},
+        "unknown argument 'k'; memory_search takes query, limit",
+    ),
     ("memory_stats", {"verbose": True}, "memory_stats takes no arguments"),
     (
         "memory_update",
@@ -485,3 +489,139 @@ def test_build_server_in_process_around_a_memory_the_caller_owns(tmp_path: Path)
         slot.close()
     assert out["add"]["created_store"] == str(fresh)
     assert opened == [False, True]  # looked for it, then created it for add
+
+
+# What each tool does to its environment, as MCP's annotations say it:
+# (readOnlyHint, destructiveHint, idempotentHint); openWorldHint is false for all (one store).
+ANNOTATIONS = {
+    "memory_search": (True, False, True),
+    "memory_get": (True, False, True),
+    "memory_list": (True, False, True),
+    "memory_stats": (True, False, True),
+    "memory_add": (False, False, False),  # without memory_id, each call adds one more
+    "memory_update": (False, False, False),  # each call writes a new revision
+    "memory_delete": (False, True, True),  # a second delete changes nothing (and says so)
+}
+
+
+def test_tools_carry_annotations_and_say_when_to_call_them(tmp_path: Path) -> None:
+    async def listing(client: Client) -> Any:
+        return await client.list_tools()
+
+    listed = session(tmp_path / "m.sqlite3", listing)
+    tools = {t.name: t for t in listed.tools}
+    assert set(tools) == set(ANNOTATIONS)
+    for name, (read_only, destructive, idempotent) in ANNOTATIONS.items():
+        hints = tools[name].annotations
+        assert hints is not None, name
+        assert hints.read_only_hint is read_only, name
+        assert hints.destructive_hint is destructive, name
+        assert hints.idempotent_hint is idempotent, name
+        assert hints.open_world_hint is False, name
+        assert hints.title, name
+        assert "call" in tools[name].description.lower(), (name, tools[name].description)
+        assert "{" not in tools[name].description, tools[name].description  # names filled in
+    # the descriptions tell a model when: search before answering, add what lasts, delete
+    # only on request, list to review rather than to find
+    assert "before answering" in tools["memory_search"].description
+    assert "worth remembering" in tools["memory_add"].description
+    assert "only when the user asks" in tools["memory_delete"].description
+    assert "to find something, call memory_search" in tools["memory_list"].description
+    assert "find its memory_id with memory_search first" in tools["memory_update"].description
+
+
+CORPUS = [
+    (f"n{i}", f"Note {i}: Dana's birthday dinner is on Friday at the Thai place, table for {i}")
+    for i in range(25)
+]
+
+
+def test_answers_are_compact_unless_verbose(tmp_path: Path) -> None:
+    """The default answer is the citation and the text, as compact JSON; `verbose: true`
+    gives every score, timestamp and hash and the full rerank trace. Sizes printed (-s)."""
+    db = tmp_path / "m.sqlite3"
+    with rankseam.open_memory(db) as memory:
+        for key, text in CORPUS:
+            memory.add(text, memory_id=key, metadata={"source": "chat"})
+    query = {"query": "birthday dinner thai", "limit": 5, "reranker": "mmr"}
+
+    async def fn(client: Client) -> dict[str, Any]:
+        calls = {
+            "search": ("memory_search", query),
+            "search_verbose": ("memory_search", {**query, "verbose": True}),
+            "list": ("memory_list", {}),
+            "list_verbose": ("memory_list", {"verbose": True}),
+        }
+        out = {}
+        for key, (tool, args) in calls.items():
+            result = await client.call_tool(tool, args)
+            assert not result.is_error, result.content[0].text
+            assert result.structured_content is None and len(result.content) == 1
+            out[key] = result.content[0].text
+        return out
+
+    out = session(db, fn)
+    sizes = {key: len(text.encode()) for key, text in out.items()}
+    print(f"\n  answer sizes (bytes of the text block): {sizes}")
+    search, full = json.loads(out["search"]), json.loads(out["search_verbose"])
+    assert search["namespace"] == "default" and search["rerank"] == {
+        "policy_id": "rankseam.rerank.mmr.v1",
+        "status": "ok",
+    }
+    assert [set(h) for h in search["hits"]] == [
+        {"memory_id", "revision", "score", "text", "metadata"}
+    ] * 5
+    assert [h["memory_id"] for h in search["hits"]] == [h["memory_id"] for h in full["hits"]]
+    assert full["rerank"]["selected_ranks"] and full["rerank"]["records"]
+    assert {"channel_scores", "content_hash", "created_at"} <= set(full["hits"][0])
+    listed, full_list = json.loads(out["list"]), json.loads(out["list_verbose"])
+    assert [set(m) for m in listed["memories"]] == [
+        {"memory_id", "revision", "text", "metadata"}
+    ] * 20
+    assert listed["next_offset"] == full_list["next_offset"] == 20
+    assert {"importance", "created_at", "content_hash"} <= set(full_list["memories"][0])
+    # compact JSON, no indentation; a third of the verbose answer or less
+    assert "\n" not in out["search"] and '": ' not in out["search"]
+    assert sizes["search"] * 3 <= sizes["search_verbose"]
+    assert sizes["list"] * 2 <= sizes["list_verbose"]
+
+
+def test_tool_prefix_and_the_old_names(tmp_path: Path) -> None:
+    """The 0.1 names still work on tools/call (not listed); `--tool-prefix ""` lists them
+    again; `[plugins.mcp] tool_prefix` chooses another prefix."""
+
+    async def old_names(client: Client) -> Any:
+        added = await client.call_tool("add", {"text": "tea at five", "memory_id": "t"})
+        return added, await client.call_tool("search", {"query": "tea"})
+
+    added, found = session(tmp_path / "a.sqlite3", old_names)
+    assert not added.is_error and not found.is_error
+    assert [h["memory_id"] for h in json.loads(found.content[0].text)["hits"]] == ["t"]
+
+    async def names(client: Client) -> set[str]:
+        return {t.name for t in (await client.list_tools()).tools}
+
+    params = StdioServerParameters(
+        command=RANKSEAM,
+        args=["mcp", "--db", str(tmp_path / "b.sqlite3"), "--tool-prefix", ""],
+        env={**os.environ},
+    )
+
+    async def bare() -> set[str]:
+        async with Client(params, read_timeout_seconds=60) as client:
+            return await names(client)
+
+    assert asyncio.run(bare()) == {"add", "search", "get", "update", "list", "delete", "stats"}
+    configured = config_session(tmp_path, '[plugins.mcp]\ntool_prefix = "work_"\n', names)
+    assert configured == {f"work_{t}" for t in ("add", "search", "get", "update", "list")} | {
+        "work_delete",
+        "work_stats",
+    }
+    bad = subprocess.run(
+        [RANKSEAM, "mcp", "--db", str(tmp_path / "c.sqlite3"), "--tool-prefix", "my tools"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
+    assert bad.returncode != 0 and "--tool-prefix must be at most 64" in bad.stderr

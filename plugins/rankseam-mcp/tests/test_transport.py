@@ -145,6 +145,18 @@ def report(name: str, seconds: float) -> None:
     print(f"\n  {name}: answered {seconds * 1000:.1f} ms after its last byte")
 
 
+# JSON-RPC allows a string or an integer id (MCP: never null); the SDK took these for
+# notifications and never answered them: each gets an invalid-request error with id null
+INVALID_IDS = ["[7]", "{}", "true", "1.5", "1e400", "null"]
+INVALID_ID_LINES = [
+    (
+        rid,
+        b'{"jsonrpc": "2.0", "id": ' + rid.encode() + b', "method": "tools/call", '
+        b'"params": {"name": "memory_add", "arguments": {"text": "must not be stored"}}}\n',
+    )
+    for rid in INVALID_IDS
+]
+
 BAD_LINES = [
     ("not JSON", b"{bad\n", -32700),
     ("truncated", b'{"jsonrpc": "2.0", "id": "raw-t", "method": \n', -32700),
@@ -177,6 +189,10 @@ def test_every_bad_line_is_answered_and_serving_goes_on(tmp_path: Path) -> None:
         for _, data, _ in BAD_LINES:
             answer, seconds = await wire.raw([data])
             out["lines"].append((answer, seconds, await memories(client)))
+        out["ids"] = []
+        for _, data in INVALID_ID_LINES:
+            answer, seconds = await wire.raw([data])
+            out["ids"].append((answer, seconds, await memories(client)))
         out["batch"] = (*await wire.raw([line(BATCH)]), await memories(client))
         for key, data in [("surrogate", SURROGATE), ("utf8", BROKEN_UTF8)]:
             out[key] = (*await wire.raw([data]), await memories(client))
@@ -197,6 +213,16 @@ def test_every_bad_line_is_answered_and_serving_goes_on(tmp_path: Path) -> None:
         expected_id = json.loads(data).get("id") if code == -32600 and data[:1] == b"{" else None
         assert answer["id"] == expected_id, (name, answer)
         assert count == 0
+
+    for (rid, _), (answer, seconds, count) in zip(INVALID_ID_LINES, out["ids"], strict=True):
+        report(f"id {rid}", seconds)  # the bound is one second; the verdict is the answer
+        assert answer == {
+            "jsonrpc": "2.0",
+            "id": None,
+            "error": {"code": -32600, "message": answer["error"]["message"]},
+        }
+        assert '"id" must be a string or an integer' in answer["error"]["message"], answer
+        assert count == 0  # nothing was stored
 
     answer, seconds, count = out["batch"]  # one invalid-request error per member
     report("batch", seconds)

@@ -126,7 +126,9 @@ class _Server(MCPServer):
         """Register an async tool function under ``name`` (its schema from its signature)."""
 
         def decorator(fn: Callable[..., Coroutine[Any, Any, Any]]) -> Any:
-            self.tool(name=name, structured_output=False, **tool_kwargs)(fn)
+            hints = tool_kwargs.get("annotations")
+            title = getattr(hints, "title", None)
+            self.tool(name=name, title=title, structured_output=False, **tool_kwargs)(fn)
             self.handlers[name] = fn
             if writes:
                 self.writes.add(name)
@@ -381,7 +383,7 @@ def build_server(
         n["update"],
         writes=True,
         description=(
-            "Replace the text of a stored memory when the user corrects or changes a fact "
+            "Replace a stored memory's text. Call it when the user corrects or changes a fact "
             f"already stored (find its memory_id with {n['search']} first). Writes a new "
             "revision; the previous one stays readable by get with its revision. `importance` "
             "and `metadata` default to the previous revision's. Returns the new citation."

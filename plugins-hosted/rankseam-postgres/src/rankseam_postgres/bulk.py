@@ -160,9 +160,7 @@ class PostgresBulkWriter:
             self._revisions.append(_revision_row(mem, rev, live, tokens, rev.seq))
             if live:
                 self._count(mem.namespace, 1, tokens)
-            self._vectors.extend(
-                (mem.namespace, key, rev.seq, live, _vector(blob)) for key, blob in rev.vectors
-            )
+            self._vectors.extend(self._checked(mem, rev, rev.seq, live))
             self._max_seq = max(self._max_seq, rev.seq)
         head = mem.revisions[-1]
         self._memories.append(
@@ -170,6 +168,24 @@ class PostgresBulkWriter:
         )
         if len(self._revisions) >= _BATCH:
             self._flush()
+
+    def _checked(self, mem: Any, rev: Any, rid: int, live: bool) -> list[tuple[Any, ...]]:
+        """The vector rows of the revision ``rev`` of ``mem``, each refused when its space's
+        index cannot hold it (:meth:`PostgresStore.check_vector`)."""
+        rows = []
+        for key, blob in rev.vectors:
+            vector = _vector(blob)
+            self._store.check_vector(
+                self._conn,
+                key,
+                vector,
+                lambda: (
+                    f"the snapshot's memory {mem.memory_id!r} of namespace "
+                    f"{mem.namespace!r} (revision {rev.revision})"
+                ),
+            )
+            rows.append((mem.namespace, key, rid, live, vector))
+        return rows
 
     def head(self, namespace: str, memory_id: str) -> MemoryHead | None:
         row = self._conn.execute(
@@ -222,9 +238,7 @@ class PostgresBulkWriter:
             self._revisions.append(_revision_row(mem, rev, live, tokens, rid))
             if live:
                 self._count(mem.namespace, 1, tokens)
-            self._vectors.extend(
-                (mem.namespace, key, rid, live, _vector(blob)) for key, blob in rev.vectors
-            )
+            self._vectors.extend(self._checked(mem, rev, rid, live))
         self._flush()
         if rid == 0:  # nothing newer: only the tombstone may change
             head = self.head(mem.namespace, mem.memory_id)

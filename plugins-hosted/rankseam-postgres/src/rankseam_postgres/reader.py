@@ -22,6 +22,8 @@ from rankseam.plugin import (
 from rankseam.types import MemoryRef
 from rankseam_postgres.schema import (
     IndexKind,
+    beyond_half,
+    half_precision_error,
     space_index_kind,
 )
 from rankseam_postgres.tables import COLUMNS, Executes, row_to_memory
@@ -337,6 +339,8 @@ class PostgresReader:
             else None
         )
         indexed = kind is not None
+        if kind == "halfvec" and (beyond := beyond_half(q)) is not None:
+            raise half_precision_error(descriptor.key, "the query", *beyond)
         if kind is not None:
             ef = EF_SEARCH_LARGE if self.live_count(namespace) >= LARGE_FROM else EF_SEARCH
             # the index's own expression, so the planner walks the HNSW graph; the score is

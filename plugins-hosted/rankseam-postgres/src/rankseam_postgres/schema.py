@@ -31,21 +31,25 @@ import hashlib
 import json
 from typing import Any, Literal, TypeAlias
 
+import numpy as np
 import psycopg
 from psycopg import sql
 
-from rankseam.errors import ConfigurationError
+from rankseam.errors import ConfigurationError, ValidationError
 from rankseam_postgres.tables import Executes
 
 __all__ = [
+    "HALF_MAX",
     "HNSW_EF_CONSTRUCTION",
     "HNSW_M",
     "HNSW_MAX_DIMS",
     "SCHEMA_VERSION",
     "IndexKind",
+    "beyond_half",
     "build_space_index",
     "ensure_schema",
     "ensure_space_index",
+    "half_precision_error",
     "index_kind",
     "index_name",
     "space_index_kind",
@@ -68,6 +72,11 @@ HNSW_M = 16
 #: best 120 with ``hnsw.ef_search`` 192, which the default graph needed 256 for, in less time;
 #: the build takes 1.5 to 1.7 times as long (docs/plugins/postgres.md, "Performance").
 HNSW_EF_CONSTRUCTION = 128
+#: The largest magnitude half precision (IEEE 754 binary16) holds. The HNSW index of an
+#: L2-normalised space is built over its vectors cast to ``halfvec``, which refuses a component
+#: beyond it: such a space's vectors must stay within [-HALF_MAX, HALF_MAX] (a unit vector's
+#: lie within [-1, 1]), and the store refuses one that does not on every way in.
+HALF_MAX = 65504.0
 
 
 _V1 = """
@@ -264,6 +273,44 @@ def index_kind(metric: str) -> IndexKind:
     return "halfvec" if metric == "ip" else "vector"
 
 
+def beyond_half(vector: np.ndarray) -> tuple[int, float] | None:
+    """The first component of ``vector`` beyond :data:`HALF_MAX` (its position and value),
+    or None when half precision holds every component."""
+    big = np.abs(np.asarray(vector, dtype=np.float32).reshape(-1)) > HALF_MAX
+    if not big.any():
+        return None
+    position = int(np.argmax(big))
+    return position, float(np.asarray(vector, dtype=np.float32).reshape(-1)[position])
+
+
+def half_precision_error(space: str, where: str, position: int, value: float) -> ValidationError:
+    """The error for a vector of the L2-normalised ``space`` that half precision cannot hold
+    (``where`` names its memory)."""
+    return ValidationError(
+        f"{where} has a vector component of {value:g} (at position {position}) in the space "
+        f"{space!r}, beyond {HALF_MAX:g}, the largest value of half precision: the space is "
+        "L2-normalised (normalization='l2'), so the PostgreSQL store indexes its vectors in "
+        "half precision (a unit vector's components lie within [-1, 1]); nothing of this "
+        "write was stored. Fix the embedder so that it returns unit vectors (divide each by "
+        "its norm), or declare normalization='none' for one that does not"
+    )
+
+
+def _beyond_half_row(conn: Executes, schema: str, key: str) -> tuple[str, str, int] | None:
+    """A live memory (namespace, memory id, revision) whose vector in the space ``key`` has a
+    component beyond :data:`HALF_MAX` (what a failed half-precision index build found)."""
+    row = conn.execute(
+        sql.SQL(
+            "SELECT r.namespace, r.memory_id, r.revision FROM {s}.vectors v JOIN {s}.revisions r "
+            "ON r.namespace = v.namespace AND r.rid = v.rid WHERE v.space = %s AND v.live AND "
+            "EXISTS (SELECT 1 FROM unnest(v.vector::real[]) AS x WHERE abs(x) > %s) "
+            "ORDER BY v.namespace, v.rid LIMIT 1"
+        ).format(s=sql.Identifier(schema)),
+        (key, HALF_MAX),
+    ).fetchone()
+    return None if row is None else (str(row[0]), str(row[1]), int(row[2]))
+
+
 def index_name(space: str, kind: IndexKind) -> str:
     """The HNSW index of a space (a short digest: index names have at most 63 bytes); the
     full-precision name is also the one earlier releases gave every space's index."""
@@ -330,27 +377,60 @@ def build_space_index(
             sql.SQL("DROP INDEX CONCURRENTLY IF EXISTS {}").format(sql.Identifier(schema, name))
         )
     if not states.get(name):
-        conn.execute(
-            sql.SQL(
-                "CREATE INDEX CONCURRENTLY IF NOT EXISTS {name} ON {s}.vectors USING hnsw "
-                "((vector::{kind}({dims})) {ops}) WITH (m = {m}, ef_construction = {efc}) "
-                "WHERE space = {key} AND live"
-            ).format(
-                name=sql.Identifier(name),
-                s=sql.Identifier(schema),
-                kind=sql.SQL(kind),
-                dims=sql.Literal(dims),
-                ops=sql.SQL(f"{kind}_ip_ops" if metric == "ip" else f"{kind}_cosine_ops"),
-                m=sql.Literal(HNSW_M),
-                efc=sql.Literal(HNSW_EF_CONSTRUCTION),
-                key=sql.Literal(key),
+        try:
+            conn.execute(
+                sql.SQL(
+                    "CREATE INDEX CONCURRENTLY IF NOT EXISTS {name} ON {s}.vectors USING hnsw "
+                    "((vector::{kind}({dims})) {ops}) WITH (m = {m}, ef_construction = {efc}) "
+                    "WHERE space = {key} AND live"
+                ).format(
+                    name=sql.Identifier(name),
+                    s=sql.Identifier(schema),
+                    kind=sql.SQL(kind),
+                    dims=sql.Literal(dims),
+                    ops=sql.SQL(f"{kind}_ip_ops" if metric == "ip" else f"{kind}_cosine_ops"),
+                    m=sql.Literal(HNSW_M),
+                    efc=sql.Literal(HNSW_EF_CONSTRUCTION),
+                    key=sql.Literal(key),
+                )
             )
-        )
+        except psycopg.Error as exc:
+            # a failed CREATE INDEX CONCURRENTLY leaves an INVALID index behind: drop it now
+            # (while the connection works; else the next build drops it first), so a failed
+            # build never leaves one and the space can be indexed again
+            if not (conn.broken or conn.closed):
+                conn.execute(
+                    sql.SQL("DROP INDEX CONCURRENTLY IF EXISTS {}").format(
+                        sql.Identifier(schema, name)
+                    )
+                )
+            if isinstance(exc, psycopg.errors.NumericValueOutOfRange) and kind == "halfvec":
+                raise _unindexable(conn, schema, key) from None
+            raise
     if other in states:
         conn.execute(
             sql.SQL("DROP INDEX CONCURRENTLY IF EXISTS {}").format(sql.Identifier(schema, other))
         )
     return name
+
+
+def _unindexable(conn: Executes, schema: str, key: str) -> ValidationError:
+    """The error for a half-precision index build that a stored vector broke (one that an
+    earlier release stored: this one refuses them on every way in)."""
+    found = _beyond_half_row(conn, schema, key)
+    where = (
+        f"the memory {found[1]!r} of namespace {found[0]!r} (revision {found[2]})"
+        if found
+        else "a stored memory"
+    )
+    return ValidationError(
+        f"cannot build the HNSW index of the space {key!r}: {where} has a vector component "
+        f"beyond {HALF_MAX:g}, the largest value of half precision, in which the store indexes "
+        "an L2-normalised space (normalization='l2'); no index was left behind, searches "
+        "compare every vector meanwhile. Delete or update each such memory (an update stores "
+        "a new vector), fix the embedder so that it returns unit vectors, then run "
+        "maintain_index again"
+    )
 
 
 def vacuum_lexical(conn: psycopg.Connection[Any], schema: str) -> None:

@@ -27,6 +27,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -50,13 +51,16 @@ from rankseam_postgres.pools import Router, configuration_error
 from rankseam_postgres.reader import EXACT_BELOW, PostgresReader
 from rankseam_postgres.schema import (
     SCHEMA_VERSION,
+    beyond_half,
     build_space_index,
     ensure_schema,
     ensure_space_index,
+    half_precision_error,
+    index_kind,
     vacuum_lexical,
 )
 from rankseam_postgres.siblings import ConcurrentPostgresReader
-from rankseam_postgres.tables import Tables, vector_array
+from rankseam_postgres.tables import Executes, Tables, vector_array
 from rankseam_postgres.url import StoreURL, parse_url
 from rankseam_postgres.writer import RowWriter
 
@@ -80,6 +84,7 @@ class PostgresStore:
         self.tables = Tables(self.schema)
         self._memo: dict[tuple[Any, ...], int] = {}
         self._memo_lock = threading.Lock()
+        self._half: dict[str, bool] = {}
         self._closed = False
         try:
             extra: dict[str, Any] = dict(self.url.connect_kwargs)
@@ -217,6 +222,34 @@ class PostgresStore:
             conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"rankseam:{self.schema}",))
             ensure_space_index(conn, self.schema, descriptor.key, dict(descriptor.to_dict()))
 
+    def half_space(self, conn: Executes, space: str) -> bool:
+        """Whether the index of ``space`` holds its vectors in half precision (an
+        L2-normalised space: :func:`~rankseam_postgres.schema.index_kind`), read from
+        ``spaces`` on ``conn`` (a write's transaction sees the space it registered) once per
+        store: a space's key fixes its metric."""
+        known = self._half.get(space)
+        if known is None:
+            row = conn.execute(
+                self.tables("SELECT metric FROM {spaces} WHERE key = %s"), (space,)
+            ).fetchone()
+            if row is None:  # not registered (yet): nothing to hold it to
+                return False
+            known = self._half[space] = index_kind(str(row[0])) == "halfvec"
+        return known
+
+    def check_vector(
+        self, conn: Executes, space: str, vector: Any, where: str | Callable[[], str]
+    ) -> None:
+        """Refuse (:class:`~rankseam.errors.ValidationError`) a vector the index of ``space``
+        cannot hold: a component beyond :data:`~rankseam_postgres.schema.HALF_MAX` in an
+        L2-normalised space. ``where`` names its memory (or says it, when asked)."""
+        if self.half_space(conn, space):
+            found = beyond_half(vector)
+            if found is not None:
+                raise half_precision_error(
+                    space, where if isinstance(where, str) else where(), *found
+                )
+
     # -- writes ------------------------------------------------------------------------------
 
     @contextmanager
@@ -233,6 +266,13 @@ class PostgresStore:
         with self._write([item.namespace for item in items], vectors=True) as writer:
             for ns in {item.namespace for item in items}:
                 writer.touch(ns)
+            for item in items:
+                self.check_vector(
+                    writer.conn,
+                    space,
+                    item.vector,
+                    partial(_named, writer.conn, self, item),
+                )
             with writer.conn.cursor() as cur:
                 cur.executemany(
                     self.tables(
@@ -453,5 +493,24 @@ class PostgresStore:
         with self._transaction("BEGIN") as conn:
             conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"rankseam:{self.schema}",))
             writer = PostgresBulkWriter(self, conn)
-            yield writer
-            writer.finish()
+            try:
+                yield writer
+                writer.finish()
+            except psycopg.errors.DataError as exc:
+                raise ValidationError(
+                    f"PostgreSQL refused a value of the import: "
+                    f"{self.url.scrub(str(exc).splitlines()[0])}; nothing was imported"
+                ) from None
+
+
+def _named(conn: Executes, store: PostgresStore, item: VectorItem) -> str:
+    """The memory whose revision row ``item`` names, in words (for an error)."""
+    row = conn.execute(
+        store.tables(
+            "SELECT memory_id, revision FROM {revisions} WHERE namespace = %s AND rid = %s"
+        ),
+        (item.namespace, item.key),
+    ).fetchone()
+    if row is None:
+        return f"the revision row {item.key} of namespace {item.namespace!r}"
+    return f"the memory {row[0]!r} of namespace {item.namespace!r} (revision {row[1]})"

@@ -141,6 +141,12 @@ class RowWriter:
             )
         )
         if vector is not None and space is not None:
+            self._store.check_vector(
+                self._conn,
+                space,
+                vector,
+                f"the memory {rec.memory_id!r} of namespace {rec.namespace!r}",
+            )
             self._vectors.append((rec.namespace, space, rid, True, np.asarray(vector, np.float32)))
         self._heads[(rec.namespace, rec.memory_id)] = (rid, revision)
         self._pending[rid] = (rec.namespace, tokens)

@@ -1,7 +1,8 @@
 """rankseam-mcp: a Model Context Protocol server that gives agents a rankseam memory.
 
-``rankseam mcp --db memories.sqlite3`` serves the tools ``add``, ``search`` (with a reranker
-choice and its trace), ``get``, ``update``, ``list``, ``delete`` and ``stats`` over stdio.
+``rankseam mcp --db memories.sqlite3`` serves the tools ``memory_search`` (with a reranker
+choice and its trace), ``memory_add``, ``memory_get``, ``memory_update``, ``memory_list``,
+``memory_delete`` and ``memory_stats`` over stdio (or streamable HTTP with ``--transport http``).
 :func:`build_server` builds the same server around a ``Memory`` you opened.
 
 Importing this package does not import the MCP SDK; :func:`build_server` loads it.
@@ -12,7 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 #: The distribution's version (the one place it is written; pyproject.toml reads it).
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 if TYPE_CHECKING:
     from rankseam_mcp.server import build_server

@@ -35,7 +35,7 @@ from contextlib import contextmanager
 from urllib.parse import parse_qs, urlsplit
 
 import rankseam
-from rankseam.plugin import LexicalQuery
+from rankseam.plugin import ConcurrentReader, LexicalQuery
 from rankseam.sqlite import SQLiteStore
 
 CALLS = []
@@ -156,12 +156,23 @@ def register_stores(register):
     register("mirror", open_mirror, schemes=("mirror",), summary="SQLite behind a URL")
 
 
+class SideBySide(Lexical):
+    # a channel that reads a capability outside the whole read contract: the lent snapshot
+    reads = (ConcurrentReader,)
+
+    def candidates(self, request, /):
+        with request.reader.siblings(1) as (sibling,):
+            CALLS.append("side_by_side")
+        return super().candidates(request)
+
+
 @rankseam.hookimpl
 def register_candidate_sources(register):
     register("lexical", lambda o, c: Lexical(), store="mirror")
     register("vector", lambda o, c: Vector(), store="mirror")
     register("importance", lambda o, c: Importance(), store="mirror")
     register("mirror_only", lambda o, c: Lexical(), store="mirror")
+    register("side_by_side", lambda o, c: SideBySide())
 """
 
 SECRET = "hunter2-s3cret"
@@ -199,7 +210,7 @@ def test_a_store_plugin_opens_its_scheme_with_its_own_sources(mirror: Any, tmp_p
     listed = {p.name: p.to_dict() for p in get_plugins()}
     assert listed["mirror"]["components"] == {
         "store": ["mirror"],
-        "candidate_source": ["lexical", "vector", "importance", "mirror_only"],
+        "candidate_source": ["lexical", "vector", "importance", "mirror_only", "side_by_side"],
     }
 
 
@@ -286,6 +297,53 @@ def test_a_source_of_another_store_is_refused_by_name(mirror: Any, tmp_path: Pat
         memory.add("plain sqlite walrus")
         assert memory.search("walrus", 3).hits
     assert mirror.CALLS == []
+
+
+def test_a_store_lacking_a_channels_reader_capability_is_refused_naming_both(
+    mirror: Any, tmp_path: Path
+) -> None:
+    # the SQLite store's snapshot is not lent (no siblings): refused when the Memory opens
+    config = {"search": {"sources": ["lexical", "side_by_side"]}}
+    with pytest.raises(ConfigurationError) as info:
+        rankseam.open_memory(tmp_path / "plain.sqlite3", config=config)
+    message = str(info.value)
+    assert "channel 'side_by_side' (plugin 'mirror') reads the store through ConcurrentReader" in (
+        message
+    )
+    assert "store 'sqlite' (plugin 'rankseam.sqlite.plugin') does not offer" in message
+    assert mirror.CALLS == []
+    # a store whose snapshot offers it opens, and the channel runs
+    with rankseam.open_memory(mirror_url(tmp_path / "m.sqlite3", "lend=1"), config=config) as m:
+        m.add("lent walrus")
+        assert m.search("walrus", 3).hits
+    assert "side_by_side" in mirror.CALLS
+    # without the lending, the mirror is refused too, by the same check
+    with pytest.raises(ConfigurationError, match="store 'mirror' \\(plugin 'mirror'\\) does not"):
+        rankseam.open_memory(mirror_url(tmp_path / "n.sqlite3"), config=config)
+
+
+def test_a_channel_whose_reads_is_not_protocols_is_refused(
+    install: Install, tmp_path: Path
+) -> None:
+    install(
+        "oddreads",
+        """
+import rankseam
+
+class Odd:
+    admits, needs_query_vector = True, False
+    reads = ("LexicalReader",)
+
+    def candidates(self, request, /):
+        return []
+
+@rankseam.hookimpl
+def register_candidate_sources(register):
+    register("odd", lambda o, c: Odd())
+""",
+    )
+    with pytest.raises(ConfigurationError, match="Odd.reads must be a tuple of reader Protocol"):
+        rankseam.open_memory(tmp_path / "x.sqlite3", config={"search": {"sources": ["odd"]}})
 
 
 def test_two_stores_claiming_one_scheme_name_both_plugins(install: Install) -> None:
@@ -445,7 +503,7 @@ def _members(protocol: type) -> list[str]:
 
 
 def test_the_store_section_documents_every_member_of_the_contract() -> None:
-    from rankseam.plugin import (
+    from rankseam.plugin.stores import (
         BatchWriter,
         ConcurrentReader,
         ImportanceReader,
@@ -509,7 +567,8 @@ def test_the_console_script_takes_a_sqlite_url(tmp_path: Path) -> None:
 def test_plan_write_is_the_one_rule_of_what_a_record_does():
     import attrs
 
-    from rankseam.plugin import MemoryHead, PreparedRecord, WritePlan, plan_write
+    from rankseam.plugin.stores import MemoryHead, PreparedRecord, WritePlan
+    from rankseam.store.records import plan_write
 
     def record(text="t", importance=None, metadata=None):
         return PreparedRecord("ns", "m", text, importance, metadata, 0.0, f"h:{text}")

@@ -29,8 +29,8 @@ from rankseam.generation import FailOpenGenerationBackend, GenerationBackend
 from rankseam.plugins import get_registry
 from rankseam.registry import TABLE_FOR_KIND, ComponentSpec, Registry
 from rankseam.seam import check_reranker
-from rankseam.search.channels.base import CandidateSource
-from rankseam.store.contract import Store
+from rankseam.search.channels.base import CandidateSource, channel_reads
+from rankseam.store.contract import Store, StoreReader
 from rankseam.store.target import StoreTarget, parse_target
 
 __all__ = [
@@ -303,7 +303,44 @@ def open_store(parts: Assembly) -> Store:
             "which does not implement the Store protocol (docs/writing-plugins.md, 'Writing a "
             "store'); fix the plugin"
         )
+    try:
+        check_channel_readers(store, parts)
+    except BaseException:
+        store.close()
+        raise
     return store
+
+
+def check_channel_readers(store: Store, parts: Assembly) -> None:
+    """Refuse a store whose read snapshot lacks a reader capability a configured channel
+    declares (``CandidateSource.reads``), naming both, so that the mistake shows at open time
+    rather than at the first search. Capabilities every store's reader has
+    (:class:`~rankseam.store.contract.StoreReader`'s protocols) need no look; any other is
+    checked on one read snapshot of the store, opened only then."""
+    wanted = [
+        (name, protocol)
+        for name, source in parts.sources
+        for protocol in channel_reads(source)
+        if protocol not in _EVERY_READER
+    ]
+    if not wanted:
+        return
+    with store.read() as reader:
+        for name, protocol in wanted:
+            if isinstance(reader, protocol):
+                continue
+            channel = parts.context.registry.get("candidate_source", name, store=parts.store.name)
+            owner = f" (plugin {channel.plugin!r})" if channel is not None else ""
+            raise ConfigurationError(
+                f"channel {name!r}{owner} reads the store through {protocol.__name__}, which "
+                f"store {parts.store.name!r} (plugin {parts.store.plugin!r}) does not offer; "
+                f"remove {name!r} from search.sources, or use a store that implements "
+                f"{protocol.__name__} (docs/writing-plugins.md, 'Reader capabilities')"
+            )
+
+
+#: The reader protocols of the whole read contract: every store's snapshot implements them.
+_EVERY_READER = frozenset(StoreReader.__mro__)
 
 
 @attrs.frozen(eq=False)
@@ -353,6 +390,10 @@ def _build_sources(
                 f"candidate source {name!r} does not implement the CandidateSource protocol "
                 "(admits, needs_query_vector, candidates(request))"
             )
+        try:
+            channel_reads(source)
+        except TypeError as exc:
+            raise ConfigurationError(f"candidate source {name!r}: {exc}; fix the plugin") from None
         out.append((name, source))
     if not any(src.admits for _n, src in out):
         raise ConfigurationError(

@@ -40,7 +40,12 @@ from rankseam.search.pipeline import (
     SearchPlan,
 )
 from rankseam.store.contract import Store
-from rankseam.store.records import MemoryNotFoundError, StoredMemory, check_memory_id
+from rankseam.store.records import (
+    MemoryNotFoundError,
+    StoredMemory,
+    check_memory_id,
+    check_namespace,
+)
 from rankseam.types import MemoryRef, SearchResult
 from rankseam.writing.ingest import (
     AddResult,
@@ -194,7 +199,7 @@ class Memory(AsyncMethods):
     # -- helpers ---------------------------------------------------------------------------
 
     def _ns(self, namespace: str | None) -> str:
-        return self._writer.namespace(namespace)
+        return check_namespace(self._config.namespace if namespace is None else namespace)
 
     @property
     def _space(self) -> EmbedderDescriptor:

@@ -125,7 +125,7 @@ class Writer:
         self._executor: ThreadPoolExecutor | None = None
         # Writes hold it shared; the end of a re-embed (its last pass and the switch) holds it
         # exclusively, so that no write of this Writer falls between them.
-        self._gate = SharedExclusive()
+        self._switch_lock = SharedExclusive()
         # The spaces being re-embedded into (space key: embedder, running re-embeds): every
         # write gives its revisions a vector there too.
         self._also: dict[str, tuple[Embedder, int]] = {}
@@ -172,7 +172,7 @@ class Writer:
         another space than the active one are embedded again). Then every revision written
         gets a vector in each space being re-embedded into as well; the end of a re-embed
         waits for this (see :meth:`reembed`)."""
-        with self._gate.shared():
+        with self._switch_lock.shared():
             active = self._embedder
             key = active.descriptor.key
             if vectors is None or vectors[0] != key:
@@ -387,7 +387,7 @@ class Writer:
                 # The last pass, with this Writer's writes held back: what committed behind
                 # the first pass (another process's writes; a server store may commit row
                 # keys out of order). This Writer's own writes already stored this space.
-                with self._gate.exclusive():
+                with self._switch_lock.exclusive():
                     reembed_pass(self._store, embedder, batch_size, None, counted)
                     complete = True
                     if switch is not None and space != self._embedder.descriptor.key:

@@ -19,6 +19,13 @@ The built-in sources (lexical, vector, importance) run on every store: ``request
 :class:`~rankseam.plugin.StoreReader`, the whole read contract, whose channel methods a store
 implements in its own query language. A plugin may also register a source for one store only
 (``store="NAME"``), which may use further methods of that store's reader.
+
+**Reader capabilities.** A source may declare the reader protocols it reads, ``reads`` (a tuple
+of ``runtime_checkable`` Protocol classes; the built-in lexical channel declares
+``(LexicalReader,)``). When a Memory opens its store, every declared protocol that is not part
+of the whole read contract is checked on the store's snapshot, and a store that lacks one is
+refused with a :class:`~rankseam.errors.ConfigurationError` naming the channel and the store.
+A source that declares nothing reads only the whole read contract.
 """
 
 from __future__ import annotations
@@ -35,7 +42,7 @@ from rankseam.store.readers import ScoredKey
 if TYPE_CHECKING:
     from rankseam.store.contract import StoreReader
 
-__all__ = ["CandidateSource", "ScoredKey", "SourceRequest", "over_fetch"]
+__all__ = ["CandidateSource", "ScoredKey", "SourceRequest", "channel_reads", "over_fetch"]
 
 
 def over_fetch(pool: int) -> int:
@@ -62,3 +69,15 @@ class CandidateSource(Protocol):
     needs_query_vector: bool
 
     def candidates(self, request: SourceRequest, /) -> Sequence[ScoredKey]: ...
+
+
+def channel_reads(source: object) -> tuple[type, ...]:
+    """The reader protocols ``source`` declares it reads (its optional ``reads``; see the module
+    docstring), checked: a tuple of Protocol classes."""
+    reads = getattr(source, "reads", ())
+    if not isinstance(reads, tuple) or not all(isinstance(p, type) for p in reads):
+        raise TypeError(
+            f"{type(source).__name__}.reads must be a tuple of reader Protocol classes "
+            f"(e.g. (LexicalReader,)), not {reads!r}"
+        )
+    return reads

@@ -12,14 +12,10 @@ from collections.abc import Mapping, Sequence
 from operator import itemgetter
 from typing import Any
 
-from rankseam.plugin import (
-    CandidateSourceRegister,
-    EmbedderDescriptor,
-    ScoredKey,
-    ScoreSpec,
-    SourceRequest,
-    hookimpl,
-)
+from rankseam.plugin import CandidateSourceRegister, hookimpl
+from rankseam.plugin.channels import ScoredKey, ScoreSpec, SourceRequest
+from rankseam.plugin.embedders import EmbedderDescriptor
+from rankseam.plugin.stores import ImportanceReader
 
 __all__ = ["IMPORTANCE_WEIGHT", "ImportanceSource"]
 
@@ -31,6 +27,7 @@ IMPORTANCE_WEIGHT = 0.1
 class ImportanceSource:
     admits = False
     needs_query_vector = False
+    reads = (ImportanceReader,)
 
     def score_spec(self, embedder: EmbedderDescriptor | None, /) -> ScoreSpec:
         return ScoreSpec(scale="unit", weight=IMPORTANCE_WEIGHT)

@@ -51,21 +51,17 @@ from typing import Any
 
 import attrs
 
-from rankseam.plugin import (
+from rankseam.plugin import CandidateSourceRegister, hookimpl, option, parse_options
+from rankseam.plugin.channels import (
     MAX_TERMS,
     STOPWORDS,
-    CandidateSourceRegister,
-    EmbedderDescriptor,
-    LexicalQuery,
-    LexicalReader,
     ScoredKey,
     ScoreSpec,
     SourceRequest,
-    hookimpl,
-    option,
-    parse_options,
     query_terms,
 )
+from rankseam.plugin.embedders import EmbedderDescriptor
+from rankseam.plugin.stores import LexicalQuery, LexicalReader
 
 __all__ = [
     "BUDGET_FROM",
@@ -95,6 +91,7 @@ class LexicalSource:
 
     admits = True
     needs_query_vector = False
+    reads = (LexicalReader,)
 
     def __init__(
         self,

@@ -11,19 +11,16 @@ import attrs
 import numpy as np
 
 from rankseam.errors import ValidationError
-from rankseam.plugin import (
+from rankseam.plugin import CandidateSourceRegister, hookimpl, option, parse_options
+from rankseam.plugin.channels import (
     DEFAULT_FUSION_SCALE,
     DEFAULT_FUSION_WEIGHT,
-    CandidateSourceRegister,
-    EmbedderDescriptor,
     ScoredKey,
-    ScoredKeys,
     ScoreSpec,
     SourceRequest,
-    hookimpl,
-    option,
-    parse_options,
 )
+from rankseam.plugin.embedders import EmbedderDescriptor
+from rankseam.plugin.stores import ScoredKeys, VectorReader
 
 __all__ = ["VectorOptions", "VectorSource", "unit_query"]
 
@@ -58,6 +55,7 @@ class VectorSource:
 
     admits = True
     needs_query_vector = True
+    reads = (VectorReader,)
 
     def __init__(self, *, min_score: float | None = None) -> None:
         self.min_score = min_score

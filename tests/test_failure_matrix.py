@@ -342,7 +342,7 @@ def test_a_rerank_cancelled_from_outside_carries_every_request(
     the calls made before included (listwise: three windows, the third one cancelled)."""
     import asyncio
 
-    from rankseam.plugin import make_candidates
+    from rankseam.plugin.rerankers import make_candidates
     from rankseam.types import Hit, MemoryRef
     from rankseam_decision import DecisionReranker
     from rankseam_listwise import ListwiseOptions, ListwiseReranker

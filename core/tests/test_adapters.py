@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 import rankseam
-from rankseam.plugin import (
-    ADAPTER_KEYS,
+from rankseam.adapters import ADAPTER_KEYS
+from rankseam.plugin.adapters import (
     hits_metadata,
     reranked_items,
     result_score,

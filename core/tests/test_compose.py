@@ -8,7 +8,7 @@ import pytest
 
 from rankseam.compose import ComponentContext, Config
 from rankseam.errors import ConfigurationError
-from rankseam.plugin import resolve_env_refs
+from rankseam.options import resolve_env_refs
 
 
 def test_defaults() -> None:

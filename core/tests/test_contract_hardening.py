@@ -96,7 +96,7 @@ def assert_healthy_again(memory: rankseam.Memory) -> None:
 def test_decision_failure_policy_is_the_public_name() -> None:
     from rankseam import plugin
     from rankseam.decision import DecisionFailurePolicy as FromDecision
-    from rankseam.plugin import DecisionFailurePolicy as FromPlugin
+    from rankseam.plugin.decision import DecisionFailurePolicy as FromPlugin
 
     assert FromDecision is FromPlugin
     assert {p.value for p in FromDecision} == {"fail_open", "fail_closed"}

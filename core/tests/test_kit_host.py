@@ -19,7 +19,7 @@ import pytest
 import rankseam
 import rankseam.testing as kit
 from rankseam.errors import ConfigurationError, RerankError, ValidationError
-from rankseam.plugin import MAX_POOL
+from rankseam.plugin.rerankers import MAX_POOL
 from rankseam.types import Candidate, RerankDecision, RerankStatus
 
 
@@ -78,7 +78,7 @@ def test_build_component_applies_the_hosts_checks() -> None:
 
 def test_factory_context_hands_each_role_its_handle() -> None:
     context = kit.factory_context({"decision_backends": {"heuristic": {}}})
-    from rankseam.plugin import RERANK_ROLE, WRITE_GATE_ROLE, unwrap
+    from rankseam.plugin.decision import RERANK_ROLE, WRITE_GATE_ROLE, unwrap
 
     closed = context.decision_backend("heuristic", RERANK_ROLE)
     opened = context.decision_backend("heuristic", WRITE_GATE_ROLE)

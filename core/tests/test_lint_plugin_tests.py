@@ -96,7 +96,7 @@ def test_the_public_modules_are_allowed(tree: Path) -> None:
         """
         import rankseam
         from rankseam.errors import ConfigurationError
-        from rankseam.plugin import make_candidates
+        from rankseam.plugin.rerankers import make_candidates
         from rankseam.testing import build_component, run_reranker
         from rankseam.types import Hit
         """,

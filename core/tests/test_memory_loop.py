@@ -124,7 +124,7 @@ GATE = """
 import asyncio
 
 import rankseam
-from rankseam.plugin import DecisionOutcome, DecisionResult
+from rankseam.plugin.decision import DecisionOutcome, DecisionResult
 
 CALLS = []
 

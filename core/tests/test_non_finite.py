@@ -18,7 +18,7 @@ from rankseam.search.fusion import ScoreSpec
 _PLUGIN = """
 import numpy as np
 import rankseam
-from rankseam.plugin import EmbedderDescriptor
+from rankseam.plugin.embedders import EmbedderDescriptor
 
 BAD = {"nan": np.nan, "inf": np.inf, "huge": 1e300}
 

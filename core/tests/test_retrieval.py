@@ -15,7 +15,7 @@ import rankseam
 from rankseam.default_plugins.hashed_embedder import HashedEmbedder
 from rankseam.embedding import DEFAULT_FUSION_SCALE, DEFAULT_FUSION_WEIGHT, EmbedderDescriptor
 from rankseam.errors import ConfigurationError
-from rankseam.plugin import LexicalQuery, ScoredKeys
+from rankseam.plugin.stores import LexicalQuery, ScoredKeys
 from rankseam.search.channels.base import over_fetch
 from rankseam.search.channels.importance import ImportanceSource
 from rankseam.search.channels.lexical import LexicalSource, query_terms

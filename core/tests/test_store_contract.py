@@ -32,7 +32,7 @@ class TestSQLiteStoreByURL(StoreContract):
 def test_identities_answers_refs_from_a_stores_rows() -> None:
     """``Identities``: key -> ref from the rows a store read (extra columns ignored), each ref
     built once; ``subset`` keeps only the keys it holds."""
-    from rankseam.plugin import Identities
+    from rankseam.plugin.stores import Identities
     from rankseam.types import MemoryRef
 
     ids = Identities({7: ("ns", "m1", 2, "live"), 9: ("ns", "m2", 1)})

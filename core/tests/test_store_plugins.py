@@ -35,7 +35,7 @@ from contextlib import contextmanager
 from urllib.parse import parse_qs, urlsplit
 
 import rankseam
-from rankseam.plugin import ConcurrentReader, LexicalQuery
+from rankseam.plugin.stores import ConcurrentReader, LexicalQuery
 from rankseam.sqlite import SQLiteStore
 
 CALLS = []

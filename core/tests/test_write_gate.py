@@ -163,7 +163,8 @@ def test_write_gate_table_refuses_bad_values(table: dict[str, Any], message: str
 BLOCKING_PLUGIN = """
 import threading
 
-from rankseam.plugin import DecisionOutcome, DecisionResult, hookimpl
+from rankseam.plugin import hookimpl
+from rankseam.plugin.decision import DecisionOutcome, DecisionResult
 
 RELEASE = threading.Event()
 

@@ -14,12 +14,8 @@ from rankseam.errors import (
     BackendUnavailableError,
     InvalidOutputError,
 )
-from rankseam.plugin import (
-    DecisionOutcome,
-    GenerationRequest,
-    rerank_request,
-    write_gate_request,
-)
+from rankseam.plugin.decision import DecisionOutcome, rerank_request, write_gate_request
+from rankseam.plugin.generation import GenerationRequest
 from rankseam.types import Usage
 from rankseam_openai import (
     DECISION_POLICY_ID,

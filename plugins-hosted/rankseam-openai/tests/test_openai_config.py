@@ -8,7 +8,7 @@ import json
 import pytest
 
 from rankseam.errors import ConfigurationError
-from rankseam.plugin import RERANK_ROLE, WRITE_GATE_ROLE, rerank_request, unwrap
+from rankseam.plugin.decision import RERANK_ROLE, WRITE_GATE_ROLE, rerank_request, unwrap
 from rankseam.testing import factory_context
 from rankseam_openai import (
     OpenAIDecisionBackend,

@@ -7,7 +7,7 @@ from typing import Any, ClassVar
 
 import pytest
 
-from rankseam.plugin import GenerationRequest
+from rankseam.plugin.generation import GenerationRequest
 from rankseam.testing import (
     DecisionBackendContract,
     GenerationBackendContract,

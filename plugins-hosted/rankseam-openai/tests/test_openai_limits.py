@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from rankseam.errors import ConfigurationError, InvalidOutputError
-from rankseam.plugin import rerank_request
+from rankseam.plugin.decision import rerank_request
 from rankseam.types import Usage
 from rankseam_openai import ResponseTooLargeError, make_decision_backend
 from rankseam_openai.config import DEFAULT_MAX_RESPONSE_BYTES
@@ -168,7 +168,7 @@ _SCRIPT = textwrap.dedent(
     server.daemon_threads = True
     threading.Thread(target=server.serve_forever, daemon=True).start()
 
-    from rankseam.plugin import rerank_request
+    from rankseam.plugin.decision import rerank_request
     from rankseam_openai import make_decision_backend
 
     # Timeouts far above any healthy answer: neither call's verdict depends on how fast this

@@ -18,7 +18,8 @@ from typing import Any
 
 import pytest
 
-from rankseam.plugin import DecisionOutcome, rerank_request, validate_output, write_gate_request
+from rankseam.plugin.decision import DecisionOutcome, rerank_request, write_gate_request
+from rankseam.plugin.generation import validate_output
 from rankseam.testing import RANK_SELECTION_SCHEMA, rank_selection_request
 from rankseam_openai import make_decision_backend, make_generation_backend
 

@@ -17,7 +17,7 @@ import time
 import pytest
 
 from rankseam.errors import BackendTimeoutError, BackendUnavailableError, InvalidOutputError
-from rankseam.plugin import rerank_request
+from rankseam.plugin.decision import rerank_request
 from rankseam.types import Usage
 from rankseam_openai import make_decision_backend
 from rankseam_openai.client import parse_retry_after

@@ -20,7 +20,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rankseam.errors import BackendError
-from rankseam.plugin import GenerationRequest, rerank_request
+from rankseam.plugin.decision import rerank_request
+from rankseam.plugin.generation import GenerationRequest
 from rankseam_openai import make_decision_backend, make_generation_backend
 from rankseam_openai.scrub import MIN_FRAGMENT, Scrubber
 from rankseam_openai.testing import (

@@ -23,7 +23,7 @@ import httpx
 import pytest
 
 from rankseam.errors import BackendError
-from rankseam.plugin import rerank_request
+from rankseam.plugin.decision import rerank_request
 from rankseam_openai import make_decision_backend
 from rankseam_openai.http_logs import http_loggers
 from rankseam_openai.testing import (

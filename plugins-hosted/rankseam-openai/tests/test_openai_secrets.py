@@ -10,7 +10,8 @@ import pickle
 import pytest
 
 from rankseam.errors import BackendError, ConfigurationError
-from rankseam.plugin import WRITE_GATE_ROLE, GenerationRequest, rerank_request
+from rankseam.plugin.decision import WRITE_GATE_ROLE, rerank_request
+from rankseam.plugin.generation import GenerationRequest
 from rankseam.testing import factory_context
 from rankseam_openai import Secret, make_decision_backend, make_generation_backend
 from rankseam_openai.testing import FakeOpenAIServer, Reply

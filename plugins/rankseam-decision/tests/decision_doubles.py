@@ -5,7 +5,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Sequence
 
-from rankseam.plugin import DecisionOutcome, DecisionRequest, DecisionResult, make_candidates
+from rankseam.plugin.decision import DecisionOutcome, DecisionRequest, DecisionResult
+from rankseam.plugin.rerankers import make_candidates
 from rankseam.types import Candidate, Hit, MemoryRef, Usage
 
 Answer = DecisionOutcome | DecisionResult | BaseException | object

@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 from rankseam.errors import ConfigurationError
-from rankseam.plugin import DecisionOutcome, make_candidates, unwrap
+from rankseam.plugin.decision import DecisionOutcome, unwrap
+from rankseam.plugin.rerankers import make_candidates
 from rankseam.testing import RerankerContract, build_component
 from rankseam.types import Hit, MemoryRef
 from rankseam_decision import DecisionReranker

@@ -12,14 +12,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rankseam.errors import BackendUnavailableError, InvalidOutputError, RerankError
-from rankseam.plugin import (
+from rankseam.plugin import DecisionBackendRegister, hookimpl
+from rankseam.plugin.decision import (
     RERANK_DECISION_KIND,
     RERANK_QUESTION,
     WRITE_GATE_ROLE,
-    DecisionBackendRegister,
     DecisionOutcome,
     DecisionResult,
-    hookimpl,
 )
 from rankseam.testing import factory_context, installed_plugin, run_reranker
 from rankseam.types import RerankStatus, Usage

@@ -10,15 +10,13 @@ from typing import Any
 import pytest
 
 from rankseam.errors import BackendUnavailableError, RerankError
-from rankseam.plugin import (
+from rankseam.plugin import DecisionBackendRegister, FactoryContext, hookimpl
+from rankseam.plugin.decision import (
     RERANK_ROLE,
     WRITE_GATE_ROLE,
-    DecisionBackendRegister,
     DecisionOutcome,
     DecisionRequest,
     DecisionResult,
-    FactoryContext,
-    hookimpl,
     write_gate_request,
 )
 from rankseam.testing import arun_reranker, factory_context, installed_plugin

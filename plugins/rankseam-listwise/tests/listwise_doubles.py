@@ -7,7 +7,7 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from rankseam.plugin import GenerationRequest, GenerationResult, parse_output
+from rankseam.plugin.generation import GenerationRequest, GenerationResult, parse_output
 from rankseam.types import Hit, MemoryRef, Usage
 
 

@@ -22,7 +22,8 @@ from rankseam.errors import (
     InvalidOutputError,
     RerankError,
 )
-from rankseam.plugin import make_candidates, thaw
+from rankseam.plugin.generation import thaw
+from rankseam.plugin.rerankers import make_candidates
 from rankseam.testing import run_reranker
 from rankseam.types import RerankDecision, RerankStatus
 from rankseam_listwise import (

@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 from rankseam.errors import BackendUnavailableError
-from rankseam.plugin import GenerationRequest
+from rankseam.plugin.generation import GenerationRequest
 from rankseam.testing import GenerationBackendContract, rank_selection_request
 from rankseam_listwise import LOCAL_POLICY_ID, LocalGenerationBackend, build_request
 

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from listwise_doubles import FailingModel, PickingModel, ScriptedModel, pool, ranks_json
 
 from rankseam.errors import BackendTimeoutError, RerankError
-from rankseam.plugin import make_candidates
+from rankseam.plugin.rerankers import make_candidates
 from rankseam.testing import run_reranker
 from rankseam.types import RerankStatus, Usage
 from rankseam_listwise import (

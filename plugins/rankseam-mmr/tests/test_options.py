@@ -12,7 +12,8 @@ import pytest
 
 import rankseam_mmr
 from rankseam.errors import ConfigurationError
-from rankseam.plugin import EmbedderDescriptor, EmbedderRegister, hookimpl
+from rankseam.plugin import EmbedderRegister, hookimpl
+from rankseam.plugin.embedders import EmbedderDescriptor
 from rankseam.testing import build_component, installed_plugin
 from rankseam.types import Candidate, MemoryRef
 

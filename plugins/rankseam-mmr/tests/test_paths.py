@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_reference import reference_mmr
 
-from rankseam.plugin import make_candidates
+from rankseam.plugin.rerankers import make_candidates
 from rankseam.testing import synthetic_pool
 from rankseam.types import Candidate, Hit, MemoryRef, RerankDecision
 from rankseam_mmr import MMROptions, MMRReranker

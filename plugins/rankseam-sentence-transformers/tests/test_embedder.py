@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rankseam.plugin import Embedder
+from rankseam.plugin.embedders import Embedder
 from rankseam.testing import build_component
 from rankseam_sentence_transformers import SentenceTransformerEmbedder
 from rankseam_sentence_transformers.embedder import FUSION_SCALE, FUSION_WEIGHT

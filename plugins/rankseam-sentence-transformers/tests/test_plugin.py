@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from rankseam.errors import ConfigurationError
-from rankseam.plugin import RERANK_ROLE, FactoryContext
+from rankseam.plugin import FactoryContext
+from rankseam.plugin.decision import RERANK_ROLE
 from rankseam.testing import assert_listed, factory_context, invoke_cli
 from rankseam_sentence_transformers import (
     DEFAULT_NO_THRESHOLD,

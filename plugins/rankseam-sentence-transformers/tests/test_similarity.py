@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from rankseam.plugin import (
+from rankseam.plugin.decision import (
     RERANK_ROLE,
     WRITE_GATE_ROLE,
     DecisionOutcome,

@@ -28,14 +28,8 @@ from typing import Any
 import attrs
 import numpy as np
 
-from rankseam.plugin import (
-    EmbedderDescriptor,
-    EmbedderRegister,
-    OptionError,
-    hookimpl,
-    option,
-    parse_options,
-)
+from rankseam.plugin import EmbedderRegister, OptionError, hookimpl, option, parse_options
+from rankseam.plugin.embedders import EmbedderDescriptor
 
 __all__ = ["FUSION_WEIGHT", "HashedEmbedder", "HashedOptions"]
 

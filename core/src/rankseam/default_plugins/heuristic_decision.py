@@ -23,15 +23,8 @@ from typing import Any
 
 import attrs
 
-from rankseam.plugin import (
-    DecisionBackendRegister,
-    DecisionOutcome,
-    DecisionRequest,
-    DecisionResult,
-    OptionError,
-    hookimpl,
-    option,
-)
+from rankseam.plugin import DecisionBackendRegister, OptionError, hookimpl, option
+from rankseam.plugin.decision import DecisionOutcome, DecisionRequest, DecisionResult
 from rankseam.types import Usage
 
 __all__ = ["HeuristicDecisionBackend", "HeuristicOptions", "content_terms"]

@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from rankseam.plugin import FactoryContext, Store, StoreRegister, StoreTarget, hookimpl
+from rankseam.plugin import FactoryContext, StoreRegister, hookimpl
+from rankseam.plugin.stores import Store, StoreTarget
 from rankseam.sqlite.factory import open_sqlite
 
 

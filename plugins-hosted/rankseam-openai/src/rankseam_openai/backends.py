@@ -17,15 +17,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from rankseam.errors import InvalidOutputError
-from rankseam.plugin import (
-    DecisionOutcome,
-    DecisionRequest,
-    DecisionResult,
-    GenerationRequest,
-    GenerationResult,
-    parse_output,
-    thaw,
-)
+from rankseam.plugin.decision import DecisionOutcome, DecisionRequest, DecisionResult
+from rankseam.plugin.generation import GenerationRequest, GenerationResult, parse_output, thaw
 from rankseam_openai.client import ChatClient, Completion, attach
 from rankseam_openai.config import OpenAISettings
 

@@ -16,7 +16,8 @@ import json
 import math
 import time
 
-from rankseam.plugin import DecisionOutcome, DecisionRequest, DecisionResult, make_candidates
+from rankseam.plugin.decision import DecisionOutcome, DecisionRequest, DecisionResult
+from rankseam.plugin.rerankers import make_candidates
 from rankseam.types import Hit, MemoryRef, Usage
 from rankseam_decision.reranker import DecisionReranker
 

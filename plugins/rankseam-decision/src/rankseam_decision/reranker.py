@@ -52,21 +52,18 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from rankseam.errors import RerankError
-from rankseam.plugin import (
-    MAX_POOL,
+from rankseam.plugin import OptionError, is_int, option, parse_options
+from rankseam.plugin.decision import (
     RERANK_DECISION_KIND,
     RERANK_ROLE,
     DecisionBackend,
     DecisionOutcome,
     DecisionResult,
-    OptionError,
     checked_result,
-    is_int,
-    option,
-    parse_options,
     rerank_request,
     unwrap,
 )
+from rankseam.plugin.rerankers import MAX_POOL
 from rankseam.types import Candidate, CandidateRecord, RerankDecision, Usage
 
 if TYPE_CHECKING:

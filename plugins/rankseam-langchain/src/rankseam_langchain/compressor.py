@@ -11,7 +11,12 @@ from langchain_core.documents import BaseDocumentCompressor, Document
 from pydantic import ConfigDict, PrivateAttr
 
 from rankseam import DocumentReranker, DocumentResult, open_reranker
-from rankseam.plugin import reranked_items, reranker_arguments, result_score, upstream_scores
+from rankseam.plugin.adapters import (
+    reranked_items,
+    reranker_arguments,
+    result_score,
+    upstream_scores,
+)
 
 __all__ = ["RankseamCompressor"]
 

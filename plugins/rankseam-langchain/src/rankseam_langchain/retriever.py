@@ -14,7 +14,7 @@ from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict
 
 from rankseam import Memory
-from rankseam.plugin import hits_metadata, search_arguments
+from rankseam.plugin.adapters import hits_metadata, search_arguments
 from rankseam.types import SearchResult
 
 __all__ = ["RankseamRetriever"]

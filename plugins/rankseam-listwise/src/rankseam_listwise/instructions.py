@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from rankseam.plugin import GenerationRequest
+from rankseam.plugin.generation import GenerationRequest
 
 __all__ = [
     "INSTRUCTIONS",

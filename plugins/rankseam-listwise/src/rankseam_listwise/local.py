@@ -21,7 +21,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from rankseam.errors import BackendUnavailableError
-from rankseam.plugin import GenerationRequest, GenerationResult, is_int, parse_output
+from rankseam.plugin import is_int
+from rankseam.plugin.generation import GenerationRequest, GenerationResult, parse_output
 from rankseam.types import Usage
 
 __all__ = ["LOCAL_POLICY_ID", "LocalGenerationBackend", "make_local_backend", "terms"]

@@ -16,17 +16,10 @@ from typing import Any
 import attrs
 
 from rankseam.errors import ConfigurationError, InvalidOutputError, RerankError
-from rankseam.plugin import (
-    DEFAULT_MAX_CHARS,
-    RERANK_ROLE,
-    GenerationBackend,
-    GenerationResult,
-    OptionError,
-    normalize_ranks,
-    option,
-    parse_options,
-    validate_output,
-)
+from rankseam.plugin import OptionError, option, parse_options
+from rankseam.plugin.decision import RERANK_ROLE
+from rankseam.plugin.generation import GenerationBackend, GenerationResult, validate_output
+from rankseam.plugin.rerankers import DEFAULT_MAX_CHARS, normalize_ranks
 from rankseam.types import Candidate, RerankDecision, Usage
 from rankseam_listwise.instructions import INSTRUCTIONS_VERSION, OUTPUT_SCHEMA, build_request
 from rankseam_listwise.windows import call_count, plan_windows

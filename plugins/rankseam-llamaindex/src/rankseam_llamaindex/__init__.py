@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from rankseam.plugin import lazy_exports
+from rankseam.plugin.adapters import lazy_exports
 
 #: The distribution's version (the one place it is written; pyproject.toml reads it).
 __version__ = "0.1.0"

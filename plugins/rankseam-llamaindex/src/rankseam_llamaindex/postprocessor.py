@@ -14,7 +14,12 @@ from llama_index.core.settings import Settings
 
 from rankseam import DocumentReranker, DocumentResult, open_reranker
 from rankseam.errors import ValidationError
-from rankseam.plugin import reranked_items, reranker_arguments, result_score, upstream_scores
+from rankseam.plugin.adapters import (
+    reranked_items,
+    reranker_arguments,
+    result_score,
+    upstream_scores,
+)
 
 __all__ = ["RankseamNodePostprocessor"]
 

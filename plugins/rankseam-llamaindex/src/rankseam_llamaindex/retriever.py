@@ -12,7 +12,7 @@ from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 from llama_index.core.settings import Settings
 
 from rankseam import Memory
-from rankseam.plugin import hits_metadata, search_arguments
+from rankseam.plugin.adapters import hits_metadata, search_arguments
 from rankseam.types import SearchResult
 
 __all__ = ["DEFAULT_SIMILARITY_TOP_K", "TRACE_KEYS", "RankseamRetriever"]

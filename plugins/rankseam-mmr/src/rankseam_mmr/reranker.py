@@ -31,7 +31,8 @@ import attrs
 import numpy as np
 
 from rankseam.errors import ConfigurationError, ValidationError
-from rankseam.plugin import MAX_POOL, CandidateViews, option, parse_options
+from rankseam.plugin import option, parse_options
+from rankseam.plugin.rerankers import MAX_POOL, CandidateViews
 from rankseam.types import Candidate, CandidateRecord, RerankDecision, Usage
 from rankseam_mmr.algorithm import minmax, select, select_raw, unit_rows
 

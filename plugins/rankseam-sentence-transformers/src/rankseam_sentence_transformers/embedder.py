@@ -14,7 +14,8 @@ from typing import Any
 import numpy as np
 
 from rankseam.errors import ConfigurationError
-from rankseam.plugin import EmbedderDescriptor, parse_options
+from rankseam.plugin import parse_options
+from rankseam.plugin.embedders import EmbedderDescriptor
 from rankseam_sentence_transformers.model import (
     Encoder,
     ModelFiles,

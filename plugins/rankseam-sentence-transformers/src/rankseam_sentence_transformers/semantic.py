@@ -38,7 +38,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from rankseam.errors import RerankError
-from rankseam.plugin import CandidateViews
+from rankseam.plugin.rerankers import CandidateViews
 from rankseam.types import Candidate, CandidateRecord, RerankDecision, Usage
 from rankseam_sentence_transformers.model import (
     Encoder,

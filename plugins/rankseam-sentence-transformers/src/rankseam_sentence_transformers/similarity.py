@@ -29,12 +29,12 @@ from typing import Any
 import numpy as np
 
 from rankseam.errors import ConfigurationError
-from rankseam.plugin import (
+from rankseam.plugin import parse_options
+from rankseam.plugin.decision import (
     RERANK_DECISION_KIND,
     DecisionOutcome,
     DecisionRequest,
     DecisionResult,
-    parse_options,
 )
 from rankseam.types import Usage
 from rankseam_sentence_transformers.model import LoadedModel, ModelFiles, load_model, resolve_model

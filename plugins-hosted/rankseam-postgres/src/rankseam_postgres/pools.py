@@ -15,8 +15,16 @@ and the routing of searches to standbys with read-your-writes (docs/plugins/post
 - **Replicas.** A search goes to a standby (round robin) unless this store object wrote
   something the standby has not replayed yet: then to the primary, until
   ``pg_last_wal_replay_lsn()`` on that standby has passed the write's commit
-  (``pg_current_wal_lsn()`` after the commit). A standby that cannot be reached is skipped for
-  :data:`REPLICA_RETRY_S`; the search goes to the next one, else the primary.
+  (``pg_current_wal_lsn()`` after the commit). What the primary held when the store object
+  opened counts as written by it (the schema's creation or migration included), so a search
+  never reads a standby that lacks the store's tables.
+- **Standbys are checked in the background.** A standby joins the searches' rotation once a
+  background check (started when the store opens) has reached it and found the pgvector
+  type in its database; one that cannot be reached, or lacks the extension (it has not
+  replayed ``CREATE EXTENSION vector`` yet), is left out, with the reason in the log and in
+  ``stats()``, and checked again every :data:`REPLICA_RETRY_S` seconds, in the background. So
+  a standby that is down costs no search the connect timeout, except the one search that
+  finds it gone while it was in the rotation.
 """
 
 from __future__ import annotations
@@ -43,12 +51,26 @@ from rankseam.errors import (
 )
 from rankseam_postgres.url import SCHEMES, StoreURL, redact
 
-__all__ = ["REPLICA_RETRY_S", "Router", "ServerPool", "configuration_error", "lsn_value"]
+__all__ = [
+    "REPLICA_RETRY_S",
+    "Router",
+    "ServerPool",
+    "again",
+    "configuration_error",
+    "lsn_value",
+]
 
 log = logging.getLogger("rankseam_postgres")
 
-#: Seconds a standby that could not be reached is left out of the searches' rotation.
+#: Seconds between the background checks of a standby left out of the searches' rotation
+#: (it could not be reached, or lacks the pgvector extension).
 REPLICA_RETRY_S = 30.0
+#: Why a standby whose database has no pgvector type is left out.
+_NO_VECTOR = (
+    "its database has no pgvector extension: it has not replayed the primary's `CREATE "
+    "EXTENSION vector` yet (it rejoins the searches once it has), or it is not a standby of "
+    "this store's primary"
+)
 
 #: How a search's read transaction begins (one snapshot for all its statements).
 _READ = "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY"
@@ -58,6 +80,15 @@ _NO_WAIT = 0.001
 _SNAPSHOT_ID = re.compile(r"[0-9A-F]+-[0-9A-F]+-[0-9]+")
 
 Connection: TypeAlias = psycopg.Connection[Any]
+
+#: What a statement on a standby raises for a table, type or schema of the store it has not
+#: replayed yet.
+_MISSING = (
+    psycopg.errors.UndefinedTable,
+    psycopg.errors.UndefinedObject,
+    psycopg.errors.UndefinedFunction,
+    psycopg.errors.InvalidSchemaName,
+)
 
 
 def lsn_value(text: str | None) -> int:
@@ -78,6 +109,28 @@ def _run(conn: Connection, first: First) -> Any:
         conn.execute(first)
         return None
     return first(conn)
+
+
+def again(err: Exception) -> Exception:
+    """A new exception like ``err`` (its type, message and fields), to raise it once more
+    elsewhere (another statement, another thread) without sharing one traceback."""
+    if isinstance(err, StoreUnavailableError):
+        return StoreUnavailableError(str(err), maybe_committed=err.maybe_committed)
+    if isinstance(err, StoreError):
+        return StoreError(str(err), reason=err.reason)
+    if isinstance(err, ConfigurationError | ValidationError):
+        return type(err)(str(err))
+    return err
+
+
+def _register_if_there(conn: Connection) -> None:
+    """``register_vector`` on a standby's connection, unless its database has no pgvector
+    type (yet): the search that gets the connection finds that and says so (a connection the
+    pool cannot configure would only be retried until the connect timeout)."""
+    try:
+        register_vector(conn)
+    except psycopg.ProgrammingError:  # "vector type not found in the database"
+        pass
 
 
 def first_line(exc: BaseException) -> str:
@@ -114,12 +167,13 @@ class ServerPool:
         self.role = role
         self.timeout = float(url.connect_timeout)
         self._kwargs: dict[str, Any] = {"autocommit": True, **url.connect_kwargs}
+        self._configure = register_vector if role == "primary" else _register_if_there
         self.pool = ConnectionPool(
             conninfo,
             min_size=min_size,
             max_size=url.pool_max,
             kwargs=self._kwargs,
-            configure=register_vector,
+            configure=self._configure,
             open=False,
             name=name,
             timeout=self.timeout,
@@ -133,6 +187,34 @@ class ServerPool:
         self.replayed = 0
         #: Searches served (for ``stats()``).
         self.searches = 0
+        #: A standby: whether searches may go to it (once a background check reached it).
+        self.in_rotation = role == "primary"
+        #: A standby left out: why (shown in ``stats()`` and the log), and when it is checked
+        #: again.
+        self.problem: str | None = None
+        self.retry_at = 0.0
+
+    def note_replayed(self, lsn: str | None) -> None:
+        self.replayed = max(self.replayed, lsn_value(lsn))
+
+    def probe(self) -> str | None:
+        """Check a standby on a connection of its own (never the pool's, never a search's):
+        None when it answers and its database has the pgvector type, else what is wrong."""
+        try:
+            conn = psycopg.connect(self.conninfo, **self._kwargs)
+        except psycopg.Error as exc:
+            return f"it cannot be reached: {self.url.scrub(first_line(exc))}"
+        try:
+            with conn:
+                row = conn.execute(
+                    "SELECT pg_last_wal_replay_lsn()::text, to_regtype('vector') IS NOT NULL"
+                ).fetchone()
+        except psycopg.Error as exc:
+            return f"a check on it failed: {self.url.scrub(first_line(exc))}"
+        if row is None or not row[1]:
+            return _NO_VECTOR
+        self.note_replayed(row[0])
+        return None
 
     def open(self, *, wait: bool) -> None:
         self.pool.open(wait=wait, timeout=self.timeout)
@@ -211,7 +293,7 @@ class ServerPool:
             self.down_since = time.monotonic()
             raise self.unavailable("cannot connect to", exc) from None
         try:
-            register_vector(conn)
+            self._configure(conn)
             result = _run(conn, first)
         except psycopg.OperationalError as exc:
             broken = conn.broken
@@ -264,9 +346,13 @@ class Router:
             )
         self._turn = itertools.count()
         self._lock = threading.Lock()
-        #: The commit position of this store object's latest write (0: none yet).
+        #: The commit position of this store object's latest write (0: none yet); at open,
+        #: the primary's position then (the store's creation or migration included).
         self.written = 0
-        self._down_until: dict[int, float] = {}
+        #: The background checks of standbys left out of the rotation (:meth:`_check_standbys`).
+        self._checker: threading.Thread | None = None
+        self._wake = threading.Event()
+        self._closing = threading.Event()
         self._search_timeout = ""
         if url.search_timeout > 0:
             ms = max(1, round(url.search_timeout * 1000))
@@ -277,10 +363,48 @@ class Router:
         self.primary.open(wait=self.url.pool_min > 0)
         for replica in self.replicas:
             replica.open(wait=False)
+        if self.replicas:
+            self._checker = threading.Thread(
+                target=self._check_standbys, name="rankseam-pg-standby-check", daemon=True
+            )
+            self._checker.start()
 
     def close(self) -> None:
+        self._closing.set()
+        self._wake.set()  # the checker ends at its next step (never waited for here)
         for server in (self.primary, *self.replicas):
             server.close()
+
+    def _check_standbys(self) -> None:
+        """The background checks: each standby out of the rotation is probed at once, then
+        every :data:`REPLICA_RETRY_S` seconds until it answers (and holds pgvector); a search
+        that finds one gone wakes this up."""
+        while not self._closing.is_set():
+            pause: float | None = None
+            for replica in self.replicas:
+                if replica.in_rotation:
+                    continue
+                left = replica.retry_at - time.monotonic()
+                if left > 0:
+                    pause = left if pause is None else min(pause, left)
+                    continue
+                problem = replica.probe()
+                if self._closing.is_set():
+                    return
+                if problem is None:
+                    if replica.problem is not None:
+                        log.warning(
+                            "standby %s of %s is back in the searches' rotation",
+                            replica.display,
+                            self.url.display,
+                        )
+                    replica.problem = None
+                    replica.in_rotation = True
+                else:
+                    self._leave_out(replica, problem)
+                    pause = REPLICA_RETRY_S if pause is None else min(pause, REPLICA_RETRY_S)
+            self._wake.wait(pause)
+            self._wake.clear()
 
     def wrote(self, lsn: str | None) -> None:
         """Record a committed write's position (read-your-writes)."""
@@ -300,7 +424,7 @@ class Router:
 
         try:
             conn, pooled, rows = self.primary.acquire(run)
-        except psycopg.OperationalError as exc:  # the server answered: not an outage
+        except psycopg.Error as exc:  # the server answered: not an outage
             raise configuration_error(self.url, "a statement failed on", exc) from None
         self.primary.release(conn, pooled)
         return rows
@@ -311,7 +435,7 @@ class Router:
         conn, pooled, _r = self.primary.acquire()
         try:
             yield conn
-        except psycopg.OperationalError as exc:
+        except psycopg.Error as exc:
             raise self.failed(self.primary, conn, exc) from None
         finally:
             self.primary.release(conn, pooled)
@@ -369,9 +493,9 @@ class Router:
             if not (conn.broken or conn.closed):
                 try:
                     conn.execute("ROLLBACK")
-                except psycopg.OperationalError:
+                except psycopg.Error:
                     pass
-            if isinstance(exc, psycopg.OperationalError):
+            if isinstance(exc, psycopg.Error):
                 raise self.failed(server, conn, exc) from None
             raise
         try:
@@ -390,10 +514,10 @@ class Router:
                 conn.execute("COMMIT")
         except psycopg.errors.SerializationFailure as exc:  # pragma: no cover - defensive
             raise ValidationError(f"a write to {self.url.display} conflicted: {exc}") from None
-        except psycopg.OperationalError as exc:
-            if conn.broken or conn.closed:
+        except psycopg.Error as exc:
+            if write and (conn.broken or conn.closed):
                 raise server.unavailable(
-                    "lost the connection while committing to", exc, maybe_committed=write
+                    "lost the connection while committing to", exc, maybe_committed=True
                 ) from None
             raise self.failed(server, conn, exc) from None
 
@@ -414,6 +538,13 @@ class Router:
                 f"); a search's limit is search_timeout={self.url.search_timeout:g} s",
                 reason="timeout",
             )
+        if server.role != "primary" and isinstance(exc, _MISSING):
+            return StoreError(
+                f"the standby {server.display} of {self.url.display} lacks part of the store "
+                f"({first_line(exc)}): it has not replayed the store's creation or migration "
+                "yet; retry once it has caught up",
+                reason="lagging",
+            )
         return configuration_error(self.url, "a statement failed on", exc)
 
     def _search_connection(self) -> tuple[ServerPool, Connection, bool]:
@@ -421,24 +552,32 @@ class Router:
         begin = self._search_begin
         for replica in self._rotation():
 
-            def start(conn: Connection, replica: ServerPool = replica) -> bool:
+            def start(conn: Connection, replica: ServerPool = replica) -> str | None:
                 """BEGIN the search on ``conn`` unless the standby is behind this store's last
-                write (checked while it may be; remembered once it is not)."""
+                write (checked while it may be; remembered once it is not) or lacks pgvector:
+                None, else why not."""
                 if self.written > replica.replayed:
                     row = conn.execute("SELECT pg_last_wal_replay_lsn()::text").fetchone()
-                    replica.replayed = max(replica.replayed, lsn_value(row[0] if row else None))
+                    replica.note_replayed(row[0] if row else None)
                     if self.written > replica.replayed:
-                        return False
+                        return "behind"
+                if conn.adapters.types.get("vector") is None:
+                    try:
+                        register_vector(conn)
+                    except psycopg.ProgrammingError:
+                        return _NO_VECTOR
                 conn.execute(begin)
-                return True
+                return None
 
             try:
-                conn, pooled, started = replica.acquire(start)
-            except (StoreUnavailableError, psycopg.OperationalError) as exc:
-                self._skip(replica, first_line(exc))
+                conn, pooled, refused = replica.acquire(start)
+            except (StoreUnavailableError, psycopg.Error) as exc:
+                self._skip(replica, f"it cannot be used: {first_line(exc)}")
                 continue
-            if not started:
+            if refused is not None:
                 replica.release(conn, pooled)
+                if refused != "behind":
+                    self._skip(replica, refused)
                 continue  # behind this store's last write: another one, or the primary
             replica.searches += 1
             return replica, conn, pooled
@@ -449,30 +588,39 @@ class Router:
     def _rotation(self) -> Sequence[ServerPool]:
         if not self.replicas:
             return ()
-        now = time.monotonic()
         start = next(self._turn) % len(self.replicas)
         order = self.replicas[start:] + self.replicas[:start]
-        return [r for i, r in enumerate(order) if self._down_until.get(id(r), 0.0) <= now]
+        return [r for r in order if r.in_rotation]
 
     def _skip(self, replica: ServerPool, why: str) -> None:
-        self._down_until[id(replica)] = time.monotonic() + REPLICA_RETRY_S
-        log.warning(
-            "standby %s of %s left out of searches for %.0f s: %s",
-            replica.display,
-            self.url.display,
-            REPLICA_RETRY_S,
-            why,
-        )
+        """A search found ``replica`` unusable: out of the rotation until the background
+        check finds it usable again."""
+        self._leave_out(replica, why)
+        self._wake.set()
+
+    def _leave_out(self, replica: ServerPool, why: str) -> None:
+        replica.in_rotation = False
+        replica.retry_at = time.monotonic() + REPLICA_RETRY_S
+        if why != replica.problem:  # said once, not at every check
+            log.warning(
+                "standby %s of %s left out of searches (checked again every %.0f s in the "
+                "background): %s",
+                replica.display,
+                self.url.display,
+                REPLICA_RETRY_S,
+                self.url.scrub(why),
+            )
+        replica.problem = why
 
     def stats(self) -> dict[str, Any]:
         out: dict[str, Any] = {"primary_searches": self.primary.searches}
         if self.replicas:
-            now = time.monotonic()
             out["replicas"] = [
                 {
                     "replica": r.display,
                     "searches": r.searches,
-                    "in_rotation": self._down_until.get(id(r), 0.0) <= now,
+                    "in_rotation": r.in_rotation,
+                    "problem": None if r.problem is None else self.url.scrub(r.problem),
                 }
                 for r in self.replicas
             ]

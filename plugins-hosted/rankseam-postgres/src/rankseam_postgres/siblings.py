@@ -6,12 +6,14 @@ an exported snapshot does not reach."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from typing import TYPE_CHECKING, Any
 
 import psycopg
 
+from rankseam_postgres.pools import again
 from rankseam_postgres.reader import PostgresReader
 
 if TYPE_CHECKING:
@@ -21,16 +23,42 @@ if TYPE_CHECKING:
 __all__ = ["ConcurrentPostgresReader"]
 
 
+class _Guarded:
+    """One transaction's connection as the readers of a search use it: one statement at a
+    time, and every error raised as the store's typed error (:meth:`Router.failed`). The
+    first failure is remembered: a failed statement aborts the transaction, so every later
+    statement on it raises that same failure (a search's timeout, a lost connection) instead
+    of the server's ``InFailedSqlTransaction``; a statement and the record of its failure
+    hold one lock, so no other thread's statement comes between them."""
+
+    def __init__(self, conn: psycopg.Connection[Any], router: Router, server: ServerPool) -> None:
+        self.conn = conn
+        self._router = router
+        self._server = server
+        self._lock = threading.Lock()
+        self._failure: Exception | None = None
+
+    def execute(self, query: Any, params: Any = None, /) -> psycopg.Cursor[Any]:
+        with self._lock:
+            if self._failure is not None:
+                raise again(self._failure)
+            try:
+                return self.conn.execute(query, params)
+            except psycopg.Error as exc:
+                self._failure = self._router.failed(self._server, self.conn, exc)
+                raise again(self._failure) from None
+
+
 class _Joined:
     """The connection of a sibling reader (:meth:`ConcurrentPostgresReader.siblings`): another
     transaction of the search's snapshot on the same server, begun on its first statement
     (in the thread that uses it), or the search's own connection when the pool has none to
-    spare (psycopg runs one statement at a time on it: the same answers, one after the
-    other). Its statements' errors are raised as the store's errors, in that thread."""
+    spare (one statement at a time on it: the same answers, one after the other). Its
+    statements' errors are raised as the store's errors, in that thread."""
 
     def __init__(
         self,
-        search: psycopg.Connection[Any],
+        search: _Guarded,
         router: Router,
         server: ServerPool,
         snapshot: str,
@@ -41,22 +69,22 @@ class _Joined:
         self._server = server
         self._snapshot = snapshot
         self._stack = stack
-        self._conn: psycopg.Connection[Any] | None = None
+        self._conn: _Guarded | None = None
 
     def execute(self, query: Any, params: Any = None, /) -> psycopg.Cursor[Any]:
         conn = self._conn
         if conn is None:
             joined = self._stack.enter_context(self._router.joined(self._server, self._snapshot))
-            conn = self._conn = joined if joined is not None else self._search
-        try:
-            return conn.execute(query, params)
-        except psycopg.OperationalError as exc:
-            raise self._router.failed(self._server, conn, exc) from None
+            conn = self._conn = (
+                _Guarded(joined, self._router, self._server) if joined is not None else self._search
+            )
+        return conn.execute(query, params)
 
 
 class ConcurrentPostgresReader(PostgresReader):
     """The reader of a search whose transaction runs on ``server`` (through ``router``) and
-    lends its snapshot."""
+    lends its snapshot. Every store error of its statements and its siblings' is a typed
+    rankseam error, whichever thread meets it (:class:`_Guarded`)."""
 
     def __init__(
         self,
@@ -65,8 +93,8 @@ class ConcurrentPostgresReader(PostgresReader):
         router: Router,
         server: ServerPool,
     ) -> None:
-        super().__init__(store, conn)
-        self._search = conn
+        self._search = _Guarded(conn, router, server)
+        super().__init__(store, self._search)
         self._router = router
         self._server = server
 

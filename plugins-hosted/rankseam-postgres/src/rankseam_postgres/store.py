@@ -86,6 +86,7 @@ class PostgresStore:
         self._memo_lock = threading.Lock()
         self._half: dict[str, bool] = {}
         self._closed = False
+        opened: str | None = None
         try:
             extra: dict[str, Any] = dict(self.url.connect_kwargs)
             with psycopg.connect(self.url.conninfo, autocommit=True, **extra) as conn:
@@ -96,9 +97,17 @@ class PostgresStore:
                     display=self.url.display,
                     create=create,
                 )
+                if self.url.replicas:
+                    # read-your-writes from the start: what the primary holds now (the
+                    # schema's creation or migration, by this process or another) counts as
+                    # written by this store object, so no search reads a standby that has
+                    # not replayed it
+                    row = conn.execute("SELECT pg_current_wal_lsn()::text").fetchone()
+                    opened = str(row[0]) if row else None
         except psycopg.Error as exc:
             raise self._error("cannot open", exc) from None
         self._router = Router(self.url, f"rankseam:{self.schema}")
+        self._router.wrote(opened)
         try:
             self._router.open()
         except (psycopg.Error, PoolTimeout) as exc:

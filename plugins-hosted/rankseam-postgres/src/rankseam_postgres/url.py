@@ -172,6 +172,12 @@ def parse_url(url: str) -> StoreURL:
     replicas: list[str] = []
     for key, value in parse_qsl(parts.query, keep_blank_values=True):
         if key == "replica":
+            if not value.strip():
+                raise ConfigurationError(
+                    f"the store URL {display} has an empty replica=; name a standby there "
+                    "(host, host:port, a Unix socket folder or a postgresql:// URL), or leave "
+                    "the parameter out"
+                )
             if value.startswith(tuple(f"{s}://" for s in SCHEMES)):
                 secrets.extend(_url_secrets(value))
             replicas.append(value)
@@ -269,6 +275,13 @@ def with_options(url: str, options: PostgresStoreOptions | Mapping[str, Any]) ->
             conninfo = _set_param(conninfo, "keepalives_idle", options.connect_timeout)
         changes["conninfo"] = conninfo
     if options.replicas is not None:
+        empty = [i for i, spec in enumerate(options.replicas, 1) if not spec.strip()]
+        if empty:  # (the entries themselves are not shown: a URL may hold a password)
+            raise ConfigurationError(
+                f"[stores.postgres] replicas has an empty entry (number {empty[0]} of "
+                f"{len(options.replicas)}); name a standby in each (host, host:port, a Unix "
+                "socket folder or a postgresql:// URL)"
+            )
         changes["replicas"] = options.replicas
         changes["secrets"] = (
             *parsed.secrets,

@@ -24,6 +24,15 @@ candidates:
   does not load is ignored: searches are exact until the index is rebuilt.
 - **Opening does not stall.** The base is memory-mapped (``view``), not read: opening a store
   of a million memories and searching it touches only the pages a search visits.
+- **Exit is clean.** Background maintenance runs in a daemon thread that spends most of its
+  time in usearch's native code with the GIL released. An interpreter that finalises while
+  such a thread is in there ends the thread with ``pthread_exit`` when it asks for the GIL
+  back; the forced unwinding through C++ frames calls ``std::terminate`` and the process
+  aborts ("terminate called without an active exception", SIGABRT). So an :mod:`atexit` hook
+  (atexit hooks run after ``threading`` has joined the non-daemon threads and before the
+  interpreter finalises) stops every maintenance of the process and joins its thread, as
+  ``close()`` does: a process that exits without closing its store waits for at most the
+  current slice (:data:`ADD_SLICE` vectors) or the current load or save.
 
 The index is used for a namespace × space once it holds at least ``min_vectors`` vectors
 (:data:`MIN_VECTORS`); below that the exact matrix-vector product is as fast and exact.
@@ -31,6 +40,7 @@ The index is used for a namespace × space once it holds at least ``min_vectors`
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import json
 import logging
@@ -39,6 +49,7 @@ import sqlite3
 import threading
 import time
 import uuid
+import weakref
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -80,8 +91,28 @@ ADD_SLICE = 2_000
 
 
 class MaintenanceCancelled(RuntimeError):
-    """A maintenance stopped because its store was closed; nothing was published (a background
-    maintenance ends quietly on it)."""
+    """A maintenance stopped because its store was closed (or the process is exiting); nothing
+    was published (a background maintenance ends quietly on it)."""
+
+
+#: The ANN indexes of this process that may have background maintenance (see _stop_at_exit).
+_LIVE: weakref.WeakSet[AnnIndexes] = weakref.WeakSet()
+#: Set once the interpreter exits: no maintenance starts any more.
+_exiting = False
+
+
+def _stop_at_exit() -> None:
+    """Stop every background maintenance of the process and join its thread before the
+    interpreter finalises (the module docstring says why: a daemon thread inside usearch at
+    finalisation aborts the process). Registered when this module is imported, before any
+    maintenance thread exists; atexit hooks run before the interpreter finalises."""
+    global _exiting
+    _exiting = True
+    for indexes in list(_LIVE):
+        indexes.stop()
+
+
+atexit.register(_stop_at_exit)
 
 
 def setting_from_env(environ: Mapping[str, str] | None = None) -> bool | int:
@@ -163,6 +194,7 @@ class AnnIndexes:
         self._maintain_locks: dict[tuple[str, str], threading.Lock] = {}
         self._threads: list[threading.Thread] = []
         self._closed = False
+        _LIVE.add(self)
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -253,9 +285,10 @@ class AnnIndexes:
         namespace × space."""
         key = (namespace, space)
         with self._lock:
-            if key in self._maintaining or self._closed:
+            if key in self._maintaining or self._closed or _exiting:
                 return
             self._maintaining.add(key)
+            self._threads = [t for t in self._threads if t.is_alive()]
 
         def run() -> None:
             try:
@@ -272,9 +305,12 @@ class AnnIndexes:
                 with self._lock:
                     self._maintaining.discard(key)
 
+        # a daemon thread, so that a process never waits for a whole rebuild at exit; the
+        # atexit hook (_stop_at_exit) stops it at its next slice and joins it instead
         thread = threading.Thread(target=run, name="rankseam-ann", daemon=True)
-        self._threads.append(thread)
-        thread.start()
+        with self._lock:  # started and listed together: a wait() never sees it half-made
+            thread.start()
+            self._threads.append(thread)
 
     def wait(self) -> None:
         """Wait for background maintenance to finish."""
@@ -282,15 +318,23 @@ class AnnIndexes:
             thread.join()
         self._threads = [t for t in self._threads if t.is_alive()]
 
-    def close(self) -> None:
-        self._closed = True  # a running maintenance stops at its next chunk
+    def stop(self) -> None:
+        """Stop background maintenance (a running one stops at its next slice, publishing
+        nothing) and wait for its thread; no maintenance starts afterwards."""
+        self._closed = True
         self.wait()
+
+    def close(self) -> None:
+        self.stop()
         with self._lock:
             self._bases.clear()
+        _LIVE.discard(self)
 
     def _check_open(self) -> None:
         if self._closed:
-            raise MaintenanceCancelled("the store was closed during ANN maintenance")
+            raise MaintenanceCancelled(
+                "the store was closed (or the process exits) during ANN maintenance"
+            )
 
     def maintain(
         self,

@@ -20,7 +20,9 @@ import pytest
 
 import rankseam
 from rankseam.errors import RankseamError, ValidationError
-from rankseam.plugin import EmbedderDescriptor, VectorItem, hookimpl
+from rankseam.plugin import hookimpl
+from rankseam.plugin.embedders import EmbedderDescriptor
+from rankseam.plugin.stores import VectorItem
 from rankseam.testing import installed_plugin
 from rankseam_postgres.schema import HALF_MAX
 

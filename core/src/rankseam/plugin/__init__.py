@@ -93,8 +93,7 @@ _MOVED = {
     **dict.fromkeys(("Embedder", "EmbedderDescriptor"), "embedders"),
     **dict.fromkeys(
         (
-            "DEFAULT_MAX_CHARS MAX_POOL CandidateViews Reranker make_candidates "
-            "normalize_ranks"
+            "DEFAULT_MAX_CHARS MAX_POOL CandidateViews Reranker make_candidates normalize_ranks"
         ).split(),
         "rerankers",
     ),
@@ -108,8 +107,7 @@ _MOVED = {
     ),
     **dict.fromkeys(
         (
-            "GenerationBackend GenerationRequest GenerationResult parse_output thaw "
-            "validate_output"
+            "GenerationBackend GenerationRequest GenerationResult parse_output thaw validate_output"
         ).split(),
         "generation",
     ),

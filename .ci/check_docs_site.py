@@ -4,8 +4,9 @@
    file of the site, and its #anchor an element of that page;
 2. every relative link of README.md reaches a file of the checkout, and a link into docs/ with
    an #anchor an element of the built page;
-3. the API reference documents every name of `rankseam.__all__`, `rankseam.plugin.__all__` and
-   `rankseam.testing.__all__` (read from the sources, nothing is imported).
+3. the API reference documents every name of `rankseam.__all__`, `rankseam.plugin.__all__`, each
+   role module's (`rankseam.plugin.stores.__all__` ...) and `rankseam.testing.__all__` (read from
+   the sources, nothing is imported).
 
     python .ci/check_docs_site.py SITE_DIR
 """
@@ -22,7 +23,15 @@ from urllib.parse import unquote, urlsplit
 ROOT = Path(__file__).resolve().parent.parent
 PUBLIC = {
     "rankseam": ("core/src/rankseam/__init__.py", "api/rankseam/index.html"),
-    "rankseam.plugin": ("core/src/rankseam/plugin.py", "api/plugin/index.html"),
+    "rankseam.plugin": ("core/src/rankseam/plugin/__init__.py", "api/plugin/index.html"),
+    # each role module of the plugin API on a page of its own
+    **{
+        f"rankseam.plugin.{path.stem}": (
+            f"core/src/rankseam/plugin/{path.name}",
+            f"api/plugin-{path.stem}/index.html",
+        )
+        for path in sorted((ROOT / "core/src/rankseam/plugin").glob("[a-z]*.py"))
+    },
     "rankseam.testing": ("core/src/rankseam/testing/__init__.py", "api/testing/index.html"),
 }
 

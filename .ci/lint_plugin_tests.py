@@ -1,7 +1,8 @@
 """The public-plugin-api import rule, applied to every plugin's tests.
 
-A plugin's tests may import only what its users import: ``rankseam`` and ``rankseam.plugin``,
-``.types``, ``.errors`` and ``.testing`` (the kit's package, not its modules). Test folders are not
+A plugin's tests may import only what its users import: ``rankseam``, ``rankseam.plugin`` and its
+role modules (``rankseam.plugin.stores`` ...), ``.types``, ``.errors`` and ``.testing`` (the kit's
+package, not its modules). Test folders are not
 packages, so import-linter cannot see them where they are; this script copies each plugin's
 ``tests/`` into a temporary folder as the package ``<distribution>_tests`` (``rankseam_mmr_tests``
 ...) and runs ``lint-imports`` there with the contract ``plugin-tests-public-api``: the
@@ -82,8 +83,8 @@ def _config(root: Path, packages: list[str]) -> str:
             "",
             "[[tool.importlinter.contracts]]",
             f'id = "{CONTRACT_ID}"',
-            'name = "plugin tests import only rankseam, rankseam.plugin, .types, .errors and '
-            '.testing"',
+            'name = "plugin tests import only rankseam, rankseam.plugin (and its role modules), '
+            '.types, .errors and .testing"',
             'type = "forbidden"',
             f"source_modules = {strings(packages)}",
             f"forbidden_modules = {strings(forbidden)}",

@@ -32,7 +32,8 @@ pytestmark = pytest.mark.skipif(
     reason="needs the rankseam source tree (root pyproject.toml and plugins/) next to core/",
 )
 
-#: The modules a plugin may import (docs/writing-plugins.md).
+#: The modules a plugin may import (docs/writing-plugins.md), with every module of the plugin API
+#: (``rankseam.plugin.stores`` ..., one per role: docs/plugin-api/).
 PUBLIC = {"rankseam.plugin", "rankseam.types", "rankseam.errors", "rankseam.testing"}
 
 
@@ -107,6 +108,31 @@ def test_a_plugin_importing_an_internal_module_fails(tree: Path) -> None:
     assert "rankseam_mmr.bad_import -> rankseam.compose" in result.stdout
 
 
+def test_a_plugin_may_import_the_role_modules_but_not_their_homes(tree: Path) -> None:
+    """``rankseam.plugin.stores`` re-exports the store contract: a plugin imports it from there,
+    never from the internal module that defines it."""
+    roles = sorted(p.stem for p in Path(rankseam.__file__).parent.glob("plugin/[a-z]*.py"))
+    assert "stores" in roles
+    _add(
+        tree,
+        "plugins/rankseam-mmr/src/rankseam_mmr/by_role.py",
+        "".join(f"import rankseam.plugin.{role}\n" for role in roles),
+    )
+    _add(
+        tree,
+        "plugins/rankseam-mmr/src/rankseam_mmr/by_home.py",
+        """
+        from rankseam.store.contract import Store
+
+        STORE = Store
+        """,
+    )
+    result = _lint_imports(tree)
+    assert result.returncode != 0
+    assert "rankseam_mmr.by_home -> rankseam.store.contract" in result.stdout
+    assert "rankseam_mmr.by_role" not in result.stdout
+
+
 def test_a_plugin_importing_a_built_in_source_fails(tree: Path) -> None:
     _add(
         tree,
@@ -174,6 +200,9 @@ def test_every_internal_module_is_forbidden_to_plugins() -> None:
         listed = info.name in forbidden or info.name in contract["source_modules"]
         assert listed, f"list {info.name} as a forbidden module or as a built-in channel"
     assert not forbidden & PUBLIC
+    assert not {m for m in forbidden if m.startswith("rankseam.plugin.")}, (
+        "the plugin API is public"
+    )
 
 
 def test_every_plugin_distribution_is_under_the_public_api_rule() -> None:

@@ -1,5 +1,5 @@
-"""What the framework adapters share (``rankseam.plugin``: search_arguments, hits_metadata,
-result_score, upstream_scores, reranked_items), against a real store and a real
+"""What the framework adapters share (``rankseam.plugin.adapters``: search_arguments,
+hits_metadata, result_score, upstream_scores, reranked_items), against a real store and a real
 DocumentReranker."""
 
 from __future__ import annotations

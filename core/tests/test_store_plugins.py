@@ -217,7 +217,7 @@ def test_a_store_plugin_opens_its_scheme_with_its_own_sources(mirror: Any, tmp_p
 def test_a_reader_that_lends_its_snapshot_gets_its_channels_side_by_side(
     mirror: Any, tmp_path: Path
 ) -> None:
-    """On a reader with ``siblings`` (rankseam.plugin.ConcurrentReader) the second admitting
+    """On a reader with ``siblings`` (rankseam.plugin.stores.ConcurrentReader) the second admitting
     channel runs in a thread of its own on a sibling, which is released only after it
     answered; the answers are those of the same channels one after another, and an error in
     either thread is the search's error."""

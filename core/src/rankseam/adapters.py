@@ -5,7 +5,8 @@ One place for what every adapter does: turn a retriever's settings into the argu
 the scores, the rerank trace, the stored metadata), decide which score a document or node
 carries and which upstream scores a reranking component uses, and map a reranked batch of the
 caller's own items back to those items by their input positions. Public through
-:mod:`rankseam.plugin` (docs/integrations.md shows what the metadata holds and the score rule).
+:mod:`rankseam.plugin.adapters` (docs/integrations.md shows what the metadata holds and the score
+rule).
 """
 
 from __future__ import annotations

@@ -36,7 +36,7 @@ def register_stores(register: StoreRegister) -> None:
 
     ``open_memory(target)`` picks the store whose ``schemes`` hold the target's URL scheme
     (a plain path is the embedded ``sqlite`` store). The factory is called as
-    ``factory(target, options, context)`` and returns a :class:`~rankseam.plugin.Store`. A
+    ``factory(target, options, context)`` and returns a :class:`~rankseam.plugin.stores.Store`. A
     store brings its own candidate sources: register them with
     ``register_candidate_sources`` and ``store=NAME``.
     """
@@ -58,7 +58,7 @@ def register_embedders(register: EmbedderRegister) -> None:
     """Register text embedders: ``register(name, factory, summary=...)``.
 
     An embedder turns texts into vectors and describes its space with an
-    :class:`~rankseam.plugin.EmbedderDescriptor` (name, dimensions, normalisation).
+    :class:`~rankseam.plugin.embedders.EmbedderDescriptor` (name, dimensions, normalisation).
     """
 
 
@@ -76,7 +76,7 @@ def register_decision_backends(register: DecisionBackendRegister) -> None:
     """Register decision backends: ``register(name, factory, summary=...)``.
 
     A decision backend answers one narrow yes/no/abstain question
-    (:class:`~rankseam.plugin.DecisionBackend`).
+    (:class:`~rankseam.plugin.decision.DecisionBackend`).
     """
 
 
@@ -84,8 +84,8 @@ def register_decision_backends(register: DecisionBackendRegister) -> None:
 def register_generation_backends(register: GenerationBackendRegister) -> None:
     """Register structured-generation backends: ``register(name, factory, summary=...)``.
 
-    A generation backend turns a :class:`~rankseam.plugin.GenerationRequest` into a
-    parsed JSON object (:class:`~rankseam.plugin.GenerationBackend`).
+    A generation backend turns a :class:`~rankseam.plugin.generation.GenerationRequest` into a
+    parsed JSON object (:class:`~rankseam.plugin.generation.GenerationBackend`).
     """
 
 

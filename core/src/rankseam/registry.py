@@ -234,9 +234,9 @@ class StoreRegister(ComponentRegister[Any]):
     """``register(name, factory, schemes=(...), summary=..., options=MyOptions)``: a store backend
     that opens targets whose URL scheme is one of ``schemes`` (lower-case, e.g.
     ``("postgresql", "postgres")``). The factory is called as ``factory(target, options,
-    context)``: ``target`` a :class:`~rankseam.plugin.StoreTarget`, ``options`` its options
+    context)``: ``target`` a :class:`~rankseam.plugin.stores.StoreTarget`, ``options`` its options
     class built from the ``[stores.NAME]`` table, ``context`` the assembly; it returns a
-    :class:`~rankseam.plugin.Store`. Two stores claiming one scheme is an error naming both
+    :class:`~rankseam.plugin.stores.Store`. Two stores claiming one scheme is an error naming both
     plugins."""
 
     kind = "store"

@@ -22,7 +22,7 @@ def pool(n: int, texts: dict[int, str] | None = None) -> tuple[Hit, ...]:
 
 class ScriptedModel:
     """A model that answers each call with the next scripted raw text (the last one repeats),
-    parsed exactly as a real backend parses model text (``rankseam.plugin.parse_output``)."""
+    parsed exactly as a real backend parses model text (``rankseam.plugin.generation.parse_output``)."""
 
     policy_id = "test.scripted-model.v1"
 

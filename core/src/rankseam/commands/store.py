@@ -31,7 +31,7 @@ from rankseam.commands.search import (
     parse_component_options,
     search,
 )
-from rankseam.errors import RankseamError, ValidationError
+from rankseam.errors import RankseamError, StoreError, ValidationError
 from rankseam.memory import IngestError, ReembedProgress
 from rankseam.writing.ingest import MAX_LINE_BYTES
 
@@ -250,15 +250,33 @@ def ingest(
                 bar_cm.__exit__(None, None, None)
         # a large namespace gets its ANN index now, not in the first search's background
         namespaces = {namespace} if namespace is not None else set(memory.namespaces())
-        indexed = [m for ns in sorted(namespaces, key=str) if (m := memory.maintain_index(ns))]
+        indexed, index_error = _maintain_indexes(memory, namespaces)
     if as_json:
-        echo_json({**report.to_dict(), "ann_indexed": sum(m.count for m in indexed)})
+        extra = {} if index_error is None else {"ann_error": index_error}
+        echo_json({**report.to_dict(), "ann_indexed": sum(m.count for m in indexed), **extra})
     else:
         d = report.to_dict()
         click.echo(
             f"{d['records']} records: {d['added']} added, {d['updated']} updated, "
             f"{d['unchanged']} unchanged in {d['batches']} batch(es), {d['seconds']} s"
         )
+    if index_error is not None:
+        click.echo(f"warning: every record is stored, but {index_error}", err=True)
+
+
+def _maintain_indexes(memory: Any, namespaces: set[str]) -> tuple[list[Any], str | None]:
+    """Bring the ANN index of each namespace up to date: the manifests, and the first index
+    that could not be saved (a full disk: :class:`StoreError`, in the user's words). The
+    records are stored either way; searches are exact where an index is missing."""
+    indexed: list[Any] = []
+    for ns in sorted(namespaces, key=str):
+        try:
+            manifest = memory.maintain_index(ns)
+        except StoreError as exc:
+            return indexed, str(exc)
+        if manifest:
+            indexed.append(manifest)
+    return indexed, None
 
 
 # -- stats / reembed -----------------------------------------------------------------------

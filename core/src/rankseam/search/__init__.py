@@ -4,5 +4,6 @@ coarse pool built and read, the seam entered once), how a question becomes terms
 themselves, one module each (:mod:`.channels`). See docs/store.md and docs/seam.md.
 
 The package imports none of its modules: the built-in channels use the public plugin API
-(:mod:`rankseam.plugin`), which itself needs :mod:`.channels.base` and :mod:`.fusion`.
+(:mod:`rankseam.plugin.channels`), which itself needs :mod:`.channels.base`, :mod:`.fusion` and
+:mod:`.terms`.
 """

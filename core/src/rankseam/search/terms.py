@@ -4,7 +4,7 @@ The text is split into Unicode word tokens (``\\w+``), lower-cased, single lette
 (digits kept), English stop words dropped (all kept when nothing else remains), each term kept
 once, in order of first appearance, at most :data:`MAX_TERMS`. The SQLite store's lexical
 channel OR-joins these terms; a store plugin's lexical source can use the same analysis
-(``rankseam.plugin.query_terms``) so that both stores search the same words.
+(``rankseam.plugin.channels.query_terms``) so that both stores search the same words.
 """
 
 from __future__ import annotations

@@ -24,23 +24,14 @@ candidates:
   does not load is ignored: searches are exact until the index is rebuilt.
 - **Opening does not stall.** The base is memory-mapped (``view``), not read: opening a store
   of a million memories and searching it touches only the pages a search visits.
-- **Exit is clean.** Background maintenance runs in a daemon thread that spends most of its
-  time in usearch's native code with the GIL released. An interpreter that finalises while
-  such a thread is in there ends the thread with ``pthread_exit`` when it asks for the GIL
-  back; the forced unwinding through C++ frames calls ``std::terminate`` and the process
-  aborts ("terminate called without an active exception", SIGABRT). So an :mod:`atexit` hook
-  (atexit hooks run after ``threading`` has joined the non-daemon threads and before the
-  interpreter finalises) stops every maintenance of the process and joins its thread, as
-  ``close()`` does: a process that exits without closing its store waits for at most the
-  current slice (:data:`ADD_SLICE` vectors) or the current load or save.
-
-The index is used for a namespace × space once it holds at least ``min_vectors`` vectors
-(:data:`MIN_VECTORS`); below that the exact matrix-vector product is as fast and exact.
+- **In the background** (:mod:`.ann_background`): a search that finds an index due starts
+  its maintenance in a thread; closing the store, or the process exiting, stops it at its
+  next slice; after a failure it waits for a back-off. A save that fails (a full disk)
+  leaves no file and says why in the user's words (:mod:`.ann_files`).
 """
 
 from __future__ import annotations
 
-import atexit
 import hashlib
 import json
 import logging
@@ -49,7 +40,6 @@ import sqlite3
 import threading
 import time
 import uuid
-import weakref
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -57,7 +47,9 @@ from typing import Any
 import attrs
 import numpy as np
 
-from rankseam.errors import ConfigurationError
+from rankseam.errors import ConfigurationError, StoreError
+from rankseam.sqlite import ann_files
+from rankseam.sqlite.ann_background import Background, MaintenanceCancelled
 
 __all__ = [
     "EXPANSION_SEARCH",
@@ -85,34 +77,8 @@ MERGE_MIN = 2_000
 #: exact until maintenance has merged them.
 MAX_RETIRED = 20_000
 FORMAT = 1
-_STRAY_AGE_S = 600.0
 #: Vectors added to a graph between two checks for a close (a close waits for one slice).
 ADD_SLICE = 2_000
-
-
-class MaintenanceCancelled(RuntimeError):
-    """A maintenance stopped because its store was closed (or the process is exiting); nothing
-    was published (a background maintenance ends quietly on it)."""
-
-
-#: The ANN indexes of this process that may have background maintenance (see _stop_at_exit).
-_LIVE: weakref.WeakSet[AnnIndexes] = weakref.WeakSet()
-#: Set once the interpreter exits: no maintenance starts any more.
-_exiting = False
-
-
-def _stop_at_exit() -> None:
-    """Stop every background maintenance of the process and join its thread before the
-    interpreter finalises (the module docstring says why: a daemon thread inside usearch at
-    finalisation aborts the process). Registered when this module is imported, before any
-    maintenance thread exists; atexit hooks run before the interpreter finalises."""
-    global _exiting
-    _exiting = True
-    for indexes in list(_LIVE):
-        indexes.stop()
-
-
-atexit.register(_stop_at_exit)
 
 
 def setting_from_env(environ: Mapping[str, str] | None = None) -> bool | int:
@@ -166,35 +132,26 @@ class _Base:
     stamp: tuple[int, int]  # the manifest file's (mtime_ns, size) when loaded
 
 
-def _fsync_dir(folder: Path) -> None:
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:  # pragma: no cover - platforms without directory fds
-        return
-    try:
-        os.fsync(fd)
-    except OSError:  # pragma: no cover
-        pass
-    finally:
-        os.close(fd)
-
-
 class AnnIndexes:
     """The ANN bases of one store (see the module docstring). Thread-safe."""
 
-    def __init__(self, db_path: str, *, min_vectors: int = MIN_VECTORS) -> None:
+    def __init__(
+        self,
+        db_path: str,
+        *,
+        min_vectors: int = MIN_VECTORS,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.folder = Path(db_path + ".ann")
         self.min_vectors = min_vectors
         self._lock = threading.Lock()
         self._bases: dict[tuple[str, str], _Base | None] = {}
         self._paths: dict[tuple[str, str], Path] = {}
-        self._maintaining: set[tuple[str, str]] = set()
         # one maintenance at a time per index in this process: a caller's maintain waits for
         # a background one (and then usually finds nothing left to merge)
         self._maintain_locks: dict[tuple[str, str], threading.Lock] = {}
-        self._threads: list[threading.Thread] = []
-        self._closed = False
-        _LIVE.add(self)
+        #: background maintenance: its threads, its stop, its back-off (and that one's clock)
+        self.background = Background(clock)
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -282,59 +239,23 @@ class AnnIndexes:
 
     def schedule(self, namespace: str, space: str, work: Callable[[], object]) -> None:
         """Run ``work`` (a :meth:`maintain` call) in a background thread, once at a time per
-        namespace × space."""
-        key = (namespace, space)
-        with self._lock:
-            if key in self._maintaining or self._closed or _exiting:
-                return
-            self._maintaining.add(key)
-            self._threads = [t for t in self._threads if t.is_alive()]
-
-        def run() -> None:
-            try:
-                work()
-            except MaintenanceCancelled:  # the store closed: the work is moot, not a failure
-                log.debug(
-                    "ANN maintenance of %s cancelled: the store was closed",
-                    namespace,
-                    extra={"event": "ann.maintain_cancelled"},
-                )
-            except Exception:  # logged; searches stay exact or use the previous base
-                log.exception("ANN maintenance failed", extra={"event": "ann.maintain_failed"})
-            finally:
-                with self._lock:
-                    self._maintaining.discard(key)
-
-        # a daemon thread, so that a process never waits for a whole rebuild at exit; the
-        # atexit hook (_stop_at_exit) stops it at its next slice and joins it instead
-        thread = threading.Thread(target=run, name="rankseam-ann", daemon=True)
-        with self._lock:  # started and listed together: a wait() never sees it half-made
-            thread.start()
-            self._threads.append(thread)
+        namespace × space, and not before the back-off of its last failure has passed
+        (:class:`~rankseam.sqlite.ann_background.Background`)."""
+        self.background.schedule((namespace, space), work)
 
     def wait(self) -> None:
         """Wait for background maintenance to finish."""
-        for thread in list(self._threads):
-            thread.join()
-        self._threads = [t for t in self._threads if t.is_alive()]
+        self.background.wait()
 
-    def stop(self) -> None:
-        """Stop background maintenance (a running one stops at its next slice, publishing
-        nothing) and wait for its thread; no maintenance starts afterwards."""
-        self._closed = True
-        self.wait()
+    def retry_in(self, namespace: str, space: str) -> float:
+        """Seconds before a search may start the next maintenance of ``namespace`` × ``space``
+        after failures (0 when the last one did not fail)."""
+        return self.background.retry_in((namespace, space))
 
     def close(self) -> None:
-        self.stop()
+        self.background.stop()  # a running maintenance stops at its next slice
         with self._lock:
             self._bases.clear()
-        _LIVE.discard(self)
-
-    def _check_open(self) -> None:
-        if self._closed:
-            raise MaintenanceCancelled(
-                "the store was closed (or the process exits) during ANN maintenance"
-            )
 
     def maintain(
         self,
@@ -351,10 +272,30 @@ class AnnIndexes:
         it. ``conn`` must be a connection of this thread with no open transaction. Returns the
         new manifest, or ``None`` when the namespace is too small for an index (unless
         ``force``)."""
+        key = (namespace, space)
         with self._lock:
-            lock = self._maintain_locks.setdefault((namespace, space), threading.Lock())
+            lock = self._maintain_locks.setdefault(key, threading.Lock())
         with lock:
-            return self._maintain(conn, namespace, space, dims, normalized, force=force)
+            try:
+                manifest = self._maintain(conn, namespace, space, dims, normalized, force=force)
+            except MaintenanceCancelled:
+                raise
+            except Exception as exc:
+                delay = self.background.failed(key)
+                if isinstance(exc, StoreError):  # the disk: said in the user's words
+                    log.warning(
+                        "%s (next try in %.0f s)",
+                        exc,
+                        delay,
+                        extra={
+                            "event": "ann.save_failed",
+                            "reason": exc.reason,
+                            "retry_in_s": delay,
+                        },
+                    )
+                raise
+            self.background.succeeded(key)
+            return manifest
 
     def _maintain(
         self,
@@ -435,10 +376,10 @@ class AnnIndexes:
                 block = block.reshape(len(rows), dims)
                 # added in slices, so that a close stops the work within one slice
                 for start in range(0, len(rows), ADD_SLICE):
-                    self._check_open()
+                    self.background.check_running()
                     end = start + ADD_SLICE
                     index.add(keys[start:end], block[start:end], threads=os.cpu_count() or 1)
-            self._check_open()
+            self.background.check_running()
         finally:
             conn.execute("COMMIT")
         return self._publish(
@@ -465,14 +406,11 @@ class AnnIndexes:
         max_rid: int,
         replaced: str | None,
     ) -> AnnManifest:
-        self.folder.mkdir(parents=True, exist_ok=True)
+        """Save ``index`` and publish it (:mod:`.ann_files`; a failed save leaves no file and
+        raises a :class:`StoreError` in the user's words)."""
         slug = _slug(namespace, space)
         name = f"{slug}.{uuid.uuid4().hex[:12]}.usearch"
-        tmp = self.folder / (name + ".tmp")
-        index.save(str(tmp))
-        with open(tmp, "rb+") as fh:
-            os.fsync(fh.fileno())
-        os.replace(tmp, self.folder / name)
+        size = ann_files.write_base(index, self.folder, name, namespace)
         manifest = AnnManifest(
             namespace=namespace,
             space=space,
@@ -483,37 +421,23 @@ class AnnIndexes:
             max_rid=max_rid,
             count=len(index),
             file=name,
-            bytes=(self.folder / name).stat().st_size,
+            bytes=size,
         )
         # a name of its own: another process may be publishing this index at the same time
-        mtmp = self.folder / f"{slug}.{uuid.uuid4().hex[:12]}.json.tmp"
-        with open(mtmp, "w") as fh:
-            json.dump(manifest.to_dict(), fh)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(mtmp, self._manifest_path(namespace, space))
-        _fsync_dir(self.folder)
-        self._sweep(slug, keep=name, replaced=replaced)
+        try:
+            ann_files.write_manifest(
+                manifest.to_dict(),
+                self.folder,
+                f"{slug}.{uuid.uuid4().hex[:12]}.json.tmp",
+                self._manifest_path(namespace, space),
+                namespace,
+            )
+        except StoreError:
+            ann_files.discard(self.folder / name)  # no manifest will name it
+            raise
+        ann_files.sweep(self.folder, slug, keep=name, replaced=replaced)
         log.info(
             "ANN index saved",
             extra={"event": "ann.saved", "vectors": manifest.count, "version": version},
         )
         return manifest
-
-    def _sweep(self, slug: str, keep: str, replaced: str | None) -> None:
-        """Remove the base this maintenance replaced, and files of this index that no
-        manifest names and that are old enough not to be another process's work in progress
-        (the leftovers of a killed maintenance)."""
-        now = time.time()
-        leftovers = [
-            *self.folder.glob(f"{slug}.*.usearch*"),
-            *self.folder.glob(f"{slug}.*.json.tmp"),
-        ]
-        for path in leftovers:
-            if path.name == keep:
-                continue
-            try:
-                if path.name == replaced or now - path.stat().st_mtime > _STRAY_AGE_S:
-                    path.unlink()
-            except OSError:  # pragma: no cover - already gone, or mapped on Windows
-                pass

@@ -1,6 +1,7 @@
-"""The SQLite store's read snapshot: the reader protocols (``rankseam.plugin.StoreReader``) in
-SQLite's dialect: BM25 through FTS5, cosine over a cached numpy matrix (and the ANN index of
-:mod:`rankseam.sqlite.ann`), importance and identities through batched reads."""
+"""The SQLite store's read snapshot: the reader protocols
+(``rankseam.plugin.stores.StoreReader``) in SQLite's dialect: BM25 through FTS5, cosine over a
+cached numpy matrix (and the ANN index of :mod:`rankseam.sqlite.ann`), importance and
+identities through batched reads."""
 
 from __future__ import annotations
 

@@ -12,8 +12,9 @@ Words used throughout:
   store, never reused, growing with write order, stable while the store exists. Candidate
   sources answer with row keys; the host turns them into refs through the snapshot they came
   from (:meth:`StoreReader.identities`), so a hit always cites an exact stored revision.
-- An **embedder space** is an :class:`~rankseam.plugin.EmbedderDescriptor`'s ``key``: a vector
-  is stored with the space it belongs to and is compared only with vectors of that space.
+- An **embedder space** is an :class:`~rankseam.plugin.embedders.EmbedderDescriptor`'s
+  ``key``: a vector is stored with the space it belongs to and is compared only with vectors of
+  that space.
 
 Every method may be called from several threads at once; several processes may write the
 same store at once (a server store) or one at a time (the SQLite file's write lock).
@@ -227,12 +228,12 @@ class Store(Protocol):
 
     def get(self, namespace: str, memory_id: str, /) -> StoredMemory:
         """A memory's head revision (``deleted`` set when it is tombstoned);
-        :class:`~rankseam.plugin.MemoryNotFoundError` when the id is unknown."""
+        :class:`~rankseam.plugin.stores.MemoryNotFoundError` when the id is unknown."""
         ...
 
     def get_ref(self, ref: MemoryRef, /) -> StoredMemory:
         """Exactly the revision ``ref`` cites (``deleted``: the memory is tombstoned);
-        :class:`~rankseam.plugin.MemoryNotFoundError` when there is no such revision."""
+        :class:`~rankseam.plugin.stores.MemoryNotFoundError` when there is no such revision."""
         ...
 
     def iter_memories(

@@ -1,6 +1,6 @@
 """What every store's reads outside a search do the same way, written once: streaming rows page
 by page by their row key, turning them into typed rows, and the shape of ``Store.stats()``. A
-store passes its own dialect's SQL in as a callback (public through :mod:`rankseam.plugin`;
+store passes its own dialect's SQL in as a callback (public through :mod:`rankseam.plugin.stores`;
 docs/writing-plugins.md, "Writing a store")."""
 
 from __future__ import annotations
@@ -31,8 +31,9 @@ def _pages(fetch: PageFetch) -> Iterator[Sequence[Sequence[Any]]]:
 
 def memory_pages(fetch: PageFetch) -> Iterator[StoredMemory]:
     """``Store.iter_memories`` over a store's page query: each row is
-    :attr:`StoredMemory.COLUMNS <rankseam.plugin.StoredMemory.COLUMNS>` and the memory's
-    ``deleted`` flag (:meth:`StoredMemory.from_row <rankseam.plugin.StoredMemory.from_row>`)."""
+    :attr:`StoredMemory.COLUMNS <rankseam.plugin.stores.StoredMemory.COLUMNS>` and the
+    memory's ``deleted`` flag
+    (:meth:`StoredMemory.from_row <rankseam.plugin.stores.StoredMemory.from_row>`)."""
     for rows in _pages(fetch):
         for row in rows:
             yield StoredMemory.from_row(row)
@@ -40,7 +41,7 @@ def memory_pages(fetch: PageFetch) -> Iterator[StoredMemory]:
 
 def pending_pages(fetch: PageFetch) -> Iterator[list[PendingText]]:
     """``Store.iter_missing_vectors`` over a store's page query: each row is a revision's row
-    key, namespace and text; one list of :class:`~rankseam.plugin.PendingText` per page."""
+    key, namespace and text; one list of :class:`~rankseam.plugin.stores.PendingText` per page."""
     for rows in _pages(fetch):
         yield [PendingText(int(key), namespace, text) for key, namespace, text in rows]
 

@@ -126,11 +126,11 @@ def _terms(value: Sequence[str]) -> tuple[str, ...]:
 class LexicalQuery:
     """One lexical search, as the host's lexical channel decided it (the store only runs it).
 
-    ``terms`` are plain query words (``rankseam.plugin.query_terms``: lower-cased, no syntax);
-    a live revision of ``namespace`` that holds any of them, as the store's text analysis
-    matches words, is **found**. ``scoring`` are further (frequent) words that only **score**:
-    each adds its BM25 to the revisions ``terms`` found, exactly what it would add if it were
-    one of ``terms``, but a revision holding only scoring words is not found. With
+    ``terms`` are plain query words (``rankseam.plugin.channels.query_terms``: lower-cased,
+    no syntax); a live revision of ``namespace`` that holds any of them, as the store's text
+    analysis matches words, is **found**. ``scoring`` are further (frequent) words that only
+    **score**: each adds its BM25 to the revisions ``terms`` found, exactly what it would add
+    if it were one of ``terms``, but a revision holding only scoring words is not found. With
     ``require_scoring`` a revision must also hold one of ``scoring`` to be found.
 
     The answer is the best ``k`` ``(key, bm25)`` (higher is better, non-negative), ties by key:

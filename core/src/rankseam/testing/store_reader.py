@@ -1,5 +1,5 @@
 """The store contract's reader tests: a reader that lends its snapshot to other threads
-(``rankseam.plugin.ConcurrentReader``) lends exactly that snapshot.
+(``rankseam.plugin.stores.ConcurrentReader``) lends exactly that snapshot.
 
 :class:`~rankseam.testing.StoreContract` runs them; a store whose reader does not lend its
 snapshot skips them (the host then calls its channels one after another)."""

@@ -11,13 +11,14 @@ transaction and fuses the ranked lists of all configured sources (see
   sources already found (``request.admitted``); it never brings in a memory on its own.
 
 A source answers ``[(row_key, score), ...]``, best first, at most ``request.k`` long. Row keys
-come from ``request.reader`` (the store's snapshot, a :class:`~rankseam.plugin.StoreReader`); a
-source that knows a memory by its :class:`~rankseam.types.MemoryRef` converts it with
-``request.reader.resolve(ref)``. Higher scores are better; equal scores share a rank in fusion.
+come from ``request.reader`` (the store's snapshot, a
+:class:`~rankseam.plugin.stores.StoreReader`); a source that knows a memory by its
+:class:`~rankseam.types.MemoryRef` converts it with ``request.reader.resolve(ref)``. Higher
+scores are better; equal scores share a rank in fusion.
 
 The built-in sources (lexical, vector, importance) run on every store: ``request.reader`` is a
-:class:`~rankseam.plugin.StoreReader`, the whole read contract, whose channel methods a store
-implements in its own query language. A plugin may also register a source for one store only
+:class:`~rankseam.plugin.stores.StoreReader`, the whole read contract, whose channel methods a
+store implements in its own query language. A plugin may also register a source for one store only
 (``store="NAME"``), which may use further methods of that store's reader.
 
 **Reader capabilities.** A source may declare the reader protocols it reads, ``reads`` (a tuple

@@ -3,7 +3,7 @@
 It never admits a memory on its own (``admits = False``). Equal importances share a rank (and
 add the same amount in the convex fusion, where importance counts at weight
 :data:`IMPORTANCE_WEIGHT`), so a store where every memory has the default importance 0.5 is
-ranked exactly as without it. It runs on every store (``rankseam.plugin.ImportanceReader``).
+ranked exactly as without it. It runs on every store (``rankseam.plugin.stores.ImportanceReader``).
 """
 
 from __future__ import annotations

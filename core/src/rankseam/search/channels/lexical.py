@@ -1,13 +1,13 @@
 """The lexical channel: BM25 over a natural-language query treated as a bag of terms. It runs on
-every store through the reader's lexical methods (``rankseam.plugin.LexicalReader``): this
+every store through the reader's lexical methods (``rankseam.plugin.stores.LexicalReader``): this
 module decides which terms are searched and how the scores are fused; the store computes BM25
 in its own query language (the SQLite store: FTS5; rankseam-postgres: ``tsvector``).
 
 The user's text never reaches a query language: it is split into word tokens (``\\w+``,
 Unicode-aware), lower-cased and stop words dropped (:func:`query_terms`); the store is handed
-these plain words (:class:`~rankseam.plugin.LexicalQuery`) and treats every one as text, never
-as an operator, so ``NEAR``, ``*``, ``-``, ``:``, ``^``, quotes and unbalanced parentheses are
-all plain text. The terms are OR-joined (not AND): a question matches memories that share
+these plain words (:class:`~rankseam.plugin.stores.LexicalQuery`) and treats every one as text,
+never as an operator, so ``NEAR``, ``*``, ``-``, ``:``, ``^``, quotes and unbalanced parentheses
+are all plain text. The terms are OR-joined (not AND): a question matches memories that share
 only some of its words; BM25 ranks those that share more, and rarer, words first.
 
 In a store of at least :data:`PRUNE_MIN_ROWS` live memories, terms found in more than

@@ -1,6 +1,6 @@
 """The vector channel: cosine over the stored vectors of the active embedder's space, on every
-store (``rankseam.plugin.VectorReader``); the store computes the cosines, this module declares
-how fusion scales and weighs them (as the embedder declares)."""
+store (``rankseam.plugin.stores.VectorReader``); the store computes the cosines, this module
+declares how fusion scales and weighs them (as the embedder declares)."""
 
 from __future__ import annotations
 

@@ -10,8 +10,10 @@ import sys
 from typing import Any, TypeGuard
 
 __all__ = [
+    "DECIMAL_INT",
     "MAX_JSON_DEPTH",
     "MAX_JSON_VALUES",
+    "decimal_int",
     "is_int",
     "is_real",
     "json_shape",
@@ -36,6 +38,20 @@ def is_real(value: object) -> TypeGuard[int | float]:
 
 
 _FLOAT_MAX = int(sys.float_info.max)
+
+#: An integer as a setting is written: ASCII digits, an optional sign (spaces around it are
+#: removed first).
+DECIMAL_INT = re.compile(r"[+-]?[0-9]+")
+
+
+def decimal_int(text: str) -> int | None:
+    """``text`` as an integer when it is one written in ASCII decimal digits (an optional sign,
+    spaces around it), else None. The one parser of integer environment variables: ``int()``
+    also reads ``1_0`` as 10 and other scripts' digits (``٥`` as 5), which no setting means."""
+    text = text.strip()
+    if not DECIMAL_INT.fullmatch(text):
+        return None
+    return int(text)
 
 
 def non_empty_str(instance: object, attribute: Any, value: Any) -> None:

@@ -25,7 +25,7 @@ from typing import Any
 
 import attrs
 
-from rankseam.checks import is_int, is_real
+from rankseam.checks import decimal_int, is_int, is_real
 from rankseam.decision import DEFAULT_WRITE_GATE_TIMEOUT_S, WRITE_GATE_ROLE, Role
 from rankseam.errors import ConfigurationError, ValidationError
 from rankseam.registry import TABLE_FOR_KIND
@@ -33,6 +33,7 @@ from rankseam.seam import (
     DEFAULT_MAX_CHARS,
     DEFAULT_POOL,
     DEFAULT_RERANK_DEADLINE_S,
+    MAX_POOL,
     reranker_choice,
     validate_deadline,
     validate_on_error,
@@ -455,12 +456,12 @@ class Config:
                 notes = (*notes, note)
             search = attrs.evolve(search, reranker=chosen)
         if given.get("RANKSEAM_POOL"):
-            try:
-                pool = int(given["RANKSEAM_POOL"])
-            except ValueError:
+            pool = decimal_int(given["RANKSEAM_POOL"])
+            if pool is None or not 1 <= pool <= MAX_POOL:
                 raise ConfigurationError(
-                    f"RANKSEAM_POOL must be an integer in 1..200, got {given['RANKSEAM_POOL']!r}"
-                ) from None
+                    f"RANKSEAM_POOL must be an integer in 1..{MAX_POOL} written in the digits "
+                    f"0-9, got {given['RANKSEAM_POOL']!r}; set it to e.g. 30, or unset it"
+                )
             search = attrs.evolve(search, pool=pool)
         if given.get("RANKSEAM_ON_ERROR"):
             search = attrs.evolve(search, on_error=given["RANKSEAM_ON_ERROR"])

@@ -47,6 +47,7 @@ from typing import Any
 import attrs
 import numpy as np
 
+from rankseam.checks import decimal_int
 from rankseam.errors import ConfigurationError, StoreError
 from rankseam.sqlite import ann_files
 from rankseam.sqlite.ann_background import Background, MaintenanceCancelled
@@ -89,14 +90,11 @@ def setting_from_env(environ: Mapping[str, str] | None = None) -> bool | int:
         return True
     if value.lower() == "off":
         return False
-    try:
-        threshold = int(value)
-    except ValueError:
-        threshold = 0
-    if threshold < 1:
+    threshold = decimal_int(value)  # ASCII digits only: int() also reads '1_0' and '٥'
+    if threshold is None or threshold < 1:
         raise ConfigurationError(
-            f"RANKSEAM_ANN={value!r}: use 'auto', 'off' or a number of vectors >= 1 from which "
-            "a namespace is searched through its ANN index"
+            f"RANKSEAM_ANN={value!r}: use 'auto', 'off' or a number of vectors >= 1 written "
+            "in the digits 0-9, from which a namespace is searched through its ANN index"
         )
     return threshold
 

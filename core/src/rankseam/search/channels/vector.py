@@ -92,8 +92,13 @@ class VectorSource:
 class VectorOptions:
     """The options of the ``vector`` source (``[sources.vector]``)."""
 
+    # a cosine is in [-1, 1]: a cut-off above 1 would drop every candidate (the channel
+    # silently off), one below -1 none
     min_score: float | None = option(
-        None, help="drop candidates whose cosine is below this (unset: keep every one)"
+        None,
+        ge=-1,
+        le=1,
+        help="drop candidates whose cosine is below this; a cosine is in [-1, 1] (unset: keep all)",
     )
 
 

@@ -15,6 +15,8 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from rankseam.store.records import StoredMemory
     from rankseam.types import MemoryRef
     from rankseam.writing.ingest import AddResult, IngestReport
@@ -55,6 +57,9 @@ class AsyncMethods:
         importance: float = 0.5,
         metadata: Mapping[str, Any] | None = None,
         gate: bool | None = None,
+        thread: str | None = None,
+        position: float | datetime | None = None,
+        derived_from: str | None = None,
     ) -> AddResult:
         """:meth:`~rankseam.memory.Memory.add` for async code. The write gate, when asked,
         runs on the memory's own event-loop thread, exactly as for ``add`` (its
@@ -67,6 +72,9 @@ class AsyncMethods:
             importance=importance,
             metadata=metadata,
             gate=gate,
+            thread=thread,
+            position=position,
+            derived_from=derived_from,
         )
         return result
 
@@ -78,6 +86,9 @@ class AsyncMethods:
         namespace: str | None = None,
         importance: float | None = None,
         metadata: Mapping[str, Any] | None = None,
+        thread: str | None = None,
+        position: float | datetime | None = None,
+        derived_from: str | None = None,
     ) -> MemoryRef:
         """:meth:`~rankseam.memory.Memory.update` for async code."""
         ref: MemoryRef = await _in_thread(
@@ -87,6 +98,9 @@ class AsyncMethods:
             namespace=namespace,
             importance=importance,
             metadata=metadata,
+            thread=thread,
+            position=position,
+            derived_from=derived_from,
         )
         return ref
 

@@ -22,6 +22,7 @@ __all__ = [
     "CandidateRecord",
     "Hit",
     "MemoryRef",
+    "Neighbour",
     "RerankDecision",
     "RerankStatus",
     "RerankTrace",
@@ -85,6 +86,10 @@ def to_bool(value: Any) -> bool:
 
 def _optional_float(value: Any) -> float | None:
     return None if value is None else float(value)
+
+
+def _optional_mapping(value: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+    return None if value is None else frozen_mapping(value)
 
 
 def _str_tuple(value: Iterable[str]) -> tuple[str, ...]:
@@ -214,6 +219,8 @@ class Hit:
     ``rerank_score`` is the reranker's own score for this hit (e.g. a cross-encoder's
     relevance) when the reranker gave one and its selection was used, else ``None``. It is
     shown, never used by the host to order hits; it does not take part in equality.
+    ``thread``, ``position`` and ``derived_from`` are the stored revision's place in a
+    conversation (docs/store.md, "Threads, positions and sources"), ``None`` when it has none.
     """
 
     ref: MemoryRef
@@ -233,6 +240,9 @@ class Hit:
         validator=attrs.validators.optional(_finite),
         eq=False,
     )
+    thread: str | None = None
+    position: float | None = attrs.field(default=None, converter=_optional_float)
+    derived_from: str | None = None
 
     def to_dict(self, *, text: bool = True) -> dict[str, Any]:
         out: dict[str, Any] = {**self.ref.to_dict()}
@@ -247,6 +257,9 @@ class Hit:
             created_at=self.created_at,
             content_hash=self.content_hash,
             rerank_score=None if self.rerank_score is None else round(self.rerank_score, 6),
+            thread=self.thread,
+            position=self.position,
+            derived_from=self.derived_from,
         )
         return out
 
@@ -280,6 +293,11 @@ class Candidate:
     ``text`` is already cut to the seam's ``max_chars``. ``embedding`` is the stored vector
     (float32, read-only) when the reranker asked for vectors and one exists in the store's
     active embedding space, else ``None``.
+
+    ``thread``, ``position`` and ``derived_from`` (every candidate carries them: ``None`` when
+    the memory has none) place the memory in its conversation (docs/seam.md, "What a
+    candidate carries"). ``metadata`` is the memory's metadata when the reranker asked for it
+    (``needs_metadata = True``), else ``None``.
     """
 
     rank: int = attrs.field(validator=_non_negative_int)
@@ -293,6 +311,36 @@ class Candidate:
     )
     embedding: np.ndarray | None = attrs.field(default=None, converter=readonly_vector, eq=False)
     embedding_space: str | None = None
+    thread: str | None = None
+    position: float | None = attrs.field(default=None, converter=_optional_float)
+    derived_from: str | None = None
+    metadata: Mapping[str, Any] | None = attrs.field(
+        default=None, converter=_optional_mapping, eq=False
+    )
+
+
+@attrs.frozen
+class Neighbour:
+    """A memory next to a candidate in its thread, as a reranker that asked for neighbours
+    sees it (``CandidateViews.neighbours``; docs/seam.md, "Neighbours"): read from the search's
+    own snapshot, never a pool entry a reranker can select.
+
+    ``offset`` is its place relative to the candidate: ``-1`` the memory just before, ``1``
+    the one just after, ``-2`` the one before that, ... ``text`` is cut to the seam's
+    ``max_chars``; ``metadata`` is ``None`` unless the reranker asked for metadata.
+    """
+
+    offset: int
+    ref: MemoryRef
+    text: str
+    thread: str | None = None
+    position: float | None = attrs.field(default=None, converter=_optional_float)
+    derived_from: str | None = None
+    importance: float = 0.5
+    created_at: float = 0.0
+    metadata: Mapping[str, Any] | None = attrs.field(
+        default=None, converter=_optional_mapping, eq=False
+    )
 
 
 @attrs.frozen

@@ -40,7 +40,7 @@ from rankseam.seam.validation import (
     validate_limit,
     validate_on_error,
 )
-from rankseam.seam.views import VectorFetcher, Vectors, make_candidates
+from rankseam.seam.views import NeighbourTable, VectorFetcher, Vectors, make_candidates
 from rankseam.types import Candidate, Hit, RerankDecision, RerankTrace, Usage
 
 if TYPE_CHECKING:
@@ -270,6 +270,7 @@ class RerankStage:
         max_chars: int = DEFAULT_MAX_CHARS,
         vectors: Callable[[], Vectors] | None = None,
         embedding_space: str | None = None,
+        neighbours: NeighbourTable | None = None,
     ) -> None:
         component = reranker.component
         self.query = query
@@ -284,7 +285,12 @@ class RerankStage:
         if vectors is not None and getattr(component, "needs_embeddings", False):
             fetched = vectors()
         self.candidates = make_candidates(
-            pool, max_chars=max_chars, vectors=fetched, embedding_space=embedding_space
+            pool,
+            max_chars=max_chars,
+            vectors=fetched,
+            embedding_space=embedding_space,
+            metadata=bool(getattr(component, "needs_metadata", False)),
+            neighbours=neighbours if getattr(component, "needs_neighbours", None) else None,
         )
 
     async def run(self) -> Outcome:

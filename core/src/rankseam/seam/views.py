@@ -4,16 +4,27 @@
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import overload
 
 import numpy as np
 
 from rankseam.errors import ValidationError
 from rankseam.seam.validation import DEFAULT_MAX_CHARS
-from rankseam.types import Candidate, Hit, MemoryRef, readonly_float32, readonly_vector
+from rankseam.types import (
+    Candidate,
+    Hit,
+    MemoryRef,
+    Neighbour,
+    readonly_float32,
+    readonly_vector,
+)
 
-__all__ = ["CandidateViews", "VectorFetcher", "Vectors", "make_candidates"]
+__all__ = ["CandidateViews", "NeighbourTable", "VectorFetcher", "Vectors", "make_candidates"]
+
+#: The neighbours the host read for a pool, by the ref of the candidate they surround, each
+#: tuple in thread order (docs/seam.md, "Neighbours").
+NeighbourTable = Mapping[MemoryRef, tuple[Neighbour, ...]]
 
 #: What a vector fetcher answers: one vector per identity, in order, ``None`` where a memory
 #: has no vector in the active embedding space; or, when every memory has one, the ``n × d``
@@ -38,9 +49,22 @@ class CandidateViews(Sequence[Candidate]):
     Build one with :func:`make_candidates`. A reranker must still accept any
     ``Sequence[Candidate]`` (a caller may pass a plain tuple), so these methods are a fast
     path, never a requirement.
+
+    A reranker that declares ``needs_neighbours`` also gets each candidate's neighbours in
+    its thread: :meth:`neighbours`.
     """
 
-    __slots__ = ("_embeddings", "_hits", "_max_chars", "_scores", "_space", "_vectors", "_views")
+    __slots__ = (
+        "_embeddings",
+        "_hits",
+        "_max_chars",
+        "_metadata",
+        "_neighbours",
+        "_scores",
+        "_space",
+        "_vectors",
+        "_views",
+    )
 
     def __init__(
         self,
@@ -48,11 +72,15 @@ class CandidateViews(Sequence[Candidate]):
         max_chars: int,
         vectors: tuple[np.ndarray | None, ...] | np.ndarray | None,
         embedding_space: str | None,
+        metadata: bool = False,
+        neighbours: NeighbourTable | None = None,
     ) -> None:
         self._hits = hits
         self._max_chars = max_chars
         self._vectors = vectors
         self._space = embedding_space
+        self._metadata = metadata
+        self._neighbours = neighbours
         self._views: list[Candidate | None] = [None] * len(hits)
         self._scores: np.ndarray | None = None
         self._embeddings: np.ndarray | bool | None = False  # False: not computed yet
@@ -103,9 +131,31 @@ class CandidateViews(Sequence[Candidate]):
                 channel_scores=hit.channel_scores,
                 embedding=vec,
                 embedding_space=self._space if vec is not None else None,
+                thread=hit.thread,
+                position=hit.position,
+                derived_from=hit.derived_from,
+                metadata=hit.metadata if self._metadata else None,
             )
             self._views[i] = view
         return view
+
+    def neighbours(self, index: int) -> tuple[Neighbour, ...]:
+        """The neighbours of ``self[index]`` in its thread, in thread order (each
+        :class:`~rankseam.types.Neighbour`'s ``offset`` says where it stands: ``-1`` just
+        before, ``1`` just after), read from the search's own snapshot; empty for a memory
+        without a thread. Only for a reranker that declares ``needs_neighbours``: otherwise a
+        :class:`~rankseam.errors.ValidationError` that says so."""
+        if self._neighbours is None:
+            raise ValidationError(
+                "this pool carries no neighbours: a reranker that reads them declares "
+                "needs_neighbours = N (N before and N after each candidate) or (BEFORE, AFTER) "
+                "(docs/seam.md, 'Neighbours')"
+            )
+        n = len(self._hits)
+        i = operator.index(index)
+        if not -n <= i < n:
+            raise IndexError(f"candidate index {index} out of range for a pool of {n}")
+        return self._neighbours.get(self._hits[i % n].ref, ())
 
     def scores(self) -> np.ndarray:
         """The coarse (fused) scores, ``scores()[i] == self[i].score``: read-only float64."""
@@ -149,12 +199,16 @@ def make_candidates(
     max_chars: int = DEFAULT_MAX_CHARS,
     vectors: Vectors | None = None,
     embedding_space: str | None = None,
+    metadata: bool = False,
+    neighbours: NeighbourTable | None = None,
 ) -> CandidateViews:
     """Build the read-only candidate views for a pool (text cut to ``max_chars``).
 
     ``vectors``: one per hit (``None`` where a hit has none), or the ``n × d`` matrix of them.
     They become read-only float32; vectors that already are (the store's) are shared, not
-    copied.
+    copied. ``metadata``: each view carries its hit's metadata (else ``None``).
+    ``neighbours``: what :meth:`CandidateViews.neighbours` answers (None: the pool carries
+    none).
     """
     hits = tuple(pool)
     readonly: tuple[np.ndarray | None, ...] | np.ndarray | None = None
@@ -168,4 +222,4 @@ def make_candidates(
             readonly = readonly_float32(vectors)
         else:
             readonly = tuple(map(readonly_vector, vectors))
-    return CandidateViews(hits, max_chars, readonly, embedding_space)
+    return CandidateViews(hits, max_chars, readonly, embedding_space, metadata, neighbours)

@@ -51,7 +51,6 @@ __all__ = [
     "SearchPipeline",
     "SearchPlan",
     "check_query",
-    "check_reranker_options",
 ]
 
 #: Longest query accepted, in UTF-8 bytes.
@@ -89,26 +88,6 @@ def check_query(query: object) -> str:
     return query
 
 
-def check_reranker_options(options: object) -> Mapping[str, Any] | None:
-    """``reranker_options`` if they are a mapping of option names to values (or None); a
-    :class:`ValidationError` naming the argument otherwise."""
-    if options is None or (
-        isinstance(options, Mapping) and all(isinstance(k, str) for k in options)
-    ):
-        return options
-    # the type only: a value given by mistake here may be a key or other secret
-    got = (
-        "a mapping with a key of type "
-        + type(next(k for k in options if not isinstance(k, str))).__name__
-        if isinstance(options, Mapping)
-        else f"a {type(options).__name__}"
-    )
-    raise ValidationError(
-        "reranker_options must be a mapping of option names (strings) to values, e.g. "
-        f"{{'lambda': 0.3}}, or None; got {got}"
-    )
-
-
 class RerankerChooser:
     """Where the reranker of one search is chosen: the configured default, ``None`` /
     ``"none"`` (no reranker), a registered name (with per-search options over the configured
@@ -127,7 +106,6 @@ class RerankerChooser:
     ) -> tuple[SeamReranker | None, tuple[str, ...]]:
         """The reranker of a search that asked for ``choice`` with ``options``, and the notes
         its trace carries (what the environment changed, for the configured default)."""
-        options = check_reranker_options(options)
         notes: tuple[str, ...] = ()
         if choice is CONFIG_DEFAULT:
             if self._default is not None and not options:

@@ -260,6 +260,9 @@ def _write_records(
                 "metadata": json.loads(row.metadata),
                 "created_at": row.created_at,
                 "content_hash": row.content_hash,
+                "thread": row.thread,
+                "position": row.position,
+                "derived_from": row.derived_from,
                 "vectors": vecs,
             }
         )

@@ -27,6 +27,7 @@ __all__ = [
     "MEMORY_KEYS",
     "MIN_REVISION_BYTES",
     "REVISION_KEYS",
+    "REVISION_KEYS_V1",
     "SnapshotError",
     "canonical",
     "descriptor_of",
@@ -35,15 +36,20 @@ __all__ = [
 ]
 
 FORMAT_NAME = "rankseam-snapshot"
-FORMAT_VERSION = 1
+#: Version 2 (rankseam 0.2): each revision carries ``thread``, ``position`` and
+#: ``derived_from``. Version 1 snapshots (without them) still import, the fields empty.
+FORMAT_VERSION = 2
 MANIFEST = "manifest.json"
 DATA_NAME = "memories.jsonl"
 #: The data file names a manifest may list, with their compression.
 DATA_PATHS = {DATA_NAME: None, DATA_NAME + ".gz": "gzip"}
 MEMORY_KEYS = frozenset({"namespace", "id", "deleted", "deleted_at", "revisions"})
-REVISION_KEYS = frozenset(
+#: The keys of a revision in a format-1 snapshot.
+REVISION_KEYS_V1 = frozenset(
     {"revision", "seq", "text", "importance", "metadata", "created_at", "content_hash", "vectors"}
 )
+#: The keys of a revision (format 2): version 1's and the revision's structure.
+REVISION_KEYS = REVISION_KEYS_V1 | {"thread", "position", "derived_from"}
 #: Bytes per read when hashing or streaming a data file.
 CHUNK = 1 << 20
 

@@ -42,7 +42,16 @@ def _merge_one(bulk: BulkWriter, mem: MemoryRows, n: _MergeCounts) -> None:
     head_rid, head_rev, head_deleted = head.key, head.revision, head.deleted
     theirs = bulk.history(mem.namespace, mem.memory_id, min(head_rev, len(mem.revisions)))
     ours = [
-        RevisionDigest(r.revision, r.content_hash, r.importance, r.metadata) for r in mem.revisions
+        RevisionDigest(
+            r.revision,
+            r.content_hash,
+            r.importance,
+            r.metadata,
+            r.thread,
+            r.position,
+            r.derived_from,
+        )
+        for r in mem.revisions
     ]
     if theirs != ours[: len(theirs)]:
         n.conflicts += 1

@@ -37,6 +37,7 @@ from rankseam.snapshot.format import (
     MEMORY_KEYS,
     MIN_REVISION_BYTES,
     REVISION_KEYS,
+    REVISION_KEYS_V1,
     SnapshotError,
     descriptor_of,
     file_sha256,
@@ -46,12 +47,15 @@ from rankseam.snapshot.reports import VerifyReport
 from rankseam.store.records import (
     MemoryRows,
     RevisionRow,
+    check_derived_from,
     check_importance,
     check_memory_id,
     check_namespace,
     check_text,
+    check_thread,
     content_hash,
     encode_metadata,
+    placed,
 )
 
 __all__ = ["CheckedSnapshot", "RecordReader", "open_snapshot", "verify_snapshot"]
@@ -123,8 +127,7 @@ def _load_manifest(folder: Path) -> dict[str, Any]:
             f"({FORMAT_VERSION}); upgrade rankseam to import it",
             "version",
         )
-    if version != FORMAT_VERSION:  # pragma: no cover - no older version exists yet
-        raise _fail(f"snapshot format version {version} is no longer supported", "version")
+    # every older version still imports (version 1: revisions without their structure)
     return manifest
 
 
@@ -250,6 +253,7 @@ class RecordReader:
 
     def __init__(self, snap: CheckedSnapshot) -> None:
         self.snap = snap
+        self._version = int(snap.manifest["format_version"])
         # one bit per revision (the count was checked against the data file's size)
         self._total = int(snap.counts["revisions"])
         self._seen = bytearray(self._total // 8 + 1)
@@ -360,8 +364,12 @@ class RecordReader:
         return MemoryRows(ns, mid, deleted, deleted_at, revisions)
 
     def _revision(self, obj: Any, expected: int) -> RevisionRow:
-        if not isinstance(obj, dict) or set(obj) != REVISION_KEYS:
-            raise ValueError(f"a revision has exactly the keys {sorted(REVISION_KEYS)}")
+        keys = REVISION_KEYS if self._version >= 2 else REVISION_KEYS_V1
+        if not isinstance(obj, dict) or set(obj) != keys:
+            raise ValueError(
+                f"a revision of a format-{self._version} snapshot has exactly the keys "
+                f"{sorted(keys)}"
+            )
         if obj["revision"] != expected or isinstance(obj["revision"], bool):
             raise ValueError(f"revision {obj['revision']!r} found where {expected} belongs")
         seq = obj["seq"]
@@ -395,15 +403,27 @@ class RecordReader:
                 raise ValueError(f"vector of space {key!r} holds NaN or infinite values")
             vectors.append((key, blob))
             self.vectors[key] = self.vectors.get(key, 0) + 1
+        created_at = _finite(obj["created_at"], "created_at")
+        thread, position, source = None, None, None
+        if self._version >= 2:
+            thread = check_thread(obj["thread"])
+            source = check_derived_from(obj["derived_from"])
+            raw_position = obj["position"]
+            if raw_position is not None:
+                position = _finite(raw_position, "position")
+            thread, position, source = placed((thread, position, source), created_at)
         return RevisionRow(
             revision=expected,
             seq=seq,
             text=text,
             importance=check_importance(obj["importance"]),
             metadata=encode_metadata(obj["metadata"]),
-            created_at=_finite(obj["created_at"], "created_at"),
+            created_at=created_at,
             content_hash=obj["content_hash"],
             vectors=tuple(vectors),
+            thread=thread,
+            position=position,
+            derived_from=source,
         )
 
     def finish(self) -> None:

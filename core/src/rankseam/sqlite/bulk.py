@@ -69,12 +69,14 @@ class SQLiteBulkReader:
         for row in self._conn.execute(
             "SELECT m.namespace, m.memory_id, m.deleted, m.deleted_at, m.head_revision, "
             "r.rid, r.revision, r.text, r.importance, r.metadata, r.created_at, "
-            f"r.content_hash, r.live{vector_cols} FROM memories m JOIN revisions r "
+            f"r.content_hash, r.live, r.thread, r.position, r.derived_from{vector_cols} "
+            "FROM memories m JOIN revisions r "
             f"ON r.namespace = m.namespace AND r.memory_id = m.memory_id{joins} "
             "ORDER BY m.namespace, m.memory_id, r.revision",
             list(spaces),
         ):
-            yield rows.BulkRevision.from_columns(row[:13], row[13:])
+            width = rows.BulkRevision.WIDTH
+            yield rows.BulkRevision.from_columns(row[:width], row[width:])
 
 
 class SQLiteBulkWriter:
@@ -135,7 +137,8 @@ class SQLiteBulkWriter:
         return [
             rows.RevisionDigest(*row)
             for row in self._conn.execute(
-                "SELECT revision, content_hash, importance, metadata FROM revisions WHERE "
+                "SELECT revision, content_hash, importance, metadata, thread, position, "
+                "derived_from FROM revisions WHERE "
                 "namespace = ? AND memory_id = ? AND revision <= ? ORDER BY revision",
                 (namespace, memory_id, upto),
             )
@@ -154,7 +157,8 @@ class SQLiteBulkWriter:
             live = rev.revision == last and not mem.deleted
             cur = self._conn.execute(
                 "INSERT INTO revisions(namespace, memory_id, revision, text, importance, "
-                "metadata, created_at, content_hash, live) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "metadata, created_at, content_hash, live, thread, position, derived_from) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 _revision_row(mem, rev, live)[1:],
             )
             rid = int(cur.lastrowid or 0)
@@ -209,4 +213,7 @@ def _revision_row(mem: MemoryRows, rev: RevisionRow, live: bool, rid: int = 0) -
         rev.created_at,
         rev.content_hash,
         int(live),
+        rev.thread,
+        rev.position,
+        rev.derived_from,
     )

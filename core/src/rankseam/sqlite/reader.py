@@ -17,6 +17,7 @@ from rankseam.sqlite.rows import vector_state
 from rankseam.sqlite.vector_cache import top_k
 from rankseam.store.readers import Identities, LexicalQuery, ScoredKeys
 from rankseam.store.records import StoredMemory
+from rankseam.store.rows import Neighbours
 from rankseam.types import MemoryRef
 
 if TYPE_CHECKING:
@@ -24,6 +25,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MAX_FACTS",
+    "NEIGHBOURS_AFTER",
+    "NEIGHBOURS_BEFORE",
     "ROW_COLUMNS",
     "FactsCache",
     "SQLiteReader",
@@ -36,6 +39,18 @@ ROW_COLUMNS = StoredMemory.COLUMNS
 _SQL_VARS = 900  # stay under SQLITE_MAX_VARIABLE_NUMBER of old builds
 #: Most revisions whose facts a store keeps (:class:`FactsCache`).
 MAX_FACTS = 100_000
+
+#: The live revisions just before a place ``(position, rid)`` of a thread, nearest first:
+#: a range of the index ``revisions_thread`` read backwards (docs/store.md shows the plan).
+NEIGHBOURS_BEFORE = (
+    "SELECT rid FROM revisions WHERE namespace = ? AND thread = ? AND live = 1 "
+    "AND (position, rid) < (?, ?) ORDER BY position DESC, rid DESC LIMIT ?"
+)
+#: The live revisions just after a place of a thread, nearest first.
+NEIGHBOURS_AFTER = (
+    "SELECT rid FROM revisions WHERE namespace = ? AND thread = ? AND live = 1 "
+    "AND (position, rid) > (?, ?) ORDER BY position, rid LIMIT ?"
+)
 
 #: ``(namespace, memory_id, revision, importance, live)`` of a revision.
 Facts = tuple[str, str, int, float, int]
@@ -332,6 +347,39 @@ class SQLiteReader:
                 f"SELECT {ROW_COLUMNS} FROM revisions r WHERE r.rid IN ({marks})", chunk
             ):
                 out[int(row[0])] = StoredMemory.from_row(row)
+        return out
+
+    def neighbours(self, rids: Sequence[int], before: int, after: int, /) -> dict[int, Neighbours]:
+        """The neighbours of each live revision among ``rids`` that belongs to a thread: up to
+        ``before`` and ``after`` live revisions of its namespace and thread just before and
+        after it in thread order (position, then rid), two index ranges each."""
+        places: dict[int, tuple[str, str, float]] = {}
+        for chunk in chunks(list(dict.fromkeys(rids))):
+            marks = ",".join("?" * len(chunk))
+            for rid, ns, thread, position in self._conn.execute(
+                "SELECT rid, namespace, thread, position FROM revisions WHERE rid IN "
+                f"({marks}) AND live = 1 AND thread IS NOT NULL AND position IS NOT NULL",
+                chunk,
+            ):
+                places[int(rid)] = (ns, thread, position)
+        out: dict[int, Neighbours] = {}
+        execute = self._conn.execute
+        for rid in rids:
+            place = places.get(rid)
+            if place is None or rid in out:
+                continue
+            ns, thread, position = place
+            earlier = (
+                [r for (r,) in execute(NEIGHBOURS_BEFORE, (ns, thread, position, rid, before))]
+                if before
+                else []
+            )
+            later = (
+                [r for (r,) in execute(NEIGHBOURS_AFTER, (ns, thread, position, rid, after))]
+                if after
+                else []
+            )
+            out[rid] = Neighbours(earlier[::-1], later)
         return out
 
     def resolve(self, ref: MemoryRef, /) -> int | None:

@@ -8,10 +8,11 @@ import sqlite3
 __all__ = ["INSERT_REVISION", "INSERT_VECTOR", "bump", "retire", "vector_state"]
 
 #: One revision row: (rid, namespace, memory_id, revision, text, importance, metadata,
-#: created_at, content_hash, live).
+#: created_at, content_hash, live, thread, position, derived_from).
 INSERT_REVISION = (
     "INSERT INTO revisions(rid, namespace, memory_id, revision, text, importance, metadata, "
-    "created_at, content_hash, live) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    "created_at, content_hash, live, thread, position, derived_from) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 #: One vector row: (space, rid, vector).
 INSERT_VECTOR = "INSERT INTO vectors(space, rid, vector) VALUES (?, ?, ?)"

@@ -8,7 +8,7 @@ To change the schema: add a function ``_migrate_N_to_N1(conn)`` to :data:`MIGRAT
 ``N`` and bump ``SCHEMA_VERSION``. Migrations only ever add (tables, columns, indexes) or copy;
 revision rows are immutable and are never rewritten.
 
-Tables (version 3):
+Tables (version 4):
 
 - ``meta(key, value)``: schema version, FTS tokenizer, creation time.
 - ``namespaces(name, version, vector_epoch)``: ``version`` increments on every committed write
@@ -21,10 +21,16 @@ Tables (version 3):
 - ``memories(namespace, memory_id, head_rid, head_revision, deleted, deleted_at)``: one row per
   memory; ``deleted`` is the tombstone.
 - ``revisions(rid, namespace, memory_id, revision, text, importance, metadata, created_at,
-  content_hash, live, retired_version)``: immutable revisions. ``live`` is 1 for the current
-  revision of a memory that is not deleted (the only rows search can find);
-  ``retired_version`` is the namespace version at which it stopped being live. No other
-  column ever changes.
+  content_hash, live, retired_version, thread, position, derived_from)``: immutable
+  revisions. ``live`` is 1 for the current revision of a memory that is not deleted (the
+  only rows search can find); ``retired_version`` is the namespace version at which it
+  stopped being live. No other column ever changes. ``thread``, ``position`` and
+  ``derived_from`` (since version 4; NULL in rows written before) are the revision's place
+  in a conversation (docs/store.md, "Threads, positions and sources"), indexed by
+  ``revisions_thread (namespace, thread, live, position, rid)`` (a thread's memories in
+  thread order: neighbours, a thread between two positions) and ``revisions_derived
+  (namespace, derived_from, live)`` (the memories derived from one), both partial over the
+  rows that have the field.
 - ``fts``: FTS5 index (external content = ``revisions``) over the live rows only.
 - ``spaces(key, descriptor)`` and ``vectors(space, rid, vector)``: float32 vectors per embedder
   space; a vector is only ever compared with vectors of its own space. Since version 2 a
@@ -46,7 +52,7 @@ from rankseam.errors import ConfigurationError
 
 __all__ = ["SCHEMA_VERSION", "TOKENIZERS", "check_identity", "ensure_schema"]
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 #: Page size of new stores (see the module docstring).
 PAGE_SIZE = 8192
 
@@ -86,11 +92,15 @@ def _create(conn: sqlite3.Connection, tokenizer: str) -> None:
             content_hash TEXT NOT NULL,
             live INTEGER NOT NULL DEFAULT 1,
             retired_version INTEGER,
+            thread TEXT,
+            position REAL,
+            derived_from TEXT,
             UNIQUE (namespace, memory_id, revision)
         );
         CREATE INDEX revisions_live ON revisions (namespace, live, importance DESC, rid);
         CREATE INDEX revisions_retired ON revisions (namespace, retired_version)
             WHERE retired_version IS NOT NULL;
+        {STRUCTURE_INDEXES};
         CREATE TABLE spaces (key TEXT PRIMARY KEY, descriptor TEXT NOT NULL);
         CREATE TABLE vectors (
             space TEXT NOT NULL,
@@ -122,6 +132,15 @@ def _create(conn: sqlite3.Connection, tokenizer: str) -> None:
     )
 
 
+#: The indexes of the structure columns (see the module docstring).
+STRUCTURE_INDEXES = (
+    "CREATE INDEX revisions_thread ON revisions (namespace, thread, live, position, rid) "
+    "WHERE thread IS NOT NULL; "
+    "CREATE INDEX revisions_derived ON revisions (namespace, derived_from, live) "
+    "WHERE derived_from IS NOT NULL"
+)
+
+
 def _migrate_1_to_2(conn: sqlite3.Connection) -> None:
     """Copy the vectors into a rowid table (see the module docstring); the freed pages are
     reused by later writes (``VACUUM`` returns them to the file system)."""
@@ -145,10 +164,20 @@ def _migrate_2_to_3(conn: sqlite3.Connection) -> None:
     )
 
 
+def _migrate_3_to_4(conn: sqlite3.Connection) -> None:
+    """Add the structure columns (NULL in every existing row: adding a column rewrites no
+    row) and their indexes (see the module docstring)."""
+    for column in ("thread TEXT", "position REAL", "derived_from TEXT"):
+        conn.execute(f"ALTER TABLE revisions ADD COLUMN {column}")
+    for statement in STRUCTURE_INDEXES.split(";"):
+        conn.execute(statement)
+
+
 #: version N -> function migrating a version-N store to N+1.
 MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
     1: _migrate_1_to_2,
     2: _migrate_2_to_3,
+    3: _migrate_3_to_4,
 }
 
 

@@ -86,6 +86,9 @@ class SQLiteBatchWriter:
                 record.created_at,
                 record.content_hash,
                 1,  # live
+                plan.thread,
+                plan.position,
+                plan.derived_from,
             )
         )
         if space is not None and vector is not None:

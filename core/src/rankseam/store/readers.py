@@ -22,6 +22,7 @@ import numpy as np
 
 from rankseam.embedding import EmbedderDescriptor
 from rankseam.store.records import StoredMemory
+from rankseam.store.rows import Neighbours
 from rankseam.types import MemoryRef, prechecked
 
 __all__ = [
@@ -30,6 +31,8 @@ __all__ = [
     "ImportanceReader",
     "LexicalQuery",
     "LexicalReader",
+    "NeighbourReader",
+    "Neighbours",
     "ScoredKey",
     "ScoredKeys",
     "StoreReader",
@@ -227,6 +230,27 @@ class StoreReader(LexicalReader, VectorReader, ImportanceReader, Protocol):
     def resolve(self, ref: MemoryRef, /) -> int | None:
         """The row key of the revision ``ref`` cites, or None when the store has no such
         revision (for sources that know memories by ref)."""
+        ...
+
+
+@runtime_checkable
+class NeighbourReader(Protocol):
+    """A reader that knows threads (optional beyond :class:`StoreReader`; both built-in
+    stores offer it): the neighbours of memories in their conversation. A channel that reads
+    them declares ``reads = (NeighbourReader,)``; the host uses it for the neighbours it
+    offers rerankers (docs/seam.md, "Neighbours").
+
+    A thread's order is by ``position``, then by row key; every live revision of a thread
+    has a position (the host places one without it at its ``created_at``)."""
+
+    def neighbours(
+        self, keys: Sequence[int], before: int, after: int, /
+    ) -> Mapping[int, Neighbours]:
+        """For each key among ``keys`` that is a live revision of this snapshot with a
+        thread: up to ``before`` live revisions of its namespace and thread just before it
+        and up to ``after`` just after it, as :class:`~rankseam.store.rows.Neighbours` (row
+        keys in thread order; the key itself is in neither). A key that is not live, or has
+        no thread, is left out. Each lookup is an index range, never a scan of the thread."""
         ...
 
 

@@ -21,6 +21,7 @@ from rankseam.store.rows import MemoryHead
 from rankseam.types import MemoryRef, frozen_mapping, prechecked
 
 __all__ = [
+    "MAX_EXACT_POSITION",
     "MAX_ID_CHARS",
     "MAX_METADATA_BYTES",
     "MAX_METADATA_DEPTH",
@@ -31,17 +32,22 @@ __all__ = [
     "PreparedRecord",
     "RevisionRow",
     "StoredMemory",
+    "Structure",
     "WritePlan",
     "check_created_at",
+    "check_derived_from",
     "check_importance",
     "check_memory_id",
     "check_namespace",
+    "check_position",
     "check_text",
+    "check_thread",
     "check_unicode",
     "content_hash",
     "encode_metadata",
     "live_head",
     "new_memory_id",
+    "placed",
     "plan_add",
     "plan_update",
     "plan_write",
@@ -62,6 +68,12 @@ class StoredMemory:
 
     ``deleted`` is True when the memory has been deleted (tombstoned); its revisions stay
     readable by their :class:`~rankseam.types.MemoryRef`.
+
+    The structure of a conversation (docs/store.md, "Threads, positions and sources"):
+    ``thread`` is the conversation, session or run the memory belongs to, ``position`` its
+    place in that thread (a sequence number or a POSIX timestamp, as a float) and
+    ``derived_from`` the id of the memory (same namespace) it was derived from; each is
+    ``None`` when not given.
     """
 
     ref: MemoryRef
@@ -71,20 +83,24 @@ class StoredMemory:
     created_at: float = 0.0
     content_hash: str = ""
     deleted: bool = False
+    thread: str | None = None
+    position: float | None = None
+    derived_from: str | None = None
 
     #: The columns of a revision ``r`` that :meth:`from_row` reads, in its order (a store's
     #: queries select them, then the memory's ``deleted`` flag where they join it).
     COLUMNS: ClassVar[str] = (
         "r.rid, r.namespace, r.memory_id, r.revision, r.text, r.importance, r.metadata, "
-        "r.created_at, r.content_hash"
+        "r.created_at, r.content_hash, r.thread, r.position, r.derived_from"
     )
 
     @classmethod
     def from_row(cls, row: Sequence[Any]) -> StoredMemory:
         """A stored revision from a row of :attr:`COLUMNS` (row key, namespace, memory id,
-        revision, text, importance, metadata JSON, created at, content hash), optionally
-        followed by the memory's ``deleted`` flag (absent: not deleted)."""
-        _key, ns, mid, rev, text, importance, meta, created, chash = row[:9]
+        revision, text, importance, metadata JSON, created at, content hash, thread,
+        position, derived from), optionally followed by the memory's ``deleted`` flag
+        (absent: not deleted)."""
+        _key, ns, mid, rev, text, importance, meta, created, chash, thread, pos, source = row[:12]
         # a store's row holds what the store checked when it wrote it: built without
         # re-checking (a search reads dozens per query)
         return prechecked(
@@ -95,7 +111,10 @@ class StoredMemory:
             MappingProxyType({} if meta == "{}" else json.loads(meta)),
             float(created),
             chash,
-            len(row) > 9 and bool(row[9]),
+            len(row) > 12 and bool(row[12]),
+            thread,
+            None if pos is None else float(pos),
+            source,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -107,6 +126,9 @@ class StoredMemory:
             "created_at": self.created_at,
             "content_hash": self.content_hash,
             "deleted": self.deleted,
+            "thread": self.thread,
+            "position": self.position,
+            "derived_from": self.derived_from,
         }
 
 
@@ -117,6 +139,8 @@ class PreparedRecord:
     ``importance`` and ``metadata`` (canonical JSON) are ``None`` when the caller left them
     out: a new memory then gets 0.5 and ``"{}"``, a new revision keeps its predecessor's.
     ``vector`` is the record's vector in the space the write names (``None``: no vector).
+    ``thread``, ``position`` and ``derived_from`` are ``None`` when left out: a new memory
+    then has none, a new revision keeps its predecessor's.
     """
 
     namespace: str
@@ -127,6 +151,35 @@ class PreparedRecord:
     created_at: float
     content_hash: str
     vector: np.ndarray | None = attrs.field(default=None, eq=False)
+    thread: str | None = None
+    position: float | None = None
+    derived_from: str | None = None
+
+    def structure(self) -> Structure:
+        """The record's ``(thread, position, derived_from)``."""
+        return (self.thread, self.position, self.derived_from)
+
+
+#: A revision's ``(thread, position, derived_from)``.
+Structure = tuple[str | None, float | None, str | None]
+
+
+def _kept(given: Structure, previous: Structure) -> Structure:
+    """Each of ``given`` that is not None, else the ``previous`` revision's."""
+    return (
+        previous[0] if given[0] is None else given[0],
+        previous[1] if given[1] is None else given[1],
+        previous[2] if given[2] is None else given[2],
+    )
+
+
+def placed(structure: Structure, created_at: float) -> Structure:
+    """``structure`` with a position: a revision in a thread without one is placed at its
+    ``created_at`` (so every memory of a thread has its place in the thread's order)."""
+    thread, position, source = structure
+    if thread is not None and position is None:
+        return (thread, created_at, source)
+    return structure
 
 
 @attrs.frozen
@@ -148,7 +201,9 @@ class WritePlan:
     row key of the live head it retires, ``None`` when the memory was deleted) or
     ``"unchanged"`` (same text, importance and metadata as the live head: nothing is written
     and ``revision`` is the head's). ``importance`` and ``metadata`` are what the new revision
-    stores: the record's, else its predecessor's, else 0.5 and ``"{}"``.
+    stores: the record's, else its predecessor's, else 0.5 and ``"{}"``; ``thread``,
+    ``position`` and ``derived_from`` likewise: the record's, else its predecessor's, else
+    None.
     """
 
     change: Literal["added", "updated", "unchanged"]
@@ -156,6 +211,9 @@ class WritePlan:
     importance: float
     metadata: str
     retire: int | None = None
+    thread: str | None = None
+    position: float | None = None
+    derived_from: str | None = None
 
 
 def plan_write(record: PreparedRecord, head: MemoryHead | None) -> WritePlan:
@@ -163,22 +221,32 @@ def plan_write(record: PreparedRecord, head: MemoryHead | None) -> WritePlan:
     ``None`` when the memory does not exist."""
     importance, metadata = record.importance, record.metadata
     if head is None:
-        return WritePlan("added", 1, 0.5 if importance is None else importance, metadata or "{}")
+        return WritePlan(
+            "added",
+            1,
+            0.5 if importance is None else importance,
+            metadata or "{}",
+            None,
+            *placed(record.structure(), record.created_at),
+        )
     importance = head.importance if importance is None else importance
     metadata = head.metadata if metadata is None else metadata
+    structure = placed(_kept(record.structure(), head.structure()), record.created_at)
     if (
         not head.deleted
         and head.content_hash == record.content_hash
         and head.importance == importance
         and head.metadata == metadata
+        and head.structure() == structure
     ):
-        return WritePlan("unchanged", int(head.revision), importance, metadata)
+        return WritePlan("unchanged", int(head.revision), importance, metadata, None, *structure)
     return WritePlan(
         "updated",
         int(head.revision) + 1,
         0.5 if importance is None else importance,
         metadata or "{}",
         None if head.deleted else int(head.key),
+        *structure,
     )
 
 
@@ -186,23 +254,31 @@ def plan_add(record: PreparedRecord, head: MemoryHead | None, *, same_is_ok: boo
     """What ``Memory.add`` does over ``head``: ``"added"``, revision 1 or the next revision of
     a tombstoned id (the record's importance and metadata, else 0.5 and ``"{}"``). A live id
     is refused with a :class:`ValidationError` that says to use ``update``, except with
-    ``same_is_ok`` when its head has the same content hash, importance (None counts as 0.5)
-    and metadata (None counts as ``"{}"``): then ``"unchanged"`` at the head's revision."""
+    ``same_is_ok`` when its head has the same content hash, importance (None counts as 0.5),
+    metadata (None counts as ``"{}"``), thread, position and source: then ``"unchanged"`` at
+    the head's revision."""
     importance = 0.5 if record.importance is None else record.importance
     metadata = record.metadata or "{}"
+    structure = placed(record.structure(), record.created_at)
     if head is None or head.deleted:
-        return WritePlan("added", 1 if head is None else head.revision + 1, importance, metadata)
-    same = (head.content_hash, head.importance, head.metadata) == (
+        revision = 1 if head is None else head.revision + 1
+        return WritePlan("added", revision, importance, metadata, None, *structure)
+    if record.position is None and record.thread is not None and record.thread == head.thread:
+        structure = (record.thread, head.position, record.derived_from)  # placed before
+    same = (head.content_hash, head.importance, head.metadata, head.structure()) == (
         record.content_hash,
         importance,
         metadata,
+        structure,
     )
     if same_is_ok and same:
-        return WritePlan("unchanged", head.revision, head.importance, head.metadata)
+        return WritePlan(
+            "unchanged", head.revision, head.importance, head.metadata, None, *structure
+        )
     where = f"memory {record.memory_id!r} already exists in namespace {record.namespace!r}"
     raise ValidationError(
-        f"{where} with a different text, importance or metadata; use update() to write a new "
-        "revision, or choose another id"
+        f"{where} with a different text, importance, metadata, thread, position or "
+        "derived_from; use update() to write a new revision, or choose another id"
         if same_is_ok
         else f"{where}; use update() to write a new revision, or choose another id"
     )
@@ -210,8 +286,8 @@ def plan_add(record: PreparedRecord, head: MemoryHead | None, *, same_is_ok: boo
 
 def plan_update(record: PreparedRecord, head: MemoryHead | None) -> WritePlan:
     """What ``Memory.update`` does over ``head``: the next revision, retiring the live head;
-    importance and metadata left None keep the head's. :class:`MemoryNotFoundError` for an
-    unknown or deleted id."""
+    importance, metadata, thread, position and derived_from left None keep the head's.
+    :class:`MemoryNotFoundError` for an unknown or deleted id."""
     head = live_head(head, record.namespace, record.memory_id)
     return WritePlan(
         "updated",
@@ -219,6 +295,7 @@ def plan_update(record: PreparedRecord, head: MemoryHead | None) -> WritePlan:
         head.importance if record.importance is None else record.importance,
         record.metadata or head.metadata,
         head.key,
+        *placed(_kept(record.structure(), head.structure()), record.created_at),
     )
 
 
@@ -234,7 +311,8 @@ def live_head(head: MemoryHead | None, namespace: str, memory_id: str) -> Memory
 class RevisionRow:
     """One revision as bulk rows carry it. ``seq`` is its position in the store's write order
     (a clean import uses it as the row key, so every tie order is kept); ``metadata`` is
-    canonical JSON; ``vectors`` are ``(space key, little-endian float32 bytes)``."""
+    canonical JSON; ``vectors`` are ``(space key, little-endian float32 bytes)``; ``thread``,
+    ``position`` and ``derived_from`` as :class:`StoredMemory`'s."""
 
     revision: int
     seq: int
@@ -244,6 +322,9 @@ class RevisionRow:
     created_at: float
     content_hash: str
     vectors: tuple[tuple[str, bytes], ...]
+    thread: str | None = None
+    position: float | None = None
+    derived_from: str | None = None
 
 
 @attrs.frozen
@@ -433,6 +514,56 @@ def check_created_at(value: object) -> float | None:
     raise ValidationError(f"created_at must be epoch seconds or an ISO 8601 string, got {value!r}")
 
 
+def check_thread(value: object) -> str | None:
+    """A memory's thread: ``None``, or a name checked as a memory id is (non-empty, at most
+    :data:`MAX_ID_CHARS` characters, no NUL, no surrounding whitespace)."""
+    return None if value is None else _check_name(value, "thread")
+
+
+def check_derived_from(value: object) -> str | None:
+    """The id of the memory a memory was derived from: ``None``, or a memory id (checked as
+    one; it need not exist)."""
+    return None if value is None else _check_name(value, "derived_from")
+
+
+#: Largest integer a position may be: every integer up to it is exact as a float.
+MAX_EXACT_POSITION = 2**53
+
+
+def check_position(value: object) -> float | None:
+    """A memory's position in its thread as the store keeps it: ``None``; a finite number
+    (a sequence number or a timestamp; an integer beyond ``±2**53`` is refused, a float
+    could not hold it exactly); a :class:`~datetime.datetime` or an ISO 8601 string, as its
+    POSIX timestamp (a naive one is local time, as ``datetime.timestamp`` reads it)."""
+    if value is None:
+        return None
+    if isinstance(value, datetime):
+        return value.timestamp()
+    if isinstance(value, str):
+        try:
+            return datetime.fromisoformat(value).timestamp()
+        except ValueError:
+            raise ValidationError(
+                f"position must be a number, a datetime or an ISO 8601 string, got {value!r}"
+            ) from None
+    if isinstance(value, bool) or not is_real(value):
+        shown = repr(value)
+        shown = shown if len(shown) <= 40 else shown[:37] + "..."
+        raise ValidationError(
+            f"position must be a finite number (a sequence number or a timestamp), a datetime "
+            f"or an ISO 8601 string, got {shown}"
+        )
+    if isinstance(value, int) and abs(value) > MAX_EXACT_POSITION:
+        raise ValidationError(
+            f"position {value} is beyond +-2**53, where a float cannot hold every integer; use "
+            "a smaller sequence number"
+        )
+    out = float(value)  # type: ignore[arg-type]
+    if not math.isfinite(out):
+        raise ValidationError(f"position must be a finite number, got {value!r}")
+    return out
+
+
 def new_memory_id() -> str:
     """A new random memory id (32 hex digits)."""
     return uuid.uuid4().hex
@@ -448,6 +579,9 @@ def prepare(
     created_at: float | None,
     content_hash: str,
     vector: np.ndarray | None = None,
+    thread: str | None = None,
+    position: float | None = None,
+    derived_from: str | None = None,
 ) -> PreparedRecord:
     return PreparedRecord(
         namespace=namespace,
@@ -458,4 +592,7 @@ def prepare(
         created_at=time.time() if created_at is None else created_at,
         content_hash=content_hash,
         vector=vector,
+        thread=thread,
+        position=position,
+        derived_from=derived_from,
     )

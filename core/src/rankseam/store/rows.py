@@ -16,6 +16,7 @@ __all__ = [
     "BulkRevision",
     "MemoryHead",
     "MemoryKey",
+    "Neighbours",
     "PendingText",
     "RevisionDigest",
     "SpaceRow",
@@ -23,6 +24,10 @@ __all__ = [
     "VectorItem",
     "WriteOrder",
 ]
+
+
+def _optional_float(value: Any) -> float | None:
+    return None if value is None else float(value)
 
 
 @attrs.frozen
@@ -36,15 +41,15 @@ class MemoryKey:
 @attrs.frozen
 class MemoryHead:
     """A memory's current head as a write sees it: ``key`` and ``revision`` of the head,
-    ``deleted`` (tombstoned), and the head's ``content_hash``, ``importance`` and
-    ``metadata`` (canonical JSON). A store builds one from a row of its head query
-    (:attr:`COLUMNS`) with :meth:`from_row`."""
+    ``deleted`` (tombstoned), and the head's ``content_hash``, ``importance``, ``metadata``
+    (canonical JSON), ``thread``, ``position`` and ``derived_from``. A store builds one from a
+    row of its head query (:attr:`COLUMNS`) with :meth:`from_row`."""
 
     #: The columns of a memory ``m`` joined to its head revision ``r`` that make a head, in
     #: field order.
     COLUMNS: ClassVar[str] = (
         "m.namespace, m.memory_id, m.head_rid, m.head_revision, m.deleted, r.content_hash, "
-        "r.importance, r.metadata"
+        "r.importance, r.metadata, r.thread, r.position, r.derived_from"
     )
 
     namespace: str
@@ -55,11 +60,26 @@ class MemoryHead:
     content_hash: str
     importance: float
     metadata: str
+    thread: str | None = None
+    position: float | None = None
+    derived_from: str | None = None
 
     @classmethod
     def from_row(cls, row: Sequence[Any]) -> MemoryHead:
         """A head from a row of :attr:`COLUMNS` (whatever types the driver answers with)."""
-        namespace, memory_id, key, revision, deleted, content_hash, importance, metadata = row
+        (
+            namespace,
+            memory_id,
+            key,
+            revision,
+            deleted,
+            content_hash,
+            importance,
+            metadata,
+            thread,
+            position,
+            derived_from,
+        ) = row
         return cls(
             namespace,
             memory_id,
@@ -69,7 +89,14 @@ class MemoryHead:
             content_hash,
             float(importance),
             metadata,
+            thread,
+            None if position is None else float(position),
+            derived_from,
         )
+
+    def structure(self) -> tuple[str | None, float | None, str | None]:
+        """The head's ``(thread, position, derived_from)``."""
+        return (self.thread, self.position, self.derived_from)
 
 
 @attrs.frozen
@@ -137,13 +164,35 @@ class StoreCounts:
 
 @attrs.frozen
 class RevisionDigest:
-    """What a merge compares of a stored revision: number, content hash, importance and
-    metadata (canonical JSON)."""
+    """What a merge compares of a stored revision: number, content hash, importance,
+    metadata (canonical JSON), thread, position and source."""
 
     revision: int = attrs.field(converter=to_int)
     content_hash: str
     importance: float = attrs.field(converter=to_float)
     metadata: str
+    thread: str | None = None
+    position: float | None = attrs.field(default=None, converter=_optional_float)
+    derived_from: str | None = None
+
+
+def _int_tuple(value: Iterable[int]) -> tuple[int, ...]:
+    return tuple(int(v) for v in value)
+
+
+@attrs.frozen
+class Neighbours:
+    """The neighbours of one revision in its thread (``NeighbourReader.neighbours``): the row
+    keys of the live revisions just ``before`` it and just ``after`` it, each in thread order
+    (``before[-1]`` and ``after[0]`` are the nearest). Thread order is by position, then row
+    key (docs/store.md, "Threads, positions and sources")."""
+
+    before: tuple[int, ...] = attrs.field(converter=_int_tuple)
+    after: tuple[int, ...] = attrs.field(converter=_int_tuple)
+
+    def keys(self) -> tuple[int, ...]:
+        """Every neighbour's row key, in thread order."""
+        return self.before + self.after
 
 
 def _vector_tuple(value: Iterable[bytes | None]) -> tuple[bytes | None, ...]:
@@ -153,8 +202,9 @@ def _vector_tuple(value: Iterable[bytes | None]) -> tuple[bytes | None, ...]:
 @attrs.frozen
 class BulkRevision:
     """One revision as a snapshot export reads it, with its memory's tombstone and head:
-    ``key`` is its row key, ``live`` whether it is searchable, ``vectors`` one entry per space
-    asked for (little-endian float32 bytes, or None)."""
+    ``key`` is its row key, ``live`` whether it is searchable, ``thread``, ``position`` and
+    ``derived_from`` its structure (docs/store.md), ``vectors`` one entry per space asked for
+    (little-endian float32 bytes, or None)."""
 
     namespace: str
     memory_id: str
@@ -169,12 +219,21 @@ class BulkRevision:
     created_at: float
     content_hash: str
     live: bool = attrs.field(converter=to_bool)
+    thread: str | None
+    position: float | None = attrs.field(converter=_optional_float)
+    derived_from: str | None
     vectors: tuple[bytes | None, ...] = attrs.field(converter=_vector_tuple)
+
+    #: How many columns of a bulk query come before the vectors.
+    WIDTH: ClassVar[int] = 16
 
     @classmethod
     def from_columns(cls, columns: Sequence[Any], vectors: Iterable[bytes | None]) -> BulkRevision:
-        """A revision from a row of a store's bulk query: ``columns`` are the 13 fields
-        before ``vectors``, in their order (``namespace`` ... ``live``)."""
-        if len(columns) != 13:
-            raise ValueError(f"a bulk revision has 13 columns before its vectors, got {columns!r}")
+        """A revision from a row of a store's bulk query: ``columns`` are the 16 fields
+        before ``vectors``, in their order (``namespace`` ... ``live``, ``thread``,
+        ``position``, ``derived_from``)."""
+        if len(columns) != cls.WIDTH:
+            raise ValueError(
+                f"a bulk revision has {cls.WIDTH} columns before its vectors, got {columns!r}"
+            )
         return cls(*columns, vectors=tuple(vectors))  # type: ignore[misc, arg-type]

@@ -41,6 +41,8 @@ pytest.register_assert_rewrite(
     "rankseam.testing.reranker",
     "rankseam.testing.store",
     "rankseam.testing.store_ranking",
+    "rankseam.testing.store_reader",
+    "rankseam.testing.store_structure",
     "rankseam.testing.store_workers",
 )
 

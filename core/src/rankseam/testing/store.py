@@ -21,7 +21,9 @@ write, fails no search, answers from the old space until complete and then switc
 :mod:`rankseam.testing.store_reembed`), bad input (refused with nothing stored; odd text
 stored byte for byte), secrets (the target's password appears in no ``repr``, path or
 report), a reader that lends its snapshot (its siblings answer from exactly that snapshot, in
-other threads; :mod:`rankseam.testing.store_reader`), and snapshot round trips through the
+other threads; :mod:`rankseam.testing.store_reader`), a memory's thread, position and
+source stored exactly and its reader's neighbours in thread order from its own snapshot
+(:mod:`rankseam.testing.store_structure`), and snapshot round trips through the
 embedded SQLite store in both directions (every id, revision, text, tombstone and vector
 kept; same searches on a clone of the same kind).
 
@@ -48,6 +50,7 @@ from rankseam.testing.base import Capability
 from rankseam.testing.store_ranking import check_same_ranking
 from rankseam.testing.store_reader import ReaderContract
 from rankseam.testing.store_reembed import ReembedContract
+from rankseam.testing.store_structure import StructureContract
 from rankseam.testing.store_workers import (
     KILL_BATCH,
     OTHER_SPACE,
@@ -72,7 +75,7 @@ ODD_TEXTS = (
 )
 
 
-class StoreContract(ReaderContract, ReembedContract):
+class StoreContract(ReaderContract, StructureContract, ReembedContract):
     """Subclass and provide the ``store_target`` fixture: a fresh, empty store target (a path
     or URL string) per test."""
 

@@ -20,10 +20,13 @@ from rankseam.store.contract import Store
 from rankseam.store.records import (
     PreparedRecord,
     check_created_at,
+    check_derived_from,
     check_importance,
     check_memory_id,
     check_namespace,
+    check_position,
     check_text,
+    check_thread,
     content_hash,
     encode_metadata,
     new_memory_id,
@@ -57,7 +60,19 @@ __all__ = [
 T = TypeVar("T")
 
 #: The keys of an ingest record (``text`` is required).
-RECORD_KEYS = frozenset({"text", "id", "importance", "metadata", "namespace", "created_at"})
+RECORD_KEYS = frozenset(
+    {
+        "text",
+        "id",
+        "importance",
+        "metadata",
+        "namespace",
+        "created_at",
+        "thread",
+        "position",
+        "derived_from",
+    }
+)
 #: Longest line of a JSONL ingest file, in bytes: every valid record fits (a text at its
 #: character cap, escaped, with metadata at its cap); a longer line is refused unread.
 MAX_LINE_BYTES = 16 * 1024 * 1024
@@ -147,17 +162,31 @@ class Writer:
         importance: object,
         metadata: object,
         created_at: object = None,
+        *,
+        thread: object = None,
+        position: object = None,
+        derived_from: object = None,
     ) -> PreparedRecord:
         """One checked record, not yet embedded (a new id when ``memory_id`` is None)."""
         checked = check_text(text)
+        mid = new_memory_id() if memory_id is None else check_memory_id(memory_id)
+        source = check_derived_from(derived_from)
+        if source is not None and source == mid:
+            raise ValidationError(
+                f"memory {mid!r} cannot be derived from itself; derived_from names another "
+                "memory of the namespace (the one it was extracted from)"
+            )
         return prepare(
             self.namespace(namespace),
-            new_memory_id() if memory_id is None else check_memory_id(memory_id),
+            mid,
             checked,
             importance=None if importance is None else check_importance(importance),
             metadata=None if metadata is None else encode_metadata(metadata),
             created_at=check_created_at(created_at),
             content_hash=content_hash(checked),
+            thread=check_thread(thread),
+            position=check_position(position),
+            derived_from=source,
         )
 
     def _write(
@@ -337,6 +366,9 @@ class Writer:
             raw.get("importance"),
             raw.get("metadata"),
             raw.get("created_at"),
+            thread=raw.get("thread"),
+            position=raw.get("position"),
+            derived_from=raw.get("derived_from"),
         )
 
     def reembed(

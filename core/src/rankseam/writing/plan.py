@@ -134,4 +134,7 @@ def _apply(
         record.content_hash,
         plan.importance,
         plan.metadata,
+        plan.thread,
+        plan.position,
+        plan.derived_from,
     )

@@ -21,7 +21,8 @@ import attrs
 from rankseam.assembly import ComponentContext
 from rankseam.config import SearchConfig
 from rankseam.embedding import Embedder, EmbedderDescriptor, embed_checked
-from rankseam.errors import ValidationError
+from rankseam.checks import is_int
+from rankseam.errors import ConfigurationError, ValidationError
 from rankseam.loop import LoopRunner
 from rankseam.seam import (
     MAX_POOL,
@@ -39,18 +40,28 @@ from rankseam.seam import (
 from rankseam.search.channels.base import CandidateSource, SourceRequest, over_fetch
 from rankseam.search.fusion import ChannelList, Fused, ScoreSpec, fuse, score_spec_of
 from rankseam.store.contract import Store
-from rankseam.store.readers import ConcurrentReader, ScoredKey, ScoredKeys, StoreReader
+from rankseam.store.readers import (
+    ConcurrentReader,
+    NeighbourReader,
+    ScoredKey,
+    ScoredKeys,
+    StoreReader,
+)
 from rankseam.store.records import StoredMemory
-from rankseam.types import Hit, RerankTrace, SearchResult, SearchTrace, prechecked
+from rankseam.types import Hit, Neighbour, RerankTrace, SearchResult, SearchTrace, prechecked
 
 __all__ = [
     "CONFIG_DEFAULT",
+    "MAX_NEIGHBOURS",
     "MAX_QUERY_BYTES",
     "Pooled",
     "RerankerChooser",
     "SearchPipeline",
     "SearchPlan",
     "check_query",
+    "check_reranker_options",
+    "neighbour_window",
+    "read_neighbours",
 ]
 
 #: Longest query accepted, in UTF-8 bytes.
@@ -88,6 +99,26 @@ def check_query(query: object) -> str:
     return query
 
 
+def check_reranker_options(options: object) -> Mapping[str, Any] | None:
+    """``reranker_options`` if they are a mapping of option names to values (or None); a
+    :class:`ValidationError` naming the argument otherwise."""
+    if options is None or (
+        isinstance(options, Mapping) and all(isinstance(k, str) for k in options)
+    ):
+        return options
+    # the type only: a value given by mistake here may be a key or other secret
+    got = (
+        "a mapping with a key of type "
+        + type(next(k for k in options if not isinstance(k, str))).__name__
+        if isinstance(options, Mapping)
+        else f"a {type(options).__name__}"
+    )
+    raise ValidationError(
+        "reranker_options must be a mapping of option names (strings) to values, e.g. "
+        f"{{'lambda': 0.3}}, or None; got {got}"
+    )
+
+
 class RerankerChooser:
     """Where the reranker of one search is chosen: the configured default, ``None`` /
     ``"none"`` (no reranker), a registered name (with per-search options over the configured
@@ -106,6 +137,7 @@ class RerankerChooser:
     ) -> tuple[SeamReranker | None, tuple[str, ...]]:
         """The reranker of a search that asked for ``choice`` with ``options``, and the notes
         its trace carries (what the environment changed, for the configured default)."""
+        options = check_reranker_options(options)
         notes: tuple[str, ...] = ()
         if choice is CONFIG_DEFAULT:
             if self._default is not None and not options:
@@ -151,13 +183,103 @@ class SearchPlan:
 
 class Pooled:
     """One coarse-pool entry: the hit, and the store's key of its revision row (how the
-    rerank stage fetches the stored vector of the hit)."""
+    rerank stage fetches the stored vector of the hit); ``neighbours``, the hit's neighbours
+    in its thread when the search's reranker asked for them (else None)."""
 
-    __slots__ = ("hit", "key")
+    __slots__ = ("hit", "key", "neighbours")
 
-    def __init__(self, hit: Hit, key: int) -> None:
+    def __init__(self, hit: Hit, key: int, neighbours: tuple[Neighbour, ...] | None = None) -> None:
         self.hit = hit
         self.key = key
+        self.neighbours = neighbours
+
+
+#: Most neighbours a reranker may ask for on each side of a candidate.
+MAX_NEIGHBOURS = 20
+
+
+def _window(value: object, owner: object) -> tuple[int, int]:
+    """A reranker's ``needs_neighbours`` as ``(before, after)``: an int ``n`` is ``(n, n)``."""
+    pair = (value, value) if is_int(value) else value
+    if (
+        not isinstance(pair, tuple)
+        or len(pair) != 2
+        or not all(is_int(n) and 0 <= n <= MAX_NEIGHBOURS for n in pair)
+    ):
+        raise ValidationError(
+            f"reranker {getattr(owner, 'policy_id', type(owner).__name__)!r} declares "
+            f"needs_neighbours = {value!r}; declare an integer N (N before and N after each "
+            f"candidate) or a pair (BEFORE, AFTER), each 0..{MAX_NEIGHBOURS}"
+        )
+    return (int(pair[0]), int(pair[1]))  # type: ignore[arg-type]
+
+
+def neighbour_window(reranker: Any) -> tuple[tuple[int, int] | None, bool]:
+    """How many neighbours the reranker (or chain) of a search asks for on each side of a
+    candidate (the most any stage asks; None: no stage asks), and whether any stage asks for
+    metadata (``needs_metadata``), which the neighbours then carry too."""
+    links = getattr(reranker, "links", None)
+    components = (
+        [reranker.component] if links is None else [link.reranker.component for link in links]
+    )
+    window: tuple[int, int] | None = None
+    metadata = False
+    for component in components:
+        metadata = metadata or bool(getattr(component, "needs_metadata", False))
+        wanted = getattr(component, "needs_neighbours", None)
+        if wanted is None or wanted is False:
+            continue
+        before, after = _window(wanted, component)
+        if window is not None:
+            before, after = max(before, window[0]), max(after, window[1])
+        window = (before, after)
+    return window, metadata
+
+
+def read_neighbours(
+    reader: StoreReader,
+    store: Store,
+    keys: Sequence[int],
+    window: tuple[int, int],
+    *,
+    max_chars: int,
+    metadata: bool,
+) -> dict[int, tuple[Neighbour, ...]]:
+    """The neighbours of the revisions ``keys`` (live ones with a thread), read in the
+    snapshot of ``reader`` (:class:`~rankseam.store.readers.NeighbourReader`): row key ->
+    :class:`Neighbour` s in thread order, each text cut to ``max_chars``."""
+    if not isinstance(reader, NeighbourReader):
+        raise ConfigurationError(
+            f"the search's reranker asks for neighbours (needs_neighbours) but the "
+            f"{store.kind!r} store's reader offers no NeighbourReader; use a store that knows "
+            "threads, or a reranker that does not ask for them"
+        )
+    found = reader.neighbours(keys, *window)
+    rows = reader.memories(sorted({k for n in found.values() for k in n.keys()}))
+    out: dict[int, tuple[Neighbour, ...]] = {}
+    for key in keys:
+        around = found.get(key)
+        if around is None:
+            out[key] = ()
+            continue
+        placed = [(-i, k) for i, k in enumerate(reversed(around.before), start=1)][::-1]
+        placed += [(i, k) for i, k in enumerate(around.after, start=1)]
+        out[key] = tuple(
+            Neighbour(
+                offset=offset,
+                ref=rows[k].ref,
+                text=rows[k].text[:max_chars],
+                thread=rows[k].thread,
+                position=rows[k].position,
+                derived_from=rows[k].derived_from,
+                importance=rows[k].importance,
+                created_at=rows[k].created_at,
+                metadata=rows[k].metadata if metadata else None,
+            )
+            for offset, k in placed
+            if k in rows
+        )
+    return out
 
 
 def _admitting_answers(
@@ -220,6 +342,9 @@ def _hit(row: StoredMemory, fused: Fused) -> Hit:
         float(row.created_at),
         row.content_hash,
         None,
+        row.thread,
+        row.position,
+        row.derived_from,
     )
 
 
@@ -337,7 +462,22 @@ class SearchPipeline:
                 limit=plan.pool,
             )
             rows = reader.memories([f.key for f in fused])
-        return [Pooled(_hit(rows[f.key], f), f.key) for f in fused]
+            around: Mapping[int, tuple[Neighbour, ...]] = {}
+            window = None
+            if plan.reranker is not None and fused:
+                window, metadata = neighbour_window(plan.reranker)
+                if window is not None:  # read in this snapshot; the reranker runs after it
+                    around = read_neighbours(
+                        reader,
+                        self._store,
+                        [f.key for f in fused],
+                        window,
+                        max_chars=self._settings.max_chars,
+                        metadata=metadata,
+                    )
+        if window is None:
+            return [Pooled(_hit(rows[f.key], f), f.key) for f in fused]
+        return [Pooled(_hit(rows[f.key], f), f.key, around.get(f.key, ())) for f in fused]
 
     def _score_specs(self, space: EmbedderDescriptor) -> tuple[ScoreSpec, ...]:
         declared_for, specs = self._specs
@@ -370,6 +510,10 @@ class SearchPipeline:
         def vectors() -> Vectors:
             return self._store.vectors_of([p.key for p in pool], space)
 
+        neighbours = None
+        if pool and pool[0].neighbours is not None:  # the reranker asked for them
+            neighbours = {p.hit.ref: p.neighbours or () for p in pool}
+
         return RerankStage(
             plan.query,
             hits,
@@ -380,6 +524,7 @@ class SearchPipeline:
             max_chars=self._settings.max_chars,
             vectors=vectors,
             embedding_space=space.key,
+            neighbours=neighbours,
         )
 
     def result(

@@ -14,7 +14,7 @@ from rankseam.options import resolve_env_refs
 def test_defaults() -> None:
     config = Config()
     assert config.search.pool == 30 and config.search.fusion == "convex"
-    assert config.search.reranker is None and config.search.on_error == "raise"
+    assert config.search.reranker is None and config.search.on_error == "fail_closed"
     assert config.search.sources == ("lexical", "vector", "importance")
 
 
@@ -38,7 +38,7 @@ def test_toml_round_trip(tmp_path: Path) -> None:
     config = Config.from_toml(path)
     assert config.db == "x.sqlite3" and config.namespace == "work"
     assert config.search.pool == 50 and config.search.reranker == "identity"
-    assert config.search.on_error == "coarse" and config.search.trace_text is False
+    assert config.search.on_error == "fail_open" and config.search.trace_text is False
     assert config.options("reranker", "mmr") == {"lambda": 0.6}
     assert config.options("reranker", "other") == {}
     assert config.write_gate and config.write_gate_backend == "heuristic"
@@ -49,7 +49,7 @@ def test_toml_round_trip(tmp_path: Path) -> None:
     [
         ({"search": {"pool": 0}}, r"search.pool: pool size must be an integer in 1..200"),
         ({"search": {"pool": 201}}, r"1..200"),
-        ({"search": {"on_error": "ignore"}}, r"on_error must be 'raise'"),
+        ({"search": {"on_error": "ignore"}}, r"on_error must be 'fail_closed'"),
         ({"search": {"fusion": "max"}}, r"one of 'convex', 'rrf'"),
         ({"search": {"pooll": 3}}, r"unknown \[search\] key\(s\) \['pooll'\]"),
         ({"rerankerz": {}}, r"unknown key\(s\) \['rerankerz'\]"),
@@ -118,7 +118,7 @@ def test_environment_overrides() -> None:
     )
     assert config.db == "/tmp/a.sqlite3" and config.namespace == "ns"
     assert config.search.reranker == "identity" and config.search.pool == 12
-    assert config.search.on_error == "coarse"
+    assert config.search.on_error == "fail_open"
     # a setting made in code is not replaced; one the defaults (or a file) gave is
     in_code = Config.from_mapping({"search": {"reranker": "identity"}})
     assert in_code.set_in_code == {"search.reranker"}

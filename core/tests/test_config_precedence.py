@@ -128,7 +128,7 @@ def test_the_environment_fills_what_code_left_unset(
         assert memory.config.namespace == "code-ns"  # set in code
         assert memory.config.search.pool == 50  # set in code
         assert memory.config.search.reranker == "identity"  # not set in code: the environment
-        assert memory.config.search.on_error == "coarse"
+        assert memory.config.search.on_error == "fail_open"
         assert _policy(memory) == IDENTITY
     with rankseam.open_memory(tmp_path / "d.sqlite3") as memory:  # the defaults: all from env
         assert (memory.config.namespace, memory.config.search.pool) == ("env-ns", 7)
@@ -144,7 +144,7 @@ def test_the_environment_wins_over_a_file_and_code_over_both(
     with rankseam.open_memory(tmp_path / "m.sqlite3", config_file=toml) as memory:
         assert memory.config.search.pool == 7  # environment > file
         assert memory.config.namespace == "file-ns"  # the file > the default
-        assert memory.config.search.on_error == "coarse"
+        assert memory.config.search.on_error == "fail_open"
     with rankseam.open_memory(tmp_path / "m.sqlite3", config_file=toml, pool=3) as memory:
         assert memory.config.search.pool == 3  # keyword (code) > environment > file
         memory.add("Ada drinks green tea")

@@ -19,7 +19,6 @@ from rankseam.decision import (
     DecisionResult,
     FailOpenDecisionBackend,
     Role,
-    ask_write_gate,
     rerank_request,
     unwrap,
     wrap_for_role,
@@ -33,6 +32,7 @@ from rankseam.errors import (
 )
 from rankseam.registry import DecisionBackendRegister, Registry
 from rankseam.types import Usage
+from rankseam.writing.gate import ask_write_gate
 
 
 class Backend:

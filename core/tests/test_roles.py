@@ -29,10 +29,7 @@ from rankseam.decision import (
     DecisionRequest,
     DecisionResult,
     FailOpenDecisionBackend,
-    GateVerdict,
     Role,
-    ask_write_gate,
-    gate_without_verdict,
     rerank_request,
     wrap_for_role,
 )
@@ -46,6 +43,7 @@ from rankseam.registry import (
 )
 from rankseam.testing import synthetic_pool
 from rankseam.types import Usage
+from rankseam.writing.gate import GateVerdict, ask_write_gate, gate_without_verdict
 
 GUARD_S = 20.0  # only turns a hang into a failure (below the 30 s default role timeout)
 

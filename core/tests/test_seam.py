@@ -125,7 +125,7 @@ def test_a_raising_reranker_fails_closed_by_default(exc: Exception, reason: str)
         run(Scripted(raises=exc))
     assert info.value.reason == reason
     assert info.value.__cause__ is exc
-    assert "on_error='coarse'" in str(info.value)
+    assert "on_error='fail_open'" in str(info.value)
 
 
 @pytest.mark.parametrize("answer", [[1, 2], (1,), None, "1,2", {"selected_ranks": [1]}])

@@ -126,7 +126,7 @@ def test_a_fail_closed_error_carries_the_policy_reason_and_usage() -> None:
     assert info.value.__cause__ is failure
     assert str(info.value) == (
         "reranker 'test.scripted.v1' failed (exception): RuntimeError: boom. The search failed "
-        "closed; retry, fix the reranker or its backend, or set on_error='coarse' to return the "
+        "closed; retry, fix the reranker or its backend, or set on_error='fail_open' to return the "
         "coarse order marked 'degraded' instead"
     )
 

@@ -21,11 +21,11 @@ from rankseam.decision import (
     DecisionRequest,
     DecisionResult,
     Role,
-    ask_write_gate,
     wrap_for_role,
 )
 from rankseam.errors import BackendUnavailableError, ConfigurationError
 from rankseam.types import Usage
+from rankseam.writing.gate import ask_write_gate
 
 
 class Hanging:

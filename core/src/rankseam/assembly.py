@@ -28,7 +28,7 @@ from rankseam.errors import ConfigurationError
 from rankseam.generation import FailOpenGenerationBackend, GenerationBackend
 from rankseam.plugins import get_registry
 from rankseam.registry import TABLE_FOR_KIND, ComponentSpec, Registry
-from rankseam.seam import check_reranker
+from rankseam.seam import check_reranker, reranker_specs
 from rankseam.search.channels.base import CandidateSource, channel_reads
 from rankseam.store.contract import Store, StoreReader
 from rankseam.store.target import StoreTarget, parse_target
@@ -368,8 +368,10 @@ def assemble(config: Config, registry: Registry | None = None, *, create: bool =
     context = ComponentContext(config, registry, store=store.name)
     embedder = context.embedder(config.embedder)
     sources = _build_sources(context, config.search.sources)
-    if config.search.reranker is not None:
-        context.reranker(config.search.reranker)
+    for stage in reranker_specs(config.search.reranker) or ():  # one, or a chain's stages
+        if isinstance(stage.reranker, str):
+            merged = {**config.options("reranker", stage.reranker), **stage.options}
+            context.reranker(stage.reranker, merged)
     gate = None
     if config.write_gate:
         gate = context.decision_backend(config.write_gate_backend, config.write_gate_role)

@@ -34,7 +34,9 @@ from rankseam.seam import (
     DEFAULT_POOL,
     DEFAULT_RERANK_DEADLINE_S,
     MAX_POOL,
+    RerankerSpec,
     reranker_choice,
+    reranker_specs,
     validate_deadline,
     validate_on_error,
     validate_pool_size,
@@ -66,11 +68,23 @@ def _pool(_inst: object, _attr: object, value: int) -> None:
         raise ConfigurationError(f"search.pool: {exc}") from None
 
 
-def _on_error(_inst: object, _attr: object, value: str) -> None:
+def _on_error(value: object) -> str:
+    """The search's failure policy, either spelling, as ``"fail_closed"`` / ``"fail_open"``."""
     try:
-        validate_on_error(value)
+        return validate_on_error(value)
     except ValidationError as exc:
         raise ConfigurationError(f"search.on_error: {exc}") from None
+
+
+def _reranker(value: object) -> str | tuple[RerankerSpec, ...] | None:
+    """``[search] reranker``: a name (``"a,b"`` names a chain), ``none``, or a list of stages
+    (names, or tables of ``name``, ``options``, ``on_error``, ``deadline_s``: a chain)."""
+    if not isinstance(value, list | tuple):
+        return value  # type: ignore[return-value]  # a name or None: checked below
+    try:
+        return reranker_specs(value)
+    except ValidationError as exc:
+        raise ConfigurationError(f"search.reranker: {exc}") from None
 
 
 def _deadline(value: object) -> float:
@@ -143,6 +157,8 @@ def _weights(value: object) -> Mapping[str, float]:
 
 
 def _optional_name(_inst: object, attr: attrs.Attribute[Any], value: object) -> None:
+    if isinstance(value, tuple) and attr.name == "reranker":
+        return  # a chain's stages, checked by _reranker
     if value is not None and (not isinstance(value, str) or not value):
         raise ConfigurationError(
             f"search.{attr.name} must be a component name (a string) or none, got {value!r}"
@@ -271,8 +287,10 @@ class SearchConfig:
         factory=dict, converter=_scales, validator=_known_channels
     )
     sources: tuple[str, ...] = attrs.field(default=DEFAULT_SOURCES, converter=_source_names)
-    reranker: str | None = attrs.field(default=None, validator=_optional_name)
-    on_error: str = attrs.field(default="raise", validator=_on_error)
+    reranker: str | tuple[RerankerSpec, ...] | None = attrs.field(
+        default=None, converter=_reranker, validator=_optional_name
+    )
+    on_error: str = attrs.field(default="fail_closed", converter=_on_error)
     max_chars: int = attrs.field(default=DEFAULT_MAX_CHARS, validator=_positive_int)
     trace_text: bool = attrs.field(default=True, validator=_bool("search."))
     rerank_deadline_s: float = attrs.field(default=DEFAULT_RERANK_DEADLINE_S, converter=_deadline)

@@ -8,8 +8,9 @@ resolves it when it hands the role a backend. Role resolution exists once, in
 ``ComponentContext.generation_backend`` go through it, and so does the write gate:
 
 - ``FAIL_CLOSED`` roles get the backend itself (the *unwrapped* handle): failures raise.
-- ``FAIL_OPEN`` roles get it inside :class:`FailOpenDecisionBackend`, the one and only fail-open
-  envelope: any ``Exception`` (and the role's timeout) becomes ``ABSTAIN`` with
+- ``FAIL_OPEN`` roles get it inside :class:`FailOpenDecisionBackend`, the decision face of the
+  one fail-open envelope (:class:`rankseam.governed.FailOpenEnvelope`, a governed call per
+  request): any ``Exception`` (and the role's timeout) becomes ``ABSTAIN`` with
   ``used_fallback=True`` and the usage the failed call spent; ``asyncio.CancelledError`` always
   propagates.
 
@@ -28,13 +29,18 @@ from typing import Any, Protocol, runtime_checkable
 import attrs
 
 from rankseam.checks import is_real, non_empty_str
-from rankseam.errors import BackendError, BackendTimeoutError, InvalidOutputError, WriteGateError
+from rankseam.errors import InvalidOutputError
+from rankseam.governed import (
+    DEFAULT_ROLE_TIMEOUT_S,
+    DecisionFailurePolicy,
+    FailOpenEnvelope,
+    failure_policy,
+)
 from rankseam.types import Usage
 
 __all__ = [
     "DEFAULT_ROLE_TIMEOUT_S",
     "DEFAULT_WRITE_GATE_TIMEOUT_S",
-    "GATE_BLOCKED_MARGIN_S",
     "RERANK_DECISION_KIND",
     "RERANK_QUESTION",
     "RERANK_ROLE",
@@ -47,11 +53,8 @@ __all__ = [
     "DecisionRequest",
     "DecisionResult",
     "FailOpenDecisionBackend",
-    "GateVerdict",
     "Role",
-    "ask_write_gate",
     "checked_result",
-    "gate_without_verdict",
     "rerank_request",
     "unwrap",
     "wrap_for_role",
@@ -147,19 +150,6 @@ class DecisionBackend(Protocol):
     async def evaluate(self, request: DecisionRequest, /) -> DecisionResult: ...
 
 
-class DecisionFailurePolicy(enum.StrEnum):
-    """What a role does when its backend fails: degrade visibly (a marked abstain for a
-    decision, a marked empty result for a generation), or raise."""
-
-    FAIL_OPEN = "fail_open"
-    FAIL_CLOSED = "fail_closed"
-
-
-#: Every role's timeout unless it declares its own: a fail-open envelope never waits longer for
-#: a backend than this.
-DEFAULT_ROLE_TIMEOUT_S = 30.0
-
-
 def _timeout(_inst: object, _attribute: object, value: Any) -> None:
     if not is_real(value) or value <= 0:
         raise ValueError(
@@ -181,7 +171,7 @@ class Role:
 
     name: str = attrs.field(validator=non_empty_str)
     failure_policy: DecisionFailurePolicy = attrs.field(
-        default=DecisionFailurePolicy.FAIL_OPEN, converter=DecisionFailurePolicy
+        default=DecisionFailurePolicy.FAIL_OPEN, converter=failure_policy
     )
     timeout_s: float = attrs.field(default=DEFAULT_ROLE_TIMEOUT_S, validator=_timeout)
 
@@ -227,60 +217,38 @@ def checked_result(value: object, backend: object) -> DecisionResult:
     )
 
 
-class FailOpenDecisionBackend:
-    """The fail-open envelope (the only one): failures become a marked ``ABSTAIN``.
+class FailOpenDecisionBackend(FailOpenEnvelope):
+    """The decision port's face of the fail-open envelope (:class:`~rankseam.governed.
+    FailOpenEnvelope`, one governed call per request): failures become a marked ``ABSTAIN``.
 
-    Any ``Exception`` from the delegate -- including the envelope's own timeout and an answer
-    that is not a :class:`DecisionResult` -- becomes ``DecisionResult(ABSTAIN, policy_id,
-    usage, used_fallback=True)`` and a warning log record with the fields ``event``
+    Any ``Exception`` from the delegate -- including the role's deadline and an answer that is
+    not a :class:`DecisionResult` -- becomes ``DecisionResult(ABSTAIN, policy_id, usage,
+    used_fallback=True)`` and a warning log record with the fields ``event``
     (``decision.fallback``), ``decision_kind``, ``policy_id``, ``role`` and ``error_type`` (never
     the subject or evidence). ``usage`` is what the failed call spent
     (:meth:`Usage.of_failed_call`: the usage the backend attached to its error, or to the
-    cancellation a timeout raised from, else one call with unknown tokens), so a degraded
+    cancellation the deadline ended it with, else one call with unknown tokens), so a degraded
     verdict counts every request its backend made. ``asyncio.CancelledError`` always
     propagates.
     """
 
-    def __init__(
-        self, delegate: DecisionBackend, *, role: str, timeout_s: float = DEFAULT_ROLE_TIMEOUT_S
-    ) -> None:
-        if isinstance(delegate, FailOpenDecisionBackend):
-            delegate = delegate.delegate  # the envelope is applied once, never nested
-        self.delegate: DecisionBackend = delegate
-        self.role = role
-        self.timeout_s = timeout_s
-        self.policy_id: str = delegate.policy_id
-        self.deterministic = bool(getattr(delegate, "deterministic", False))
+    method = "evaluate"
+    logger = log
+    fallback_message = "decision backend failed; failing open with abstain"
+    fallback_event = "decision.fallback"
+    delegate: DecisionBackend
 
     async def evaluate(self, request: DecisionRequest, /) -> DecisionResult:
-        import asyncio  # on first use: a search without async work never imports asyncio
+        return await self.call(request)  # type: ignore[no-any-return]
 
-        try:
-            async with asyncio.timeout(self.timeout_s):
-                raw = await self.delegate.evaluate(request)
-            return checked_result(raw, self.delegate)
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
-            log.warning(
-                "decision backend failed; failing open with abstain",
-                extra={
-                    "event": "decision.fallback",
-                    "decision_kind": request.decision_kind,
-                    "policy_id": self.policy_id,
-                    "role": self.role,
-                    "error_type": type(exc).__name__,
-                },
-            )
-            return DecisionResult(
-                DecisionOutcome.ABSTAIN,
-                self.policy_id,
-                Usage.of_failed_call(exc),
-                used_fallback=True,
-            )
+    def check(self, value: Any) -> DecisionResult:
+        return checked_result(value, self.delegate)
 
-    def __repr__(self) -> str:
-        return f"FailOpenDecisionBackend({self.delegate!r}, role={self.role!r})"
+    def stand_in(self, usage: Usage) -> DecisionResult:
+        return DecisionResult(DecisionOutcome.ABSTAIN, self.policy_id, usage, used_fallback=True)
+
+    def labels(self, request: DecisionRequest) -> dict[str, Any]:
+        return {"decision_kind": request.decision_kind}
 
 
 def unwrap(backend: DecisionBackend) -> DecisionBackend:
@@ -296,147 +264,14 @@ def wrap_for_role(backend: Any, role: Role, envelope: type[Any] = FailOpenDecisi
     :class:`~rankseam.generation.FailOpenGenerationBackend` for a generation backend).
 
     Every role goes through here: ``ComponentContext.decision_backend`` and
-    ``generation_backend``, and the write gate (:func:`ask_write_gate`). Idempotent and safe: a
-    fail-closed role always receives the bare backend (even when handed an enveloped one), and
-    a fail-open role gets exactly one envelope carrying its own name and timeout.
+    ``generation_backend``, and the write gate (:mod:`rankseam.writing.gate`). Idempotent and
+    safe: a fail-closed role always receives the bare backend (even when handed an enveloped
+    one), and a fail-open role gets exactly one envelope carrying its own name and timeout.
     """
-    bare = backend.delegate if isinstance(backend, envelope) else backend
+    bare = backend.delegate if isinstance(backend, FailOpenEnvelope) else backend
     if role.failure_policy is DecisionFailurePolicy.FAIL_CLOSED:
         return bare
     return envelope(bare, role=role.name, timeout_s=role.timeout_s)
-
-
-@attrs.frozen
-class GateVerdict:
-    """The write gate's answer for one memory.
-
-    ``store`` is False only for a healthy ``NO``. A degraded verdict (the backend failed and the
-    fail-open envelope abstained) stores the memory anyway and says so with ``degraded=True``.
-    """
-
-    outcome: DecisionOutcome
-    store: bool
-    degraded: bool
-    policy_id: str
-    usage: Usage = attrs.field(factory=Usage.zero)
-    rationale: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "outcome": self.outcome.value,
-            "store": self.store,
-            "degraded": self.degraded,
-            "policy_id": self.policy_id,
-            "usage": self.usage.to_dict(),
-            "rationale": self.rationale,
-        }
-
-
-async def ask_write_gate(
-    backend: DecisionBackend, text: str, *, role: Role = WRITE_GATE_ROLE
-) -> GateVerdict:
-    """Ask "is this worth remembering?" about ``text`` within ``role.timeout_s``.
-
-    ``backend`` is normally the write-gate handle from
-    ``ComponentContext.decision_backend(name, role)``. A **fail-open** role (the default) never
-    raises for a backend failure or an expired timeout: a bare backend is put in the fail-open
-    envelope here, and a failure gives a degraded verdict that stores the memory. A
-    **fail-closed** role raises :class:`~rankseam.errors.WriteGateError` instead (the memory must
-    not be stored), with the backend error as ``__cause__``. Either way the verdict or the error
-    carries what the call spent (every request the backend made, timed-out ones included).
-    """
-    request = write_gate_request(text)
-    handle = wrap_for_role(backend, role)  # the same resolution as every other role
-    if role.failure_policy is DecisionFailurePolicy.FAIL_OPEN:
-        result = await handle.evaluate(request)
-    else:
-        result = await _closed_gate(handle, request, role)
-    return GateVerdict(
-        outcome=result.outcome,
-        store=result.used_fallback or result.outcome is not DecisionOutcome.NO,
-        degraded=result.used_fallback,
-        policy_id=result.policy_id,
-        usage=result.usage,
-        rationale=result.rationale,
-    )
-
-
-#: How long past its ``timeout_s`` a synchronous ``Memory.add`` waits for the gate's verdict
-#: before it presumes the backend blocked the event-loop thread (synchronous code in an
-#: ``async def``, which no timeout can interrupt) and applies the failure policy without it.
-GATE_BLOCKED_MARGIN_S = 1.0
-
-
-def gate_without_verdict(
-    role: Role, policy_id: str, why: str, reason: str = "timeout"
-) -> GateVerdict:
-    """The write gate's answer when no verdict could be awaited at all (its backend blocked
-    the event-loop thread past ``role.timeout_s``, or stopped that loop): a degraded verdict
-    that stores, for a fail-open role; :class:`~rankseam.errors.WriteGateError` with
-    ``reason`` (nothing stored), for a fail-closed one. The call counts once, tokens unknown."""
-    usage = Usage(1, None, None)
-    log.warning(
-        "write gate got no verdict; applying its failure policy",
-        extra={
-            "event": "write_gate.no_verdict",
-            "decision_kind": WRITE_GATE_DECISION_KIND,
-            "policy_id": policy_id,
-            "role": role.name,
-            "failure_policy": role.failure_policy.value,
-        },
-    )
-    if role.failure_policy is DecisionFailurePolicy.FAIL_CLOSED:
-        raise WriteGateError(
-            f"the write gate (fail-closed) got no verdict: {why}; the memory was NOT stored. "
-            "Fix the decision backend (blocking work belongs in a thread), or set "
-            "[write_gate] failure_policy = 'fail_open' to store memories with a degraded "
-            "verdict instead",
-            reason=reason,
-            usage=usage,
-        )
-    return GateVerdict(DecisionOutcome.ABSTAIN, True, True, policy_id, usage)
-
-
-async def _closed_gate(
-    backend: DecisionBackend, request: DecisionRequest, role: Role
-) -> DecisionResult:
-    """A fail-closed gate's call: the verdict, or WriteGateError (nothing is stored)."""
-    import asyncio  # on first use: a search without async work never imports asyncio
-
-    try:
-        async with asyncio.timeout(role.timeout_s):
-            raw = await backend.evaluate(request)
-        return checked_result(raw, backend)
-    except asyncio.CancelledError:
-        raise
-    except Exception as exc:
-        cause: Exception = exc
-        if isinstance(exc, TimeoutError) and not isinstance(exc, BackendError):
-            cause = BackendTimeoutError(
-                f"no verdict within the write gate's timeout_s={role.timeout_s}",
-                usage=Usage.of_failed_call(exc),
-            )
-        reason = cause.kind if isinstance(cause, BackendError) else "exception"
-        usage = Usage.of_failed_call(cause)
-        log.warning(
-            "write gate failed closed; the memory was not stored",
-            extra={
-                "event": "write_gate.refused",
-                "decision_kind": request.decision_kind,
-                "policy_id": getattr(backend, "policy_id", None),
-                "role": role.name,
-                "error_type": type(exc).__name__,
-            },
-        )
-        error = WriteGateError(
-            f"the write gate (fail-closed) got no verdict ({reason}: {type(cause).__name__}: "
-            f"{cause}); the memory was NOT stored. Add it again when the backend is back, raise "
-            "[write_gate] timeout_s, or set [write_gate] failure_policy = 'fail_open' to store "
-            "memories with a degraded verdict instead",
-            reason=reason,
-            usage=usage,
-        )
-    raise error from cause
 
 
 def __getattr__(name: str) -> Any:

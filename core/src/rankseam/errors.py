@@ -93,7 +93,8 @@ class InvalidOutputError(BackendError):
 
 
 class RerankError(RankseamError):
-    """The rerank stage failed and the deployment chose to fail closed (``on_error="raise"``).
+    """The rerank stage failed and the deployment chose to fail closed
+    (``on_error="fail_closed"``, also spelt ``"raise"``).
 
     ``policy_id`` names the reranker, ``reason`` is a short machine-readable cause
     (``timeout``, ``unavailable``, ``invalid_output``, ``degraded_decision``, ``exception``),
@@ -107,13 +108,17 @@ class RerankError(RankseamError):
         policy_id: str | None = None,
         reason: str = "exception",
         usage: Any = None,
+        stage: int | None = None,
     ) -> None:
         super().__init__(message)
         self.policy_id = policy_id
         self.reason = reason
         #: What the failed rerank spent (a :class:`rankseam.types.Usage`), when known: every
-        #: model request the backend made, failed and cancelled ones included.
+        #: model request the backend made, failed and cancelled ones included (in a reranker
+        #: chain, every stage that ran).
         self.usage = usage
+        #: The failed stage of a reranker chain (1-based); ``None`` for a single reranker.
+        self.stage = stage
 
 
 class WriteGateError(RankseamError):

@@ -13,7 +13,8 @@ On failure a backend raises the typed errors of :mod:`rankseam.errors`:
 
 A role's failure policy applies here as for decisions (``docs/decision-port.md``): a fail-closed
 role (listwise reranking) gets the backend itself, a fail-open role gets it inside
-:class:`FailOpenGenerationBackend`, which turns any ``Exception`` into a result marked
+:class:`FailOpenGenerationBackend` (the generation face of the one fail-open envelope,
+:class:`rankseam.governed.FailOpenEnvelope`), which turns any ``Exception`` into a result marked
 ``used_fallback=True`` (``output`` ``None``) and never lets ``asyncio.CancelledError`` pass
 as a result.
 
@@ -42,6 +43,7 @@ import attrs
 
 from rankseam.checks import is_int, is_real, non_empty_str
 from rankseam.errors import InvalidOutputError
+from rankseam.governed import DEFAULT_ROLE_TIMEOUT_S, FailOpenEnvelope
 from rankseam.types import Usage
 
 log = logging.getLogger("rankseam.generation")
@@ -314,65 +316,47 @@ class GenerationBackend(Protocol):
     async def generate(self, request: GenerationRequest, /) -> GenerationResult: ...
 
 
-#: The envelope's timeout when it is built without one: every role's default,
-#: ``rankseam.decision.DEFAULT_ROLE_TIMEOUT_S`` (a sibling module, so not imported; a test
-#: keeps the two equal). Role resolution always passes the role's own timeout.
-ENVELOPE_DEFAULT_TIMEOUT_S = 30.0
+class FailOpenGenerationBackend(FailOpenEnvelope):
+    """The generation port's face of the fail-open envelope (:class:`~rankseam.governed.
+    FailOpenEnvelope`), for roles that declare ``FAIL_OPEN``.
 
-
-class FailOpenGenerationBackend:
-    """The fail-open envelope of the generation port, for roles that declare ``FAIL_OPEN``.
-
-    Any ``Exception`` from the delegate -- including the envelope's own timeout and an answer
-    that is not a :class:`GenerationResult` -- becomes ``GenerationResult(None, "", usage,
+    Any ``Exception`` from the delegate -- including the role's deadline and an answer that is
+    not a :class:`GenerationResult` -- becomes ``GenerationResult(None, "", usage,
     used_fallback=True)`` (``usage``: what the backend attached to its error, else one call of
     unknown size) and a warning log record with the fields ``event`` (``generation.fallback``),
     ``request_name``, ``policy_id``, ``role`` and ``error_type``. ``asyncio.CancelledError``
     always propagates. Built by the host's role resolution, never nested.
     """
 
+    method = "generate"
+    logger = log
+    fallback_message = "generation backend failed; failing open with a marked empty result"
+    fallback_event = "generation.fallback"
+    delegate: GenerationBackend
+
     def __init__(
         self,
         delegate: GenerationBackend,
         *,
         role: str,
-        timeout_s: float = ENVELOPE_DEFAULT_TIMEOUT_S,
+        timeout_s: float = DEFAULT_ROLE_TIMEOUT_S,
     ) -> None:
-        if isinstance(delegate, FailOpenGenerationBackend):
-            delegate = delegate.delegate
-        self.delegate: GenerationBackend = delegate
-        self.role = role
-        self.timeout_s = timeout_s
-        self.policy_id: str = delegate.policy_id
-        self.deterministic = bool(getattr(delegate, "deterministic", False))
-        self.descriptor = getattr(delegate, "descriptor", {})
+        super().__init__(delegate, role=role, timeout_s=timeout_s)
+        self.descriptor = getattr(self.delegate, "descriptor", {})
 
     async def generate(self, request: GenerationRequest, /) -> GenerationResult:
-        import asyncio  # on first use: importing this module does not import asyncio
+        return await self.call(request)  # type: ignore[no-any-return]
 
-        try:
-            async with asyncio.timeout(self.timeout_s):
-                raw = await self.delegate.generate(request)
-            if not isinstance(raw, GenerationResult):
-                raise InvalidOutputError(
-                    f"generation backend {self.policy_id!r} returned {type(raw).__name__}, not a "
-                    "GenerationResult"
-                )
-            return raw
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
-            log.warning(
-                "generation backend failed; failing open with a marked empty result",
-                extra={
-                    "event": "generation.fallback",
-                    "request_name": request.name,
-                    "policy_id": self.policy_id,
-                    "role": self.role,
-                    "error_type": type(exc).__name__,
-                },
+    def check(self, value: Any) -> GenerationResult:
+        if not isinstance(value, GenerationResult):
+            raise InvalidOutputError(
+                f"generation backend {self.policy_id!r} returned {type(value).__name__}, not a "
+                "GenerationResult"
             )
-            return GenerationResult(None, "", Usage.of_failed_call(exc), used_fallback=True)
+        return value
 
-    def __repr__(self) -> str:
-        return f"FailOpenGenerationBackend({self.delegate!r}, role={self.role!r})"
+    def stand_in(self, usage: Usage) -> GenerationResult:
+        return GenerationResult(None, "", usage, used_fallback=True)
+
+    def labels(self, request: GenerationRequest) -> dict[str, Any]:
+        return {"request_name": request.name}

@@ -13,24 +13,18 @@ from __future__ import annotations
 import builtins
 import logging
 import os
-import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from rankseam.assembly import ComponentContext, assemble, check_embedder, open_store
 from rankseam.config import Config, default_db_path
-from rankseam.decision import (
-    GATE_BLOCKED_MARGIN_S,
-    DecisionBackend,
-    ask_write_gate,
-    gate_without_verdict,
-)
+from rankseam.decision import DecisionBackend
 from rankseam.embedding import Embedder, EmbedderDescriptor
 from rankseam.errors import ConfigurationError
-from rankseam.loop import LoopRunner, LoopStopped, LoopTimeout
+from rankseam.loop import LoopRunner
 from rankseam.memory_async import AsyncMethods
 from rankseam.resolve import resolve_config
-from rankseam.seam import check_reranker
+from rankseam.seam import RerankerSpec, check_reranker
 from rankseam.search.channels.base import CandidateSource
 from rankseam.search.pipeline import (
     CONFIG_DEFAULT,
@@ -47,6 +41,7 @@ from rankseam.store.records import (
     check_namespace,
 )
 from rankseam.types import MemoryRef, SearchResult
+from rankseam.writing.gate import WriteGate
 from rankseam.writing.ingest import (
     AddResult,
     IngestError,
@@ -102,17 +97,24 @@ def open_memory(
     commands use it).
     """
     default_reranker = None
-    if overrides.get("reranker") is not None and not isinstance(overrides["reranker"], str):
-        default_reranker = overrides["reranker"]
-        try:
-            check_reranker(default_reranker)
-        except TypeError as exc:
-            raise ConfigurationError(
-                "open_memory(reranker=...) takes a registered reranker name (e.g. 'mmr'), None "
-                "or 'none' for the coarse order, or a reranker object (a policy_id string and a "
-                f"rerank(query, candidates, limit) method); {exc}"
-            ) from None
-        overrides = {**overrides, "reranker": None}  # the object, not a configured name
+    chosen = overrides.get("reranker")
+    if isinstance(chosen, list | tuple) and all(isinstance(c, str) for c in chosen):
+        overrides = {**overrides, "reranker": list(chosen)}  # a chain of names: configuration
+    elif chosen is not None and not isinstance(chosen, str):
+        default_reranker = chosen  # an object, or a chain holding objects or specs
+        for stage in chosen if isinstance(chosen, list | tuple) else (chosen,):
+            if isinstance(stage, str | Mapping | RerankerSpec):
+                continue
+            try:
+                check_reranker(stage)
+            except TypeError as exc:
+                raise ConfigurationError(
+                    "open_memory(reranker=...) takes a registered reranker name (e.g. 'mmr'), "
+                    "None or 'none' for the coarse order, a reranker object (a policy_id string "
+                    "and a rerank(query, candidates, limit) method), or a list of them (a "
+                    f"chain); {exc}"
+                ) from None
+        overrides = {**overrides, "reranker": None}  # the objects, not a configured name
     cfg = resolve_config(target, config, config_file, overrides)
     parts = assemble(cfg, create=create)
     store = open_store(parts)
@@ -155,9 +157,13 @@ class Memory(AsyncMethods):
         self._config = config
         self._context = context
         self._embedder = embedder
-        self._gate = gate
-        self._gate_lock = threading.Lock()
         self._runner = LoopRunner()
+        self._gate = WriteGate(
+            config.write_gate_role,
+            lambda: context.decision_backend(config.write_gate_backend, config.write_gate_role),
+            self._runner,
+            gate,
+        )
         self._writer = Writer(store, embedder, config.namespace)
         self._search = SearchPipeline(store, embedder, sources, config.search)
 
@@ -207,14 +213,6 @@ class Memory(AsyncMethods):
     def _space(self) -> EmbedderDescriptor:
         return self._embedder.descriptor
 
-    def _gate_backend(self) -> DecisionBackend:
-        with self._gate_lock:
-            if self._gate is None:
-                self._gate = self._context.decision_backend(
-                    self._config.write_gate_backend, self._config.write_gate_role
-                )
-            return self._gate
-
     # -- writes (rankseam.writing.ingest) ---------------------------------------------------------
 
     def add(
@@ -260,31 +258,9 @@ class Memory(AsyncMethods):
         )
         verdict = None
         if gate or (gate is None and self._config.write_gate):
-            role = self._config.write_gate_role
-            backend = self._gate_backend()
-            wait_s = role.timeout_s + GATE_BLOCKED_MARGIN_S
-            try:
-                verdict = self._runner.run(ask_write_gate(backend, rec.text, role=role), wait_s)
-            except LoopTimeout:  # the backend blocked the loop thread; it was replaced
-                verdict = gate_without_verdict(
-                    role,
-                    str(getattr(backend, "policy_id", "unknown")),
-                    f"its backend blocked the event-loop thread past timeout_s={role.timeout_s}",
-                )
-            except LoopStopped:  # the backend stopped the loop; the next call gets a fresh one
-                verdict = gate_without_verdict(
-                    role,
-                    str(getattr(backend, "policy_id", "unknown")),
-                    "its backend stopped the event loop (loop.stop())",
-                    reason="exception",
-                )
+            verdict = self._gate.verdict(rec.text)  # rankseam.writing.gate
             if not verdict.store:
-                log.info("write gate declined a memory", extra={"event": "write_gate.no"})
                 return AddResult(None, False, verdict)
-            if verdict.degraded:
-                log.warning(
-                    "write gate degraded; storing anyway", extra={"event": "write_gate.degraded"}
-                )
         ref, written = self._writer.add(rec, same_is_ok=memory_id is not None)
         return AddResult(ref, written, verdict, unchanged=not written)
 
@@ -485,10 +461,14 @@ class Memory(AsyncMethods):
         rerank_deadline_s: float | None = None,
     ) -> SearchResult:
         """Search a namespace. ``reranker``: the configured default when omitted, ``None`` or
-        ``"none"`` for the coarse order, a registered name, or a reranker object. ``pool``:
-        coarse pool size (1..200). ``on_error``: ``"raise"`` (fail closed) or ``"coarse"``
-        (visible ``degraded`` status). ``rerank_deadline_s``: the reranker's deadline for this
-        search (default ``[search] rerank_deadline_s``, 90 s; docs/seam.md)."""
+        ``"none"`` for the coarse order, a registered name, a reranker object, or a chain: a
+        list of them (names, objects, :class:`~rankseam.seam.RerankerSpec` s or tables of
+        ``name``, ``options``, ``on_error``, ``deadline_s``), each stage reranking the previous
+        one's selection (docs/seam.md, "Reranker chains"). ``pool``: coarse pool size
+        (1..200). ``on_error``: ``"fail_closed"`` (raise; also spelt ``"raise"``) or
+        ``"fail_open"`` (a visible ``degraded`` status; also spelt ``"coarse"``).
+        ``rerank_deadline_s``: the reranker's deadline for this search (default ``[search]
+        rerank_deadline_s``, 90 s; docs/seam.md)."""
         plan = self._plan(
             query, limit, namespace, reranker, reranker_options, pool, on_error, rerank_deadline_s
         )

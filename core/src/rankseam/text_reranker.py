@@ -32,16 +32,20 @@ from rankseam.seam import (
     DEFAULT_MAX_CHARS,
     MAX_POOL,
     NO_RERANKER,
+    ChainLink,
+    ChainRun,
+    RerankChain,
     Reranker,
     RerankStage,
     Vectors,
     check_reranker,
     prepare_reranker,
-    reranker_choice,
+    reranker_specs,
     trace_candidates,
     validate_limit,
     validate_on_error,
 )
+from rankseam.seam.chain import CHAIN_POLICY_PREFIX
 from rankseam.types import Hit, MemoryRef, RerankTrace, SearchResult, SearchTrace
 
 __all__ = ["DocumentReranker", "DocumentResult", "open_reranker"]
@@ -61,7 +65,7 @@ DOCUMENTS_NAMESPACE = "documents"
 
 
 def open_reranker(
-    reranker: str | Reranker | None,
+    reranker: str | Reranker | Sequence[Any] | None,
     *,
     options: Mapping[str, Any] | None = None,
     config: Config | Mapping[str, Any] | None = None,
@@ -71,41 +75,51 @@ def open_reranker(
     """Build the installed reranker ``reranker`` (e.g. ``"mmr"``) for texts you already have;
     a reranker object (anything with ``policy_id`` and ``rerank``) is accepted too, and
     ``"none"`` (or ``None``) runs no reranker: the input order, cut to the limit, with no rerank
-    trace, as :meth:`Memory.search` with no reranker.
+    trace, as :meth:`Memory.search` with no reranker. A list (or ``"a,b"``) is a chain, as in
+    :meth:`Memory.search`: each stage reranks the previous one's selection.
 
-    ``options`` override the configuration's ``[rerankers.NAME]`` table. ``on_error``:
-    ``"raise"`` (fail closed, the default) or ``"coarse"`` (return the input order marked
-    ``degraded``). A reranker that is not installed or cannot be built is a
+    ``options`` override the configuration's ``[rerankers.NAME]`` table (a single reranker;
+    a chain's stages carry their own). ``on_error``: ``"fail_closed"`` (raise, the default; also
+    spelt ``"raise"``) or ``"fail_open"`` (return the input order marked ``degraded``; also
+    spelt ``"coarse"``). A reranker that is not installed or cannot be built is a
     :class:`~rankseam.errors.ConfigurationError` here, not at the first call.
     """
     cfg = load_config(config, config_file)
     context = ComponentContext(cfg)
     chosen = validate_on_error(cfg.search.on_error if on_error is None else on_error)
-    reranker = reranker_choice(reranker)
-    if reranker is None:
+    try:
+        specs = reranker_specs(reranker)
+    except ValidationError as exc:
+        raise ConfigurationError(str(exc)) from None
+    if specs is None:
         if options:
             raise ConfigurationError(
                 "options were given but no reranker is chosen ('none'); name an installed "
                 "reranker, e.g. 'mmr', or drop the options"
             )
         return DocumentReranker(NO_RERANKER, None, context, chosen, cfg.search.max_chars)
-    if isinstance(reranker, str):
-        merged = {**cfg.options("reranker", reranker), **(options or {})}
-        built = context.reranker(reranker, merged)
-        return DocumentReranker(reranker, built, context, chosen, cfg.search.max_chars)
-    if options:
+    if options and (len(specs) > 1 or not isinstance(specs[0].reranker, str)):
         raise ConfigurationError(
             "reranker must be the name of an installed reranker, e.g. 'mmr' "
-            "(`rankseam plugins --options` lists them); options apply only to a name"
+            "(`rankseam plugins --options` lists them); options apply only to a name (give "
+            "each stage of a chain its own: {'name': ..., 'options': {...}})"
         )
-    try:
-        check_reranker(reranker)
-    except TypeError as exc:
-        raise ConfigurationError(
-            f"reranker does not implement the Reranker protocol: {exc}"
-        ) from None
-    name = type(reranker).__name__
-    return DocumentReranker(name, reranker, context, chosen, cfg.search.max_chars)
+    links = []
+    for spec in specs:
+        if isinstance(spec.reranker, str):
+            merged = {**cfg.options("reranker", spec.reranker), **spec.options, **(options or {})}
+            built = context.reranker(spec.reranker, merged)
+        else:
+            try:
+                check_reranker(spec.reranker)
+            except TypeError as exc:
+                raise ConfigurationError(
+                    f"reranker does not implement the Reranker protocol: {exc}"
+                ) from None
+            built = spec.reranker
+        links.append(ChainLink(prepare_reranker(built), spec.on_error, spec.deadline_s))
+    name = ",".join(spec.label for spec in specs)
+    return DocumentReranker(name, RerankChain(tuple(links)), context, chosen, cfg.search.max_chars)
 
 
 class DocumentReranker:
@@ -117,28 +131,35 @@ class DocumentReranker:
     def __init__(
         self,
         name: str,
-        reranker: Reranker | None,
+        reranker: Reranker | RerankChain | None,
         context: ComponentContext,
         on_error: str,
         max_chars: int = DEFAULT_MAX_CHARS,
     ) -> None:
         self._name = name
-        self._reranker = None if reranker is None else prepare_reranker(reranker)
+        if reranker is not None and not isinstance(reranker, RerankChain):
+            reranker = RerankChain((ChainLink(prepare_reranker(reranker)),))
+        self._reranker = reranker
         self._context = context
         self._on_error = on_error
         self._max_chars = max_chars
 
     @property
     def name(self) -> str:
-        """The reranker's registered name."""
+        """The reranker's registered name (a chain's names joined by commas)."""
         return self._name
 
     @property
     def policy_id(self) -> str:
-        """The reranker's policy id (``"none"`` when no reranker runs)."""
+        """The reranker's policy id (``"none"`` when no reranker runs; a chain's stages'
+        joined by ``>`` after :data:`~rankseam.seam.chain.CHAIN_POLICY_PREFIX`)."""
         if self._reranker is None:
             return NO_RERANKER
-        return str(getattr(self._reranker.component, "policy_id", self._name))
+        ids = [
+            str(getattr(link.reranker.component, "policy_id", self._name))
+            for link in self._reranker.links
+        ]
+        return ids[0] if len(ids) == 1 else CHAIN_POLICY_PREFIX + ">".join(ids)
 
     def __repr__(self) -> str:
         return f"DocumentReranker({self._name!r}, policy_id={self.policy_id!r})"
@@ -227,12 +248,11 @@ class DocumentReranker:
         stage = None
         if self._reranker is not None and pool:
             config = self._context.config
-            stage = RerankStage(
+            stage = self._reranker.stage(
                 query,
                 pool,
                 k,
-                self._reranker,
-                on_error=self._on_error,  # type: ignore[arg-type]
+                on_error=self._on_error,
                 deadline_s=config.search.rerank_deadline_s,
                 max_chars=self._max_chars,
                 vectors=self._fetcher(pool, vectors),
@@ -292,7 +312,7 @@ class _Call:
     namespace: str
     pool: tuple[Hit, ...]
     k: int
-    stage: RerankStage | None
+    stage: RerankStage | ChainRun | None
     started: float
 
     def result(self, hits: tuple[Hit, ...], rerank_trace: RerankTrace | None) -> DocumentResult:

@@ -452,9 +452,13 @@ class RerankTrace:
     #: Elements of the reranker's answer after the ``limit``-th kept rank: ignored, never
     #: validated, counted so that a reranker that over-answers can be spotted.
     over_limit_count: int = 0
+    #: A reranker chain's stages, each its own trace entry, in order (docs/seam.md, "Reranker
+    #: chains"); empty for a single reranker. ``selected_ranks`` are then the final hits'
+    #: coarse ranks, ``usage`` the stages' sum and ``status`` the worst of theirs.
+    stages: tuple[RerankTrace, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "policy_id": self.policy_id,
             "status": self.status.value,
             "reason": self.reason,
@@ -470,6 +474,9 @@ class RerankTrace:
             "descriptor": _jsonable(self.descriptor),
             "records": [r.to_dict() for r in self.records],
         }
+        if self.stages:  # a single reranker's trace keeps its shape
+            out["stages"] = [stage.to_dict() for stage in self.stages]
+        return out
 
 
 @attrs.frozen

@@ -27,10 +27,14 @@ Rules (docs/seam.md), enforced here whatever the plugin does:
   returns, and its answer is discarded).
 - A failing reranker (any exception -- ``SystemExit``, ``KeyboardInterrupt`` and a
   ``CancelledError`` it raises itself included --, the deadline, or an answer of the wrong
-  type) raises :class:`~rankseam.errors.RerankError` by default (``on_error="raise"``). With
-  ``on_error="coarse"`` the coarse order is returned with status ``degraded``, the reason and a
-  warning log. A cancellation of the search itself always propagates. So does a plugin that
-  stops the host's event loop: the stage it ran in fails under the same policy.
+  type) raises :class:`~rankseam.errors.RerankError` by default (``on_error="fail_closed"``,
+  also spelt ``"raise"``). With ``on_error="fail_open"`` (or ``"coarse"``) the coarse order is
+  returned with status ``degraded``, the reason and a warning log. The stage is one governed
+  call (:mod:`rankseam.governed`). A cancellation of the search itself always propagates. So
+  does a plugin that stops the host's event loop: the stage it ran in fails under the same
+  policy.
+- A reranker may be a chain (:mod:`rankseam.seam.chain`): each stage a governed call over the
+  previous stage's selection, with its own policy, deadline and trace entry.
 
 The seam is a package; each module holds one concern:
 
@@ -39,11 +43,20 @@ The seam is a package; each module holds one concern:
 - :mod:`rankseam.seam.views` -- the read-only candidate views a reranker receives;
 - :mod:`rankseam.seam.running` -- the reranker made ready once, the rerank stage of one search
   (deadline, where it runs, failure policy) and :func:`rerank_pool`;
-- :mod:`rankseam.seam.results` -- the final hits and the stage's trace, for an answer or a failure.
+- :mod:`rankseam.seam.results` -- the final hits and the stage's trace, for an answer or a failure;
+- :mod:`rankseam.seam.chain` -- reranker chains: the stages a choice names, and their run.
 """
 
 from __future__ import annotations
 
+from rankseam.seam.chain import (
+    ChainLink,
+    ChainRun,
+    RerankChain,
+    RerankerSpec,
+    chain_trace,
+    reranker_specs,
+)
 from rankseam.seam.results import describe, trace_candidates
 from rankseam.seam.running import (
     CANCEL_GRACE_S,
@@ -86,13 +99,18 @@ __all__ = [
     "MIN_POOL",
     "NO_RERANKER",
     "CandidateViews",
+    "ChainLink",
+    "ChainRun",
     "OnError",
+    "RerankChain",
     "RerankStage",
     "Reranker",
+    "RerankerSpec",
     "SeamReranker",
     "VectorFetcher",
     "Vectors",
     "as_async_reranker",
+    "chain_trace",
     "check_reranker",
     "describe",
     "expired_rerank",
@@ -102,6 +120,7 @@ __all__ = [
     "prepare_reranker",
     "rerank_pool",
     "reranker_choice",
+    "reranker_specs",
     "runs_inline",
     "trace_candidates",
     "validate_deadline",

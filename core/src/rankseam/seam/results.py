@@ -1,5 +1,6 @@
 """What a rerank stage answers: the final hits and the stage's trace, for a reranker's valid
-answer (:func:`resolve`) and for its failure under the search's policy (:func:`failed`); and
+answer (:func:`resolve`) and for its failure under the search's policy (:func:`refusal` when it
+fails closed, :func:`degraded` when it fails open); and
 the coarse pool as a trace records it (:func:`trace_candidates`). docs/seam.md, "Trace"."""
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from typing import Any
 import attrs
 
 from rankseam.errors import BackendError, RerankError
-from rankseam.seam.validation import OnError, normalize
+from rankseam.seam.validation import normalize
 from rankseam.types import (
     Hit,
     RerankDecision,
@@ -24,9 +25,11 @@ from rankseam.types import (
 __all__ = [
     "Outcome",
     "deadline_error",
+    "degradation",
+    "degraded",
     "describe",
-    "failed",
     "foreign_base_exception",
+    "refusal",
     "resolve",
     "trace_candidates",
 ]
@@ -99,43 +102,51 @@ def deadline_error(policy_id: str, deadline_s: float, detail: str) -> RerankErro
     )
 
 
-def failed(
+def refusal(exc: Exception, policy_id: str) -> RerankError:
+    """The fail-closed policy's error for a failed stage (raised from ``exc``): what failed, why,
+    what it spent, and how to get the coarse order instead."""
+    reason = _failure_reason(exc)
+    usage = getattr(exc, "usage", None)
+    return RerankError(
+        f"reranker {policy_id!r} failed ({reason}): {type(exc).__name__}: {exc}. "
+        "The search failed closed; retry, fix the reranker or its backend, or set "
+        "on_error='fail_open' to return the coarse order marked 'degraded' instead",
+        policy_id=policy_id,
+        reason=reason,
+        usage=usage if isinstance(usage, Usage) else Usage.zero(),
+    )
+
+
+def degradation(exc: Exception) -> tuple[str, dict[str, Any]]:
+    """The fail-open policy's log record for a failed stage: its message and fields."""
+    return "rerank failed; returning the coarse order marked degraded", {
+        "reason": _failure_reason(exc),
+        "status": "degraded",
+    }
+
+
+def degraded(
     exc: Exception,
     pool: tuple[Hit, ...],
     k: int,
     policy_id: str,
     descriptor: Mapping[str, Any],
-    on_error: OnError,
     latency_ms: float,
 ) -> Outcome:
-    """The failure policy: raise :class:`RerankError` (``"raise"``), or the coarse order
-    marked ``degraded`` (``"coarse"``)."""
+    """The fail-open policy's answer for a failed stage: its pool's first ``k`` hits (the coarse
+    order, or the previous stage's selection in a chain) marked ``degraded``, with the reason
+    and what the failed call spent."""
     reason = _failure_reason(exc)
     usage = getattr(exc, "usage", None)
-    usage = usage if isinstance(usage, Usage) else Usage.zero()
     cause = exc.__cause__
     # a SystemExit & co. was turned into a RerankError here: the trace names the original
     shown = cause if isinstance(exc, RerankError) and _is_foreign(cause) else exc
-    if on_error == "raise":
-        error = RerankError(
-            f"reranker {policy_id!r} failed ({reason}): {type(exc).__name__}: {exc}. "
-            "The search failed closed; retry, fix the reranker or its backend, or set "
-            "on_error='coarse' to return the coarse order marked 'degraded' instead",
-            policy_id=policy_id,
-            reason=reason,
-            usage=usage,
-        )
-        raise error from exc
-    log.warning(
-        "rerank failed; returning the coarse order marked degraded",
-        extra={"policy_id": policy_id, "reason": reason, "status": "degraded"},
-    )
     trace = RerankTrace(
         policy_id=policy_id,
         status=RerankStatus.DEGRADED,
         selected_ranks=tuple(range(1, k + 1)),
         reason=f"{reason}: {type(shown).__name__}",
-        usage=usage,
+        usage=usage if isinstance(usage, Usage) else Usage.zero(),
         latency_ms=latency_ms,
         descriptor=descriptor,
         candidate_count=len(pool),

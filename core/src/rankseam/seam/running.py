@@ -20,14 +20,23 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from rankseam.errors import RerankError, ValidationError
+from rankseam.governed import (
+    CANCEL_GRACE_S,
+    DecisionFailurePolicy,
+    Governed,
+    foreign,
+    is_deadline,
+)
 from rankseam.loop import LoopRunner, LoopStopped, LoopTimeout, Suspended, run_inline
 from rankseam.seam.results import (
     Outcome,
     attach_usage,
     deadline_error,
+    degradation,
+    degraded,
     describe,
-    failed,
     foreign_base_exception,
+    refusal,
     resolve,
 )
 from rankseam.seam.validation import (
@@ -41,10 +50,11 @@ from rankseam.seam.validation import (
     validate_on_error,
 )
 from rankseam.seam.views import NeighbourTable, VectorFetcher, Vectors, make_candidates
-from rankseam.types import Candidate, Hit, RerankDecision, RerankTrace, Usage
+from rankseam.types import Candidate, Hit, RerankDecision, RerankTrace
 
 if TYPE_CHECKING:
     import asyncio
+
 
 __all__ = [
     "CANCEL_GRACE_S",
@@ -62,8 +72,6 @@ __all__ = [
 
 log = logging.getLogger("rankseam.seam")
 
-#: How long a reranker cancelled at the deadline may take to end before it is abandoned.
-CANCEL_GRACE_S = 0.5
 #: The most a search returns after its rerank deadline: the grace above, plus the hop back to
 #: the caller. A synchronous search whose event-loop thread is blocked by a plugin is released
 #: at the deadline plus this margin (and that thread is replaced).
@@ -217,24 +225,6 @@ def prepare_reranker(reranker: Any, *, strict: bool = True) -> SeamReranker:
     return SeamReranker(reranker, _SyncRerankerAdapter(reranker).rerank, False)
 
 
-async def _guarded(call: Awaitable[Any]) -> tuple[bool, Any]:
-    """Await the plugin's coroutine; answer ``(True, value)`` or ``(False, exception)``.
-
-    Nothing escapes as a ``BaseException``: a ``SystemExit`` leaving a task would stop the
-    event loop that runs it (and every other search on it). A ``GeneratorExit`` is caught too:
-    ending normally is what closing a coroutine asks for."""
-    try:
-        return True, await call
-    except BaseException as exc:
-        return False, exc
-
-
-def _forget(task: asyncio.Future[Any]) -> None:
-    """Collect an abandoned reranker's end so that nothing is logged as never retrieved."""
-    if not task.cancelled():
-        task.exception()
-
-
 class RerankStage:
     """The rerank stage of one search: its arguments are checked by the caller (the search
     plan, or :func:`rerank_pool`), the pool is non-empty and a reranker is chosen.
@@ -293,13 +283,26 @@ class RerankStage:
             neighbours=neighbours if getattr(component, "needs_neighbours", None) else None,
         )
 
+    def governed(self) -> Governed[Outcome]:
+        """How this stage's call is governed: the search's policy and deadline, and every
+        failure of the plugin (``SystemExit`` & co. included) contained as its failure."""
+        return Governed(
+            "rerank",
+            self.policy_id,
+            self.on_error,
+            self.deadline_s,
+            logger=log,
+            contain=True,
+            abandoned_message="reranker ignored its cancellation at the deadline; abandoned",
+        )
+
     async def run(self) -> Outcome:
         """Call the reranker within the deadline and resolve its answer."""
         if self.reranker.inline:
             return self.run_inline()
-        started = time.perf_counter()
-        ok, value = await self._answer()
-        return self._conclude(ok, value, started)
+        outcomes = _StageOutcomes(self, time.perf_counter())
+        call = self.reranker.rerank(self.query, self.candidates, self.k)
+        return await self.governed().run(call, outcomes)
 
     def run_sync(self, runner: LoopRunner) -> Outcome:
         """:meth:`run` for a synchronous caller: inline when the reranker declares it never
@@ -308,26 +311,13 @@ class RerankStage:
         this stage under its policy (the runner replaces the loop)."""
         if self.reranker.inline:
             return self.run_inline()
-        started = time.perf_counter()
-        try:
-            return runner.run(self.run(), self.deadline_s + DEADLINE_MARGIN_S)
-        except LoopTimeout:
-            return self.expired(time.perf_counter() - started)
-        except LoopStopped:
-            error = RerankError(
-                f"the event loop running reranker {self.policy_id!r} was stopped (a plugin "
-                "called loop.stop()); a plugin may not stop the host's event loop. The search "
-                "treats it as the reranker's failure (the next search runs on a fresh loop); "
-                "fix the reranker",
-                policy_id=self.policy_id,
-                reason="exception",
-            )
-            return self._failed(error, started)
+        outcomes = _StageOutcomes(self, time.perf_counter())
+        return self.governed().run_sync(runner, self.run, DEADLINE_MARGIN_S, outcomes)
 
     def run_inline(self) -> Outcome:
         """Run a reranker that declares ``needs_event_loop = False`` to its end in this thread.
         It cannot be interrupted: an answer that comes back past the deadline is discarded."""
-        started = time.perf_counter()
+        outcomes = _StageOutcomes(self, time.perf_counter())
         call: Any = self.reranker.rerank(self.query, self.candidates, self.k)
         ok, value = False, None
         try:
@@ -342,77 +332,89 @@ class RerankStage:
             )
         except BaseException as exc:  # the plugin's failure, SystemExit & co. included
             value = exc
-        took = time.perf_counter() - started
+        took = time.perf_counter() - outcomes.started
         if ok and took > self.deadline_s:
             ok, value = False, deadline_error(self.policy_id, self.deadline_s, _late(took))
-        return self._conclude(ok, value, started)
+        return self.governed().settle(ok, value, outcomes)
 
     def expired(self, waited_s: float) -> Outcome:
         """The policy for a stage that never came back: its event loop was blocked by a plugin
         past the deadline plus :data:`DEADLINE_MARGIN_S` (a synchronous caller waited
         ``waited_s`` and gave up). The cost of the abandoned work is unknown, not counted."""
-        error = deadline_error(
-            self.policy_id,
-            self.deadline_s,
-            f"the search waited {waited_s:.3g} s; the reranker blocked its event loop, which "
-            "was abandoned and replaced",
-        )
-        return failed(
-            error,
-            self.pool,
-            self.k,
-            self.policy_id,
-            self.descriptor,
-            self.on_error,
-            waited_s * 1000.0,
-        )
+        outcomes = _StageOutcomes(self, time.perf_counter(), waited_s * 1000.0)
+        blocked = LoopTimeout(f"no result within {waited_s:g} s; the loop is replaced")
+        return self.governed().settle(False, blocked, outcomes)
 
-    async def _answer(self) -> tuple[bool, Any]:
-        """The reranker's answer within the deadline: ``(True, value)``, or ``(False,
-        exception)`` saying why not. Only a cancellation of the search itself propagates."""
-        import asyncio  # on first use: a search that runs inline never imports asyncio
 
-        task = asyncio.ensure_future(
-            _guarded(self.reranker.rerank(self.query, self.candidates, self.k))
-        )
-        try:
-            done, _pending = await asyncio.wait({task}, timeout=self.deadline_s)
-        except asyncio.CancelledError:  # the search itself was cancelled
-            task.cancel()
-            raise
-        if done:
-            return task.result()  # type: ignore[no-any-return]
-        task.cancel()
-        await asyncio.wait({task}, timeout=CANCEL_GRACE_S)
-        usage = None
-        if task.done() and not task.cancelled():
-            usage = getattr(task.result()[1], "usage", None)
-        if not task.done():
-            task.add_done_callback(_forget)
-            log.warning(
-                "reranker ignored its cancellation at the deadline; abandoned",
-                extra={"policy_id": self.policy_id, "reason": "timeout"},
+class _StageOutcomes:
+    """What a rerank stage makes of its governed call: the resolved answer, the degraded
+    pool (fail-open) or the :class:`RerankError` (fail-closed), timed from ``started``."""
+
+    __slots__ = ("stage", "started", "took_ms")
+
+    def __init__(self, stage: RerankStage, started: float, took_ms: float | None = None) -> None:
+        self.stage = stage
+        self.started = started
+        self.took_ms = took_ms  # how long it took, when the caller knows it (a blocked loop)
+
+    def _ms(self) -> float:
+        if self.took_ms is not None:
+            return self.took_ms
+        return (time.perf_counter() - self.started) * 1000.0
+
+    def accept(self, value: Any) -> Outcome:
+        stage = self.stage
+        decision = check_decision(value, stage.policy_id)
+        return resolve(decision, stage.pool, stage.k, stage.policy_id, stage.descriptor, self._ms())
+
+    def why(self, error: Exception) -> Exception:
+        """The stage's failure as the seam names it (a deadline, a lost loop and a
+        ``SystemExit`` & co. become :class:`RerankError` s saying so)."""
+        policy_id = self.stage.policy_id
+        original = foreign(error)
+        if original is not None:
+            return foreign_base_exception(original, policy_id)
+        if is_deadline(error):
+            named = deadline_error(policy_id, self.stage.deadline_s, "it was cancelled")
+            attach_usage(named, getattr(error, "usage", None))
+            return named
+        if isinstance(error, LoopTimeout):
+            return deadline_error(
+                policy_id,
+                self.stage.deadline_s,
+                f"the search waited {self._ms() / 1000.0:.3g} s; the reranker blocked its event "
+                "loop, which was abandoned and replaced",
             )
-        error = deadline_error(self.policy_id, self.deadline_s, "it was cancelled")
-        attach_usage(error, usage if isinstance(usage, Usage) else None)
-        return False, error
+        if isinstance(error, LoopStopped):
+            return RerankError(
+                f"the event loop running reranker {policy_id!r} was stopped (a plugin "
+                "called loop.stop()); a plugin may not stop the host's event loop. The search "
+                "treats it as the reranker's failure (the next search runs on a fresh loop); "
+                "fix the reranker",
+                policy_id=policy_id,
+                reason="exception",
+            )
+        return error
 
-    def _conclude(self, ok: bool, value: Any, started: float) -> Outcome:
-        if not ok:
-            error = value if isinstance(value, Exception) else None
-            return self._failed(error or foreign_base_exception(value, self.policy_id), started)
-        try:
-            decision = check_decision(value, self.policy_id)
-        except RerankError as exc:
-            return self._failed(exc, started)
-        latency_ms = (time.perf_counter() - started) * 1000.0
-        return resolve(decision, self.pool, self.k, self.policy_id, self.descriptor, latency_ms)
-
-    def _failed(self, exc: Exception, started: float) -> Outcome:
-        latency_ms = (time.perf_counter() - started) * 1000.0
-        return failed(
-            exc, self.pool, self.k, self.policy_id, self.descriptor, self.on_error, latency_ms
+    def fallback(self, error: Exception) -> Outcome:
+        stage = self.stage
+        return degraded(
+            self.why(error), stage.pool, stage.k, stage.policy_id, stage.descriptor, self._ms()
         )
+
+    def refuse(self, error: Exception) -> Exception:
+        why = self.why(error)
+        refused = refusal(why, self.stage.policy_id)
+        refused.__cause__ = why
+        return refused
+
+    def note(
+        self, error: Exception, policy: DecisionFailurePolicy
+    ) -> tuple[str, str, dict[str, Any]] | None:
+        if policy is DecisionFailurePolicy.FAIL_CLOSED:
+            return None  # the error says it all; nothing is logged
+        message, fields = degradation(self.why(error))
+        return message, "rerank.degraded", fields
 
 
 def _late(took: float) -> str:
@@ -451,7 +453,7 @@ async def rerank_pool(
     limit: int,
     reranker: Reranker | None,
     *,
-    on_error: OnError = "raise",
+    on_error: OnError = DecisionFailurePolicy.FAIL_CLOSED,
     max_chars: int = DEFAULT_MAX_CHARS,
     fetch_vectors: VectorFetcher | None = None,
     embedding_space: str | None = None,

@@ -17,6 +17,7 @@ import numpy as np
 
 from rankseam.checks import is_int
 from rankseam.errors import RerankError, ValidationError
+from rankseam.governed import DecisionFailurePolicy, failure_policy
 from rankseam.types import RerankDecision
 
 __all__ = [
@@ -50,8 +51,11 @@ DEFAULT_RERANK_DEADLINE_S = 90.0
 #: (configuration, ``RANKSEAM_RERANK``, ``search(reranker=...)``, ``open_reranker``, the CLI).
 NO_RERANKER = "none"
 
-OnError = Literal["raise", "coarse"]
-_ON_ERROR_CHOICES = ("raise", "coarse")
+#: A search's failure policy (``on_error``): ``"fail_closed"`` (the default: a failing reranker
+#: raises :class:`~rankseam.errors.RerankError`) or ``"fail_open"`` (the stage's pool, i.e. the
+#: coarse order or the previous stage's selection, marked ``degraded``); the earlier spellings
+#: ``"raise"`` and ``"coarse"`` mean the same (:func:`rankseam.governed.failure_policy`).
+OnError = Literal["fail_closed", "fail_open", "raise", "coarse"] | DecisionFailurePolicy
 
 
 def reranker_choice(choice: Any) -> Any:
@@ -94,13 +98,16 @@ def validate_deadline(deadline_s: object, where: str = "rerank_deadline_s") -> f
     return value
 
 
-def validate_on_error(on_error: object) -> OnError:
-    if on_error not in _ON_ERROR_CHOICES:
+def validate_on_error(on_error: object) -> DecisionFailurePolicy:
+    """``on_error`` as the failure policy it names (either spelling)."""
+    try:
+        return failure_policy(on_error)
+    except ValueError:
         raise ValidationError(
-            f"on_error must be 'raise' (fail closed, the default) or 'coarse' (return the coarse "
-            f"order with status 'degraded'), got {on_error!r}"
-        )
-    return on_error  # type: ignore[return-value]
+            f"on_error must be 'fail_closed' (raise RerankError, the default) or 'fail_open' "
+            f"(return the coarse order with status 'degraded'; the earlier spellings 'raise' "
+            f"and 'coarse' mean the same), got {on_error!r}"
+        ) from None
 
 
 def is_rank(value: object) -> bool:

@@ -19,18 +19,22 @@ from typing import Any
 import attrs
 
 from rankseam.assembly import ComponentContext
+from rankseam.checks import is_int
 from rankseam.config import SearchConfig
 from rankseam.embedding import Embedder, EmbedderDescriptor, embed_checked
-from rankseam.checks import is_int
 from rankseam.errors import ConfigurationError, ValidationError
 from rankseam.loop import LoopRunner
 from rankseam.seam import (
     MAX_POOL,
+    ChainLink,
+    ChainRun,
+    RerankChain,
+    RerankerSpec,
     RerankStage,
     SeamReranker,
     Vectors,
     prepare_reranker,
-    reranker_choice,
+    reranker_specs,
     trace_candidates,
     validate_deadline,
     validate_limit,
@@ -122,48 +126,67 @@ def check_reranker_options(options: object) -> Mapping[str, Any] | None:
 class RerankerChooser:
     """Where the reranker of one search is chosen: the configured default, ``None`` /
     ``"none"`` (no reranker), a registered name (with per-search options over the configured
-    ones), or a reranker object. Each choice is resolved, checked and made ready for the seam
-    (:func:`~rankseam.seam.prepare_reranker`) here, once: a name without options once per
-    Memory, a default object once at open."""
+    ones), a reranker object, or a chain of them (a list, or names joined by commas:
+    :func:`~rankseam.seam.reranker_specs`). Each stage is resolved, checked and made ready for
+    the seam (:func:`~rankseam.seam.prepare_reranker`) here, once: a name without options once
+    per Memory, a default once at open."""
 
     def __init__(self, context: ComponentContext, default: Any = None) -> None:
         self._context = context
         self._config = context.config
-        self._default = None if default is None else prepare_reranker(default)
         self._named: dict[str, SeamReranker] = {}
+        self._default = None if default is None else self._chain(default, None)
 
     def choose(
         self, choice: Any, options: Mapping[str, Any] | None
-    ) -> tuple[SeamReranker | None, tuple[str, ...]]:
-        """The reranker of a search that asked for ``choice`` with ``options``, and the notes
-        its trace carries (what the environment changed, for the configured default)."""
+    ) -> tuple[RerankChain | None, tuple[str, ...]]:
+        """The reranker (chain) of a search that asked for ``choice`` with ``options``, and the
+        notes its trace carries (what the environment changed, for the configured default)."""
         options = check_reranker_options(options)
         notes: tuple[str, ...] = ()
         if choice is CONFIG_DEFAULT:
             if self._default is not None and not options:
                 return self._default, notes
             choice, notes = self._config.search.reranker, self._config.notes
-        choice = reranker_choice(choice)
-        if choice is None:
+        return self._chain(choice, options), notes
+
+    def _chain(self, choice: Any, options: Mapping[str, Any] | None) -> RerankChain | None:
+        specs = reranker_specs(choice)
+        if specs is None:
             if options:
                 raise ValidationError("reranker_options were given but no reranker is chosen")
-            return None, notes
-        if isinstance(choice, str):
-            if options:
-                merged = {**self._config.options("reranker", choice), **options}
-                return prepare_reranker(self._context.reranker(choice, merged)), notes
-            ready = self._named.get(choice)
-            if ready is None:
-                ready = self._named[choice] = prepare_reranker(self._context.reranker(choice))
-            return ready, notes
-        if options:
-            raise ValidationError("reranker_options apply only to a reranker given by name")
-        try:
-            return prepare_reranker(choice), notes
-        except TypeError as exc:
+            return None
+        if options and len(specs) > 1:
             raise ValidationError(
-                f"reranker does not implement the Reranker protocol: {exc}"
-            ) from None
+                "reranker_options apply to a single reranker; give each stage of a chain its "
+                "own options ({'name': ..., 'options': {...}} or RerankerSpec(name, options))"
+            )
+        if options and not isinstance(specs[0].reranker, str):
+            raise ValidationError("reranker_options apply only to a reranker given by name")
+        return RerankChain(
+            tuple(
+                ChainLink(self._ready(spec, options), spec.on_error, spec.deadline_s)
+                for spec in specs
+            )
+        )
+
+    def _ready(self, spec: RerankerSpec, options: Mapping[str, Any] | None) -> SeamReranker:
+        name = spec.reranker
+        if not isinstance(name, str):
+            try:
+                return prepare_reranker(name)
+            except TypeError as exc:
+                raise ValidationError(
+                    f"reranker does not implement the Reranker protocol: {exc}"
+                ) from None
+        extra = {**spec.options, **(options or {})}
+        if extra:
+            merged = {**self._config.options("reranker", name), **extra}
+            return prepare_reranker(self._context.reranker(name, merged))
+        ready = self._named.get(name)
+        if ready is None:
+            ready = self._named[name] = prepare_reranker(self._context.reranker(name))
+        return ready
 
 
 @attrs.frozen
@@ -175,7 +198,7 @@ class SearchPlan:
     limit: int
     pool: int
     on_error: str
-    reranker: SeamReranker | None
+    reranker: RerankChain | None
     started: float
     rerank_deadline_s: float
     notes: tuple[str, ...] = ()
@@ -372,7 +395,7 @@ class SearchPipeline:
         query: object,
         limit: object,
         namespace: str,
-        reranker: SeamReranker | None,
+        reranker: RerankChain | None,
         pool: int | None,
         on_error: str | None,
         rerank_deadline_s: float | None = None,
@@ -503,7 +526,7 @@ class SearchPipeline:
 
     def _stage(
         self, plan: SearchPlan, pool: Sequence[Pooled], hits: tuple[Hit, ...]
-    ) -> RerankStage:
+    ) -> RerankStage | ChainRun:
         assert plan.reranker is not None
         space = self._embedder.descriptor
 
@@ -514,12 +537,11 @@ class SearchPipeline:
         if pool and pool[0].neighbours is not None:  # the reranker asked for them
             neighbours = {p.hit.ref: p.neighbours or () for p in pool}
 
-        return RerankStage(
+        return plan.reranker.stage(  # one stage, or a chain (docs/seam.md)
             plan.query,
             hits,
             plan.limit,
-            plan.reranker,
-            on_error=plan.on_error,  # type: ignore[arg-type]
+            on_error=plan.on_error,
             deadline_s=plan.rerank_deadline_s,
             max_chars=self._settings.max_chars,
             vectors=vectors,

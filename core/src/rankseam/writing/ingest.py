@@ -13,7 +13,6 @@ import attrs
 import numpy as np
 
 from rankseam.checks import is_int
-from rankseam.decision import GateVerdict
 from rankseam.embedding import Embedder, embed_checked
 from rankseam.errors import ValidationError
 from rankseam.store.contract import Store
@@ -34,6 +33,7 @@ from rankseam.store.records import (
 )
 from rankseam.store.rows import VectorItem
 from rankseam.types import MemoryRef
+from rankseam.writing.gate import GateVerdict
 from rankseam.writing.plan import add_memory, delete_memory, update_memory, write_batch
 from rankseam.writing.reembed import (
     ReembedProgress,

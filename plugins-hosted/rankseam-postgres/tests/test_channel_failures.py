@@ -115,7 +115,6 @@ def test_after_a_sibling_times_out_on_the_shared_connection_every_statement_rais
                     reader.bm25("default", {"ferri": 1.0}, 5)
                 assert err.value.reason == "timeout", err.value
                 assert "search_timeout=0.3" in str(err.value)
-        assert memory.search(QUERY, 5).hits  # the next search answers
 
 
 @pytest.mark.parametrize("mode", list(MODES))
@@ -123,7 +122,7 @@ def test_after_a_sibling_times_out_on_the_shared_connection_every_statement_rais
 def test_a_channel_statement_past_search_timeout_is_the_typed_timeout(
     pg_server: TemporaryServer, channel: str, mode: str
 ) -> None:
-    url = pg_server.url(search_timeout="0.3", concurrent_channels="true", **MODES[mode])
+    url = pg_server.url(search_timeout="1", concurrent_channels="true", **MODES[mode])
     with rankseam.open_memory(url, reranker=None) as memory:
         memory.ingest(RECORDS)
         for _ in range(3):  # whichever channel's thread reaches the connection first

@@ -15,9 +15,72 @@ from rankseam.cli import CommandError
 if TYPE_CHECKING:
     from rankseam.memory import Memory
 
-__all__ = ["CommandError", "echo_json", "echo_report", "json_option", "open_store", "store_options"]
+__all__ = [
+    "CommandError",
+    "echo_json",
+    "echo_report",
+    "json_option",
+    "open_store",
+    "place_of",
+    "store_options",
+    "structure_options",
+]
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _position(_ctx: click.Context, _param: click.Parameter, value: str | None) -> Any:
+    """``--position``: a number (a sequence number or epoch seconds), else the text as given
+    (an ISO 8601 date, which the host reads; anything else is refused by it, naming the
+    field)."""
+    if value is None:
+        return None
+    try:
+        return int(value) if value.strip().lstrip("+-").isdecimal() else float(value)
+    except ValueError:
+        return value
+
+
+def structure_options(*, keep: bool) -> Callable[[F], F]:
+    """``--thread``, ``--position`` and ``--derived-from`` (docs/store.md, "Threads, positions
+    and sources"); ``keep``: left out, they keep the previous revision's (update)."""
+    kept = " (default: kept)" if keep else ""
+
+    def decorate(fn: F) -> F:
+        fn = click.option(
+            "--derived-from",
+            "derived_from",
+            default=None,
+            help=f"The id of the memory (same namespace) this one was derived from{kept}.",
+        )(fn)
+        fn = click.option(
+            "--position",
+            default=None,
+            callback=_position,
+            help=(
+                "Its place in the thread: a sequence number, epoch seconds or an ISO 8601 date"
+                + (kept or " (default: its created_at, in a thread)")
+                + "."
+            ),
+        )(fn)
+        return click.option(
+            "--thread",
+            default=None,
+            help=f"The conversation, session or run the memory belongs to{kept}.",
+        )(fn)
+
+    return decorate
+
+
+def place_of(item: Any) -> str:
+    """``  thread=T position=P derived_from=D`` for the fields a memory or hit has (text
+    output)."""
+    parts = [
+        f"{name}={getattr(item, name, None)!s}"
+        for name in ("thread", "position", "derived_from")
+        if getattr(item, name, None) is not None
+    ]
+    return "  " + " ".join(parts) if parts else ""
 
 
 def store_options(fn: F) -> F:

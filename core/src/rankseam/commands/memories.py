@@ -13,7 +13,14 @@ from typing import Any
 import click
 
 from rankseam.checks import parse_json
-from rankseam.commands.common import echo_report, json_option, open_store, store_options
+from rankseam.commands.common import (
+    echo_report,
+    json_option,
+    open_store,
+    place_of,
+    store_options,
+    structure_options,
+)
 from rankseam.types import MemoryRef
 
 __all__ = ["delete", "get", "list_", "update"]
@@ -26,6 +33,13 @@ namespace_option = click.option(
 def _preview(text: str, width: int = 72) -> str:
     flat = " ".join(text.split())
     return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+def _place(memory: dict[str, Any]) -> str:
+    """``  [thread T #position]`` for a listed memory in a thread."""
+    if memory.get("thread") is None:
+        return ""
+    return f"  [{memory['thread']} #{memory['position']:.15g}]"
 
 
 def _metadata(value: str | None) -> dict[str, Any] | None:
@@ -68,7 +82,7 @@ def get(
         as_json,
         [
             f"{out['namespace']}/{out['memory_id']} revision {out['revision']}{state}  "
-            f"importance={out['importance']}",
+            f"importance={out['importance']}{place_of(stored)}",
             out["text"],
         ],
     )
@@ -113,7 +127,7 @@ def list_(
     }
     lines = [
         f"{m['memory_id']}  r{m['revision']}{' (deleted)' if m.get('deleted') else ''}  "
-        f"{_preview(m['text'])}"
+        f"{_preview(m['text'])}{_place(m)}"
         for m in page
     ]
     if not page:
@@ -133,6 +147,7 @@ def list_(
     help="New importance (default: the previous revision's).",
 )  # fmt: skip
 @click.option("--metadata", default=None, help="New metadata as a JSON object (default: kept).")
+@structure_options(keep=True)
 @json_option
 def update(
     memory_id: str,
@@ -142,13 +157,23 @@ def update(
     namespace: str | None,
     importance: float | None,
     metadata: str | None,
+    thread: str | None,
+    position: Any,
+    derived_from: str | None,
     as_json: bool,
 ) -> None:
     """Write a new revision of a memory; the previous revision stays readable."""
     meta = _metadata(metadata)
     with open_store(db, config_file, create=False) as memory:
         ref = memory.update(
-            memory_id, text, namespace=namespace, importance=importance, metadata=meta
+            memory_id,
+            text,
+            namespace=namespace,
+            importance=importance,
+            metadata=meta,
+            thread=thread,
+            position=position,
+            derived_from=derived_from,
         )
     echo_report(
         {"updated": ref.to_dict()},

@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from rankseam.commands.common import echo_json, json_option, open_store, store_options
+from rankseam.commands.common import echo_json, json_option, open_store, place_of, store_options
 from rankseam.seam import reranker_choice
 from rankseam.types import SearchResult
 
@@ -18,6 +18,7 @@ __all__ = [
     "COMPONENT_ARGS",
     "ComponentOptionsCommand",
     "parse_component_options",
+    "parse_stage_options",
     "print_hits",
     "search",
 ]
@@ -34,7 +35,13 @@ def _toml_value(raw: str) -> Any:
 
 def parse_component_options(args: list[str], reranker: str | None) -> dict[str, Any]:
     """Parse ``--<component>-<option> VALUE`` pairs for the chosen reranker."""
-    options: dict[str, Any] = {}
+    return parse_stage_options(args, [] if reranker is None else [reranker]).get(reranker or "", {})
+
+
+def parse_stage_options(args: list[str], rerankers: list[str]) -> dict[str, dict[str, Any]]:
+    """Parse ``--<component>-<option> VALUE`` pairs for the chosen rerankers (the stages of a
+    chain, or one): each pair goes to the stage its prefix names, ``{name: {option: value}}``."""
+    options: dict[str, dict[str, Any]] = {}
     i = 0
     while i < len(args):
         arg = args[i]
@@ -47,17 +54,29 @@ def parse_component_options(args: list[str], reranker: str | None) -> dict[str, 
             value = args[i + 1]
             i += 1
         i += 1
-        if reranker is None:
+        if not rerankers:
             raise click.UsageError(
                 f"--{name} sets a component option, but no reranker is chosen; add --rerank NAME"
             )
-        prefix = reranker + "-"
-        if not name.startswith(prefix) or len(name) == len(prefix):
-            raise click.UsageError(
-                f"--{name} is not an option of the chosen reranker {reranker!r}; its options are "
-                f"given as --{reranker}-<option> VALUE (choose the other reranker with --rerank)"
+        # the longest name that prefixes it: "--a-b-x" goes to "a-b" before "a"
+        owners = sorted(
+            (r for r in rerankers if name.startswith(r + "-") and len(name) > len(r) + 1),
+            key=len,
+            reverse=True,
+        )
+        if not owners:
+            chosen = " ".join(f"--{r}-<option> VALUE" for r in rerankers)
+            which = (
+                f"the chosen reranker {rerankers[0]!r}"
+                if len(rerankers) == 1
+                else f"any stage of the chosen chain {rerankers!r}"
             )
-        options[name[len(prefix) :].replace("-", "_")] = _toml_value(value)
+            raise click.UsageError(
+                f"--{name} is not an option of {which}; its options are given as {chosen} "
+                "(choose the other reranker with --rerank)"
+            )
+        owner = owners[0]
+        options.setdefault(owner, {})[name[len(owner) + 1 :].replace("-", "_")] = _toml_value(value)
     return options
 
 
@@ -114,7 +133,7 @@ def print_hits(result: SearchResult, *, indent: str = "") -> None:
         rerank = "" if hit.rerank_score is None else f"  rerank_score={hit.rerank_score:.4f}"
         click.echo(
             f"{indent}{i:>2}. {r.namespace}/{r.memory_id} r{r.revision}  "
-            f"score={hit.score:.4f}{rerank}  via {channels}"
+            f"score={hit.score:.4f}{rerank}  via {channels}{place_of(hit)}"
         )
         text = hit.text if len(hit.text) <= 160 else hit.text[:157] + "..."
         click.echo(f"{indent}    {text}")
@@ -125,9 +144,20 @@ def print_hits(result: SearchResult, *, indent: str = "") -> None:
 @store_options
 @click.option("--limit", "-k", type=click.IntRange(min=1), default=10, show_default=True)
 @click.option("--namespace", "-n", default=None)
-@click.option("--rerank", default=None, help="Reranker name ('none' for the coarse order).")
+@click.option(
+    "--rerank",
+    multiple=True,
+    help="Reranker name ('none' for the coarse order). Repeat it, or give a comma list, for a "
+    "chain: --rerank decision --rerank mmr (each stage reranks the previous one's selection).",
+)
 @click.option("--pool", type=click.IntRange(1, 200), default=None, help="Coarse pool size.")
-@click.option("--on-error", type=click.Choice(["raise", "coarse"]), default=None)
+@click.option(
+    "--on-error",
+    type=click.Choice(["fail_closed", "fail_open", "raise", "coarse"]),
+    default=None,
+    help="fail_closed (raise, the default) or fail_open (the coarse order marked degraded); "
+    "'raise' and 'coarse' are the earlier spellings.",
+)
 @click.option("--trace", is_flag=True, help="Also print the search trace.")
 @json_option
 @click.pass_context
@@ -138,7 +168,7 @@ def search(
     config_file: str | None,
     limit: int,
     namespace: str | None,
-    rerank: str | None,
+    rerank: tuple[str, ...],
     pool: int | None,
     on_error: str | None,
     trace: bool,
@@ -147,16 +177,38 @@ def search(
     """Search memories; optionally rerank (--rerank NAME --NAME-OPTION VALUE ...).
 
     A reranker's options are listed by `rankseam plugins --options` (e.g. --rerank mmr
-    --mmr-lambda 0.7); VALUE is a TOML literal (number, bool or string)."""
+    --mmr-lambda 0.7); VALUE is a TOML literal (number, bool or string). A chain: --rerank
+    decision --rerank mmr (or --rerank decision,mmr), each stage's options by its name."""
     with open_store(db, config_file, create=False) as memory:
-        chosen = reranker_choice(memory.config.search.reranker if rerank is None else rerank)
-        options = parse_component_options(list(ctx.meta.get(COMPONENT_ARGS, ())), chosen)
+        names = [n.strip() for given in rerank for n in given.split(",") if n.strip()]
+        chosen: Any = reranker_choice(memory.config.search.reranker) if not rerank else None
+        if names and not (len(names) == 1 and reranker_choice(names[0]) is None):
+            chosen = names[0] if len(names) == 1 else names
+        if isinstance(chosen, str) and "," in chosen:  # a configured "a,b"
+            chosen = [n.strip() for n in chosen.split(",") if n.strip()]
+        if chosen is None:
+            stages: list[str] = []
+        elif isinstance(chosen, str):
+            stages = [chosen]
+        elif isinstance(chosen, list):
+            stages = chosen
+        else:  # a configured chain: its stages given by name
+            stages = [s.reranker for s in chosen if isinstance(s.reranker, str)]
+        options = parse_stage_options(list(ctx.meta.get(COMPONENT_ARGS, ())), stages)
+        single: dict[str, Any] | None = None
+        if isinstance(chosen, str):
+            single = options.get(chosen) or None
+        elif options:  # each stage of a chain with its own options
+            chosen = [
+                {"name": name, "options": options[name]} if name in options else name
+                for name in stages
+            ]
         result = memory.search(
             query,
             limit,
             namespace=namespace,
             reranker=chosen,
-            reranker_options=options or None,
+            reranker_options=single,
             pool=pool,
             on_error=on_error,
         )

@@ -24,6 +24,7 @@ from rankseam.commands.common import (
     json_option,
     open_store,
     store_options,
+    structure_options,
 )
 from rankseam.commands.search import (
     COMPONENT_ARGS,
@@ -58,6 +59,7 @@ __all__ = [
 @click.option("--importance", type=float, default=0.5, show_default=True)
 @click.option("--metadata", default=None, help="Metadata as a JSON object.")
 @click.option("--gate/--no-gate", default=None, help="Ask the write gate first.")
+@structure_options(keep=False)
 @json_option
 def add(
     text: str,
@@ -68,6 +70,9 @@ def add(
     importance: float,
     metadata: str | None,
     gate: bool | None,
+    thread: str | None,
+    position: Any,
+    derived_from: str | None,
     as_json: bool,
 ) -> None:
     """Add one memory."""
@@ -85,6 +90,9 @@ def add(
             importance=importance,
             metadata=meta,
             gate=gate,
+            thread=thread,
+            position=position,
+            derived_from=derived_from,
         )
     out = {
         "stored": result.stored,

@@ -395,7 +395,8 @@ class RerankStatus(str, enum.Enum):
     """How the rerank stage ended.
 
     - ``ok``: the reranker's selection was used as given.
-    - ``repaired``: some ranks were invalid and discarded; the valid rest was used.
+    - ``repaired``: some ranks were invalid and discarded, or the reranker answered more
+      ranks than the limit (``over_limit_count``); the valid rest, up to the limit, was used.
     - ``fell_back``: no valid rank remained; coarse ranks ``1..min(limit, n)`` were used.
     - ``degraded``: the reranker failed and ``on_error="coarse"`` returned the coarse order.
     - ``skipped``: no rerank ran (no reranker assembled, or an empty pool).

@@ -12,6 +12,7 @@ from typing import Any
 import attrs
 
 from rankseam.errors import BackendError, RerankError
+from rankseam.redaction import mask_secrets
 from rankseam.seam.validation import normalize
 from rankseam.types import (
     Hit,
@@ -48,9 +49,12 @@ def trace_candidates(pool: Sequence[Hit], *, text: bool = True) -> tuple[TraceCa
 
 
 def describe(reranker: Any) -> dict[str, Any]:
+    """The reranker's descriptor as traces, logs and answers show it: secrets masked by the
+    host, whatever the plugin put there (:func:`rankseam.redaction.mask_secrets`)."""
     descriptor = getattr(reranker, "descriptor", None)
     if isinstance(descriptor, Mapping):
-        return dict(descriptor)
+        masked: dict[str, Any] = mask_secrets(descriptor)
+        return masked
     return {}
 
 
@@ -188,7 +192,8 @@ def resolve(
         )
     else:
         used_fallback = False
-        status = RerankStatus.REPAIRED if discarded else RerankStatus.OK
+        # over-answering is repaired too: the valid selection is kept, and the status shows it
+        status = RerankStatus.REPAIRED if discarded or over else RerankStatus.OK
         if discarded:
             note = f"{discarded} invalid or repeated rank(s) discarded"
             if decision.discarded_rank_count:

@@ -29,6 +29,7 @@ from rankseam.generation import (
     thaw,
     validate_output,
 )
+from rankseam.redaction import shown_secrets
 from rankseam.testing.base import Capability, ContractBase
 from rankseam.types import Usage
 
@@ -128,6 +129,12 @@ class GenerationBackendContract(ContractBase):
         assert inspect.iscoroutinefunction(backend.generate), "generate must be async"
         descriptor = getattr(backend, "descriptor", {})
         json.dumps(dict(descriptor))  # JSON-serialisable, goes into traces
+        shown = shown_secrets(dict(descriptor))
+        assert not shown, (
+            f"the descriptor shows what looks like a secret at {', '.join(shown)}: traces, logs "
+            "and MCP answers show descriptors (the host masks it, but a plugin should say only "
+            "whether a secret is set, e.g. 'api_key': 'set')"
+        )
 
     def test_answers_match_the_schema(self) -> None:
         backend = self.make_backend()

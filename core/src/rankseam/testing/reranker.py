@@ -28,6 +28,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from rankseam.checks import is_int
+from rankseam.redaction import shown_secrets
 from rankseam.seam import (
     CandidateViews,
     as_async_reranker,
@@ -184,6 +185,12 @@ class RerankerContract(ContractBase):
         assert callable(reranker.rerank)
         descriptor = getattr(reranker, "descriptor", {})
         json.dumps(dict(descriptor))  # JSON-serialisable, goes into traces
+        shown = shown_secrets(dict(descriptor))
+        assert not shown, (
+            f"the descriptor shows what looks like a secret at {', '.join(shown)}: traces, logs "
+            "and MCP answers show descriptors (the host masks it, but a plugin should say only "
+            "whether a secret is set, e.g. 'api_key': 'set')"
+        )
 
     def test_output_is_valid_subset_of_pool(self) -> None:
         reranker = self.make_reranker()

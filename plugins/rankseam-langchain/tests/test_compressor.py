@@ -177,3 +177,16 @@ def test_a_rerankers_own_score_becomes_the_documents_score() -> None:
     assert [d.metadata["score"] for d in out] == [14.0, 13.0]
     assert [d.metadata["rerank"]["coarse_score"] for d in out] == [0.1, 0.2]
     assert [d.metadata["score"] for d in given] == [0.4, 0.3, 0.2, 0.1]  # inputs untouched
+
+
+def test_a_chain_of_rerankers() -> None:
+    compressor = RankseamCompressor(
+        reranker=["identity", {"name": "mmr", "options": {"lambda": 0.0}}], top_n=3
+    )
+    out = compressor.compress_documents(DOCS, "dinner")
+    trace = out[0].metadata["rerank"]["trace"]
+    assert [s["policy_id"] for s in trace["stages"]] == [
+        "rankseam.rerank.identity.v1",
+        "rankseam.rerank.mmr.v1",
+    ]
+    assert len(out) == 3

@@ -116,3 +116,18 @@ def test_the_score_is_the_rerankers_when_it_gives_one(memory: rankseam.Memory) -
     assert [d.metadata["score"] for d in docs] == sorted(
         (d.metadata["score"] for d in docs), reverse=True
     )
+
+
+def test_a_chain_of_rerankers(memory: rankseam.Memory) -> None:
+    """``reranker`` takes a list: each stage reranks the previous one's selection, with its
+    own options; the trace has one entry per stage."""
+    retriever = RankseamRetriever(
+        memory=memory, k=2, reranker=["identity", {"name": "mmr", "options": {"lambda": 0.0}}]
+    )
+    docs = retriever.invoke("dana's birthday dinner at the thai place")
+    trace = docs[0].metadata["rerank_trace"]
+    assert [s["policy_id"] for s in trace["stages"]] == [
+        "rankseam.rerank.identity.v1",
+        "rankseam.rerank.mmr.v1",
+    ]
+    assert trace["stages"][1]["candidate_count"] == len(trace["stages"][0]["selected_ranks"])

@@ -203,3 +203,16 @@ def test_a_query_engine_gives_nodes_scored_by_the_reranker(memory: rankseam.Memo
             assert n.node.metadata["coarse_score"] == pytest.approx(coarse[n.node.node_id])
             assert n.score != n.node.metadata["coarse_score"]
         assert [n.score for n in got] == sorted((n.score for n in got), reverse=True)
+
+
+def test_a_chain_of_rerankers() -> None:
+    post = RankseamNodePostprocessor(
+        reranker=["identity", {"name": "mmr", "options": {"lambda": 0.0}}], top_n=3
+    )
+    out = post.postprocess_nodes(nodes(), query_str="dinner")
+    trace = out[0].node.metadata["rerank"]["trace"]
+    assert [s["policy_id"] for s in trace["stages"]] == [
+        "rankseam.rerank.identity.v1",
+        "rankseam.rerank.mmr.v1",
+    ]
+    assert len(out) == 3

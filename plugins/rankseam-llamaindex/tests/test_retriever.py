@@ -117,3 +117,17 @@ def test_node_score_is_the_score_that_ordered_the_result(memory: rankseam.Memory
     # a reranker without scores of its own (mmr) orders; the nodes keep the coarse score
     for n in RankseamRetriever(memory, reranker="mmr").retrieve("dinner"):
         assert n.score == n.node.metadata["coarse_score"]
+
+
+def test_a_chain_of_rerankers(memory: rankseam.Memory) -> None:
+    retriever = RankseamRetriever(
+        memory,
+        similarity_top_k=2,
+        reranker=["identity", {"name": "mmr", "options": {"lambda": 0.0}}],
+    )
+    nodes = retriever.retrieve("dana's birthday dinner at the thai place")
+    trace = nodes[0].node.metadata["rerank_trace"]
+    assert [s["policy_id"] for s in trace["stages"]] == [
+        "rankseam.rerank.identity.v1",
+        "rankseam.rerank.mmr.v1",
+    ]

@@ -54,6 +54,7 @@ from rankseam.seam.chain import (
     ChainRun,
     RerankChain,
     RerankerSpec,
+    chain_of,
     chain_trace,
     reranker_specs,
 )
@@ -110,6 +111,7 @@ __all__ = [
     "VectorFetcher",
     "Vectors",
     "as_async_reranker",
+    "chain_of",
     "chain_trace",
     "check_reranker",
     "describe",

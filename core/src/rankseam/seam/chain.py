@@ -25,7 +25,7 @@ from rankseam.errors import RerankError, ValidationError
 from rankseam.governed import DecisionFailurePolicy
 from rankseam.loop import LoopRunner
 from rankseam.seam.results import Outcome
-from rankseam.seam.running import RerankStage, SeamReranker
+from rankseam.seam.running import RerankStage, SeamReranker, prepare_reranker
 from rankseam.seam.validation import (
     DEFAULT_MAX_CHARS,
     NO_RERANKER,
@@ -42,6 +42,7 @@ __all__ = [
     "ChainRun",
     "RerankChain",
     "RerankerSpec",
+    "chain_of",
     "chain_trace",
     "reranker_specs",
 ]
@@ -129,10 +130,9 @@ def reranker_specs(choice: Any) -> tuple[RerankerSpec, ...] | None:
     if isinstance(choice, str) and "," in choice:
         choice = [part for part in (p.strip() for p in choice.split(",")) if part]
     if isinstance(choice, list | tuple):
-        items = [c for c in choice if not (isinstance(c, str) and reranker_choice(c) is None)]
-        if not items:
-            return None
-        return tuple(_spec(item) for item in items)
+        if all(isinstance(c, str) and reranker_choice(c) is None for c in choice):
+            return None  # [] or ["none"]: no reranker
+        return tuple(_spec(item) for item in choice)
     choice = reranker_choice(choice)
     return None if choice is None else (_spec(choice),)
 
@@ -195,6 +195,25 @@ class RerankChain:
             embedding_space=embedding_space,
             neighbours=neighbours,
         )
+
+
+def chain_of(rerankers: Sequence[Any]) -> RerankChain:
+    """A chain of reranker objects (or :class:`RerankerSpec` s holding objects), for callers
+    without a configuration (tests, :func:`~rankseam.seam.rerank_pool`'s callers). A stage that
+    is no reranker fails when it runs, under its policy, as in :func:`rerank_pool`."""
+    links = []
+    for item in rerankers:
+        spec = item if isinstance(item, RerankerSpec) else RerankerSpec(item)
+        if isinstance(spec.reranker, str):
+            raise ValidationError(
+                f"chain_of() takes reranker objects; {spec.reranker!r} is a name: open the "
+                "chain through open_memory or open_reranker, which resolve names"
+            )
+        ready = prepare_reranker(spec.reranker, strict=False)
+        links.append(ChainLink(ready, spec.on_error, spec.deadline_s))
+    if not links:
+        raise ValidationError("a reranker chain needs at least one stage")
+    return RerankChain(tuple(links))
 
 
 def _unscored(hit: Hit) -> Hit:

@@ -39,10 +39,12 @@ class RankseamCompressor(BaseDocumentCompressor):
     (policy id, status, selected ranks, discarded count, usage, latency) — and, when the
     reranker gave a score, ``metadata["score"]`` becomes that score.
 
-    ``reranker``: an installed reranker name (``rankseam plugins --options`` lists them) or a
-    reranker object;
-    ``options``: its options; ``on_error``: ``"raise"`` (default; a failing reranker raises
-    ``RerankError``) or ``"coarse"`` (the input order, marked ``degraded`` in the trace).
+    ``reranker``: an installed reranker name (``rankseam plugins --options`` lists them), a
+    reranker object, or a list of them (a chain; a stage may be a table ``{"name",
+    "options", "on_error", "deadline_s"}``);
+    ``options``: its options (a single reranker); ``on_error``: ``"fail_closed"`` (default;
+    a failing reranker raises ``RerankError``; also spelt ``"raise"``) or ``"fail_open"``
+    (the input order, marked ``degraded`` in the trace; also spelt ``"coarse"``).
     ``use_embeddings``: for rerankers that use vectors (mmr), pass each document's own
     ``metadata["embedding"]`` instead of embedding the texts with the configured embedder.
     """

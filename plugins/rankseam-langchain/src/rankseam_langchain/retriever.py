@@ -40,8 +40,10 @@ class RankseamRetriever(BaseRetriever):
     ``k``: how many documents (at most); ``invoke(query, k=1)`` overrides it for one call, as
     do ``namespace``, ``reranker``, ``reranker_options``, ``pool`` and ``on_error``; any other
     keyword is a ``TypeError``. ``reranker``: a registered reranker name (``"mmr"``),
-    ``"none"`` for the coarse order, a reranker object, or ``None`` (the default) for the
-    memory's configured default. The caller owns ``memory`` and closes it.
+    ``"none"`` for the coarse order, a reranker object, a list of them (a chain: each stage
+    reranks the previous one's selection; a stage may be a table ``{"name", "options",
+    "on_error", "deadline_s"}``), or ``None`` (the default) for the memory's configured
+    default. The caller owns ``memory`` and closes it.
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)

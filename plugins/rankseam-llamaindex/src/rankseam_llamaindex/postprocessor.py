@@ -43,16 +43,22 @@ class RankseamNodePostprocessor(BaseNodePostprocessor):
 
     ``use_embeddings``: for rerankers that use vectors (mmr), use the nodes' own
     ``embedding`` instead of embedding their text with the configured embedder.
-    ``on_error``: ``"raise"`` (default) or ``"coarse"`` (input order, ``degraded``).
+    ``reranker`` may be a list (a chain: each stage reranks the previous one's selection; a
+    stage may be a table ``{"name", "options", "on_error", "deadline_s"}``).
+    ``on_error``: ``"fail_closed"`` (default; also ``"raise"``) or ``"fail_open"`` (input
+    order, ``degraded``; also ``"coarse"``).
     """
 
     reranker: Any = Field(
-        description="An installed reranker name (`rankseam plugins --options`) or object."
+        description="An installed reranker name (`rankseam plugins --options`), an object, "
+        "or a list of them (a chain)."
     )
     options: Mapping[str, Any] | None = Field(default=None, description="The reranker's options.")
     top_n: int | None = Field(default=3, description="At most this many nodes are returned.")
     on_error: str | None = Field(
-        default=None, description='"raise" (default) or "coarse" (input order, degraded).'
+        default=None,
+        description='"fail_closed" (default) or "fail_open" (input order, degraded); '
+        '"raise" and "coarse" are the earlier spellings.',
     )
     config_file: str | os.PathLike[str] | None = Field(
         default=None, description="A rankseam.toml to read (default: the environment only)."

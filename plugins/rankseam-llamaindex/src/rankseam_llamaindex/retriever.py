@@ -40,8 +40,9 @@ class RankseamRetriever(BaseRetriever):
 
     ``similarity_top_k``: how many nodes (at most; ``k`` is a deprecated alias).
     ``reranker``: a registered name (``"mmr"``), ``"none"`` for the coarse order, a reranker
-    object, or ``None`` (default) for the memory's configured default. The caller owns
-    ``memory`` and closes it.
+    object, a list of them (a chain: each stage reranks the previous one's selection; a stage
+    may be a table ``{"name", "options", "on_error", "deadline_s"}``), or ``None`` (default)
+    for the memory's configured default. The caller owns ``memory`` and closes it.
     """
 
     def __init__(

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from rankseam.plugins import reset_plugins
+from rankseam.testing import block_off_host_connections
 
 Install = Callable[..., None]
 
@@ -51,3 +52,11 @@ def install(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Install
     reset_plugins()
     for module in modules:
         sys.modules.pop(module, None)
+
+
+@pytest.fixture(autouse=True)
+def no_network(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test runs off the network: a connection to another host fails at once with
+    NetworkBlocked (loopback and Unix sockets still work, so servers the tests start on
+    127.0.0.1 are reached). A test that must reach another host opts out by name here."""
+    block_off_host_connections(monkeypatch)

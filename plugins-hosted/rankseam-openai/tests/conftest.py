@@ -5,6 +5,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from rankseam.testing import block_off_host_connections
 from rankseam_openai.testing import FakeOpenAIServer
 
 _ENV = ("OPENAI_API_KEY", "RANKSEAM_OPENAI_BASE_URL", "RANKSEAM_OPENAI_MODEL")
@@ -49,3 +50,11 @@ def server() -> Iterator[FakeOpenAIServer]:
 
 def live_env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k in _ENV}
+
+
+@pytest.fixture(autouse=True)
+def no_network(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test runs off the network: a connection to another host fails at once with
+    NetworkBlocked (loopback and Unix sockets still work, so servers the tests start on
+    127.0.0.1 are reached). A test that must reach another host opts out by name here."""
+    block_off_host_connections(monkeypatch)

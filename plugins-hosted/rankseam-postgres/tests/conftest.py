@@ -12,6 +12,8 @@ from pathlib import Path
 import psycopg
 import pytest
 
+from rankseam.testing import block_off_host_connections
+
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")  # platformdirs: XDG_RUNTIME_DIR unset on CI machines
     from rankseam_postgres.testing import TemporaryServer
@@ -94,3 +96,11 @@ def alice_role(pg_server: TemporaryServer) -> tuple[str, str]:
         hba.write_text("local all alice scram-sha-256\n" + hba.read_text())
         conn.execute("SELECT pg_reload_conf()")
     return "alice", SECRET
+
+
+@pytest.fixture(autouse=True)
+def no_network(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test runs off the network: a connection to another host fails at once with
+    NetworkBlocked (loopback and Unix sockets still work, so servers the tests start on
+    127.0.0.1 are reached). A test that must reach another host opts out by name here."""
+    block_off_host_connections(monkeypatch)

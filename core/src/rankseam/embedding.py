@@ -21,8 +21,15 @@ __all__ = [
     "FUSION_SCALES",
     "Embedder",
     "EmbedderDescriptor",
+    "Vectors",
     "embed_checked",
 ]
+
+#: Stored vectors of several memories, as a store reads them and a reranker receives them: the
+#: read-only ``n × d`` float32 matrix when every one has a vector, else one read-only vector or
+#: ``None`` per memory, in order. The one definition (the store contract and the rerank seam
+#: both use it).
+Vectors = Sequence["np.ndarray | None"] | np.ndarray
 
 
 def _positive(_inst: object, attr: attrs.Attribute[int], value: int) -> None:

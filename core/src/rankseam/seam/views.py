@@ -9,6 +9,7 @@ from typing import overload
 
 import numpy as np
 
+from rankseam.embedding import Vectors
 from rankseam.errors import ValidationError
 from rankseam.seam.validation import DEFAULT_MAX_CHARS
 from rankseam.types import (
@@ -26,10 +27,6 @@ __all__ = ["CandidateViews", "NeighbourTable", "VectorFetcher", "Vectors", "make
 #: tuple in thread order (docs/seam.md, "Neighbours").
 NeighbourTable = Mapping[MemoryRef, tuple[Neighbour, ...]]
 
-#: What a vector fetcher answers: one vector per identity, in order, ``None`` where a memory
-#: has no vector in the active embedding space; or, when every memory has one, the ``n × d``
-#: matrix of them (row ``i`` for identity ``i``).
-Vectors = Sequence["np.ndarray | None"] | np.ndarray
 #: Fetches stored vectors for a batch of identities in one call.
 VectorFetcher = Callable[[Sequence[MemoryRef]], Vectors]
 

@@ -28,7 +28,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from rankseam.embedding import EmbedderDescriptor
+from rankseam.embedding import EmbedderDescriptor, Vectors
 from rankseam.store import rows
 from rankseam.store.readers import (
     ImportanceReader,
@@ -52,11 +52,6 @@ __all__ = [
     "VectorReader",
     "Vectors",
 ]
-
-#: Stored vectors of several revisions: the read-only ``n × d`` float32 matrix when every one
-#: has a vector, else one read-only vector or ``None`` per revision (see ``decode_vectors``).
-#: The same type as the rerank seam's ``rankseam.seam.Vectors``.
-Vectors = np.ndarray | list[np.ndarray | None]
 
 
 @runtime_checkable

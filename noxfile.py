@@ -175,8 +175,9 @@ def lint(session: nox.Session) -> None:
 @nox.session(python="3.11")
 def docs(session: nox.Session) -> None:
     """The docs site (mkdocs.yml: docs/ plus an API reference from the docstrings of rankseam,
-    rankseam.plugin and rankseam.testing), built with every warning an error, then its links,
-    the README's and the API reference's coverage of the public names checked, offline.
+    rankseam.plugin with its role modules and rankseam.testing), built with every warning an
+    error, then its links, the README's and the API reference's coverage of the public names
+    checked, offline.
     `nox -s docs -- DIR` keeps the site in DIR."""
     session.install("mkdocs>=1.6,<2", "mkdocstrings[python]>=0.29", "pymdown-extensions>=10")
     site = session.posargs[0] if session.posargs else str(Path(session.create_tmp()) / "site")

@@ -96,11 +96,13 @@ def assert_healthy_again(memory: rankseam.Memory) -> None:
 def test_decision_failure_policy_is_the_public_name() -> None:
     from rankseam import plugin
     from rankseam.decision import DecisionFailurePolicy as FromDecision
+    from rankseam.plugin import decision as plugin_decision
     from rankseam.plugin.decision import DecisionFailurePolicy as FromPlugin
 
     assert FromDecision is FromPlugin
     assert {p.value for p in FromDecision} == {"fail_open", "fail_closed"}
-    assert "DecisionFailurePolicy" in plugin.__all__ and "FailurePolicy" not in plugin.__all__
+    assert "DecisionFailurePolicy" in plugin_decision.__all__
+    assert "FailurePolicy" not in plugin_decision.__all__ + plugin.__all__
 
 
 def test_failure_policy_is_only_a_deprecated_alias() -> None:

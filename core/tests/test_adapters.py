@@ -69,6 +69,9 @@ def test_search_arguments_drive_a_real_search(tmp_path: Path) -> None:
         "coarse_score": hit.score,
         "rerank_score": None,
         "matched_by": list(hit.matched_by),
+        "thread": None,  # the memory's place in a conversation: it has none
+        "position": None,
+        "derived_from": None,
         "source": "chat",  # stored metadata sits flat beside ours
         "stored_revision": "mine too",
         "stored_stored_revision": "not mine",  # a stored key of ours, prefixed until free

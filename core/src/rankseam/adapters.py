@@ -43,6 +43,9 @@ ADAPTER_KEYS = (
     "matched_by",
     "rerank_trace",
     "rerank",
+    "thread",
+    "position",
+    "derived_from",
 )
 
 T = TypeVar("T")
@@ -148,6 +151,10 @@ def _hit_metadata(hit: Hit) -> dict[str, Any]:
         "coarse_score": hit.score,
         "rerank_score": hit.rerank_score,
         "matched_by": list(hit.matched_by),
+        # the memory's place in its conversation (docs/store.md): None when it has none
+        "thread": hit.thread,
+        "position": hit.position,
+        "derived_from": hit.derived_from,
     }
     stored = {key: value for key, value in hit.metadata.items() if key not in ADAPTER_KEYS}
     for key, value in hit.metadata.items():

@@ -156,6 +156,9 @@ def explain_batch(url: str, schema: str, texts: list[str]) -> dict:
                 f"explain-{i}",
                 True,
                 count_tokens(text),
+                None,  # thread
+                None,  # position
+                None,  # derived_from
             )
             for i, text in enumerate(texts)
         ]

@@ -91,7 +91,8 @@ class PostgresBulkReader:
         query = self._t(
             "SELECT m.namespace, m.memory_id, m.deleted, m.deleted_at, m.head_revision, "
             "r.rid, r.revision, r.text, r.importance, r.metadata, r.created_at, "
-            f"r.content_hash, r.live{vector_cols} FROM {{memories}} m JOIN {{revisions}} r "
+            f"r.content_hash, r.live, r.thread, r.position, r.derived_from{vector_cols} "
+            "FROM {memories} m JOIN {revisions} r "
             f"ON r.namespace = m.namespace AND r.memory_id = m.memory_id{joins} "
             'ORDER BY m.namespace COLLATE "C", m.memory_id COLLATE "C", r.revision'
         )
@@ -99,7 +100,8 @@ class PostgresBulkReader:
             cur.itersize = 2000
             cur.execute(query, list(spaces))
             for row in cur:
-                yield BulkRevision.from_columns(row[:13], (_blob(v) for v in row[13:]))
+                width = BulkRevision.WIDTH
+                yield BulkRevision.from_columns(row[:width], (_blob(v) for v in row[width:]))
 
 
 class PostgresBulkWriter:
@@ -201,7 +203,8 @@ class PostgresBulkWriter:
     def history(self, namespace: str, memory_id: str, upto: int) -> list[RevisionDigest]:
         rows = self._conn.execute(
             self._t(
-                "SELECT revision, content_hash, importance, metadata FROM {revisions} WHERE "
+                "SELECT revision, content_hash, importance, metadata, thread, position, "
+                "derived_from FROM {revisions} WHERE "
                 "namespace = %s AND memory_id = %s AND revision <= %s ORDER BY revision"
             ),
             (namespace, memory_id, upto),
@@ -312,4 +315,7 @@ def _revision_row(mem: Any, rev: Any, live: bool, tokens: int, rid: int) -> tupl
         rev.content_hash,
         live,
         tokens,
+        rev.thread,
+        rev.position,
+        rev.derived_from,
     )

@@ -19,6 +19,7 @@ from rankseam.plugin import (
     ScoredKeys,
     StoredMemory,
 )
+from rankseam.plugin.stores import Neighbours
 from rankseam.types import MemoryRef
 from rankseam_postgres.schema import (
     IndexKind,
@@ -36,6 +37,7 @@ __all__ = [
     "EF_SEARCH_LARGE",
     "EXACT_BELOW",
     "LARGE_FROM",
+    "NEIGHBOURS",
     "PostgresReader",
 ]
 
@@ -53,6 +55,23 @@ EF_SEARCH = 192
 EF_SEARCH_LARGE = 512
 #: The namespace size from which :data:`EF_SEARCH_LARGE` applies.
 LARGE_FROM = 500_000
+
+#: The neighbours of the live threaded revisions ``rid = ANY(%s)``: per key ``c``, a row
+#: ``(c, 'b' | 'a' | None, rid, position)`` for each of up to ``%s`` revisions of its
+#: namespace and thread just before it and up to ``%s`` just after it in thread order
+#: (position, then rid), each side an index range of ``revisions_thread`` (LATERAL, LIMIT);
+#: a key without neighbours still has its row (``side`` None) so that it is answered.
+NEIGHBOURS = (
+    "SELECT c.rid, n.side, n.rid, n.position FROM {revisions} c CROSS JOIN LATERAL ("
+    "(SELECT 'b' AS side, r.rid, r.position FROM {revisions} r WHERE r.namespace = c.namespace "
+    "AND r.thread = c.thread AND r.live AND (r.position, r.rid) < (c.position, c.rid) "
+    "ORDER BY r.position DESC, r.rid DESC LIMIT %(before)s) UNION ALL "
+    "(SELECT 'a', r.rid, r.position FROM {revisions} r WHERE r.namespace = c.namespace "
+    "AND r.thread = c.thread AND r.live AND (r.position, r.rid) > (c.position, c.rid) "
+    "ORDER BY r.position, r.rid LIMIT %(after)s) UNION ALL "
+    "(SELECT NULL, NULL, NULL)) n "
+    "WHERE c.rid = ANY(%(keys)s) AND c.live AND c.thread IS NOT NULL AND c.position IS NOT NULL"
+)
 
 #: Planner methods turned off for the statement that searches an HNSW index.
 _NO_SCAN = ("enable_seqscan", "enable_bitmapscan", "enable_sort")
@@ -457,6 +476,25 @@ class PostgresReader:
             (list(rids),),
         ).fetchall()
         return {int(row[0]): row_to_memory(row) for row in rows}
+
+    def neighbours(self, rids: Sequence[int], before: int, after: int, /) -> dict[int, Neighbours]:
+        """The neighbours of each live revision among ``rids`` that belongs to a thread (the
+        ``NeighbourReader`` of the store contract): one statement, two index ranges of
+        ``revisions_thread`` per key (:data:`NEIGHBOURS`)."""
+        if not rids:
+            return {}
+        rows = self._conn.execute(
+            self._t(NEIGHBOURS), {"keys": list(rids), "before": before, "after": after}
+        ).fetchall()
+        found: dict[int, tuple[list[tuple[float, int]], list[tuple[float, int]]]] = {}
+        for key, side, rid, position in rows:
+            entry = found.setdefault(int(key), ([], []))
+            if rid is not None:
+                entry[0 if side == "b" else 1].append((float(position), int(rid)))
+        return {
+            key: Neighbours([r for _p, r in sorted(b)], [r for _p, r in sorted(a)])
+            for key, (b, a) in found.items()
+        }
 
     def resolve(self, ref: MemoryRef, /) -> int | None:
         row = self._conn.execute(

@@ -23,6 +23,12 @@ A store written by a newer rankseam-postgres, or a schema that holds tables but 
   term frequency and the revision's token count; its primary key is the lexical channel's
   index, read by index-only scans). The GIN index is dropped: no search reads it any more.
   Migrating a version 1 store fills both tables from the live revisions' ``tsvector``.
+- version 3: a revision's ``thread``, ``position`` and ``derived_from`` (NULL in the rows
+  written before; docs/store.md, "Threads, positions and sources"), indexed by
+  ``revisions_thread (namespace, thread, live, position, rid)`` (a thread's memories in thread
+  order: neighbours, a thread between two positions) and ``revisions_derived (namespace,
+  derived_from, live)`` (the memories derived from one), both partial over the rows that have
+  the field. Adding the columns rewrites no row.
 """
 
 from __future__ import annotations
@@ -61,7 +67,7 @@ IndexKind: TypeAlias = Literal["halfvec", "vector"]
 _KINDS: tuple[IndexKind, ...] = ("halfvec", "vector")
 
 #: The version this rankseam-postgres writes (the ``meta`` table's ``schema_version``).
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 #: The most dimensions pgvector's HNSW index takes, per kind (:func:`index_kind`); a space
 #: with more is searched exactly.
 HNSW_MAX_DIMS: dict[IndexKind, int] = {"halfvec": 4000, "vector": 2000}
@@ -157,8 +163,17 @@ INSERT INTO {s}.terms (namespace, lexeme, df)
 DROP INDEX {s}.revisions_tsv
 """
 
+_V3 = """
+ALTER TABLE {s}.revisions ADD COLUMN thread text, ADD COLUMN position double precision,
+    ADD COLUMN derived_from text;
+CREATE INDEX revisions_thread ON {s}.revisions (namespace, thread, live, position, rid)
+    WHERE thread IS NOT NULL;
+CREATE INDEX revisions_derived ON {s}.revisions (namespace, derived_from, live)
+    WHERE derived_from IS NOT NULL
+"""
+
 #: Migrations: MIGRATIONS[v] brings a store from version v to v + 1.
-MIGRATIONS: dict[int, str] = {0: _V1, 1: _V2}
+MIGRATIONS: dict[int, str] = {0: _V1, 1: _V2, 2: _V3}
 
 
 def _exists(conn: psycopg.Connection[Any], schema: str, table: str) -> bool:

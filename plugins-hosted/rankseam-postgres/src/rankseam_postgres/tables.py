@@ -50,7 +50,7 @@ def count_tokens(text: str) -> int:
 
 def row_to_memory(row: Sequence[Any], deleted: bool = False) -> StoredMemory:
     """A stored revision from a row of :data:`COLUMNS` (``StoredMemory.from_row``)."""
-    return StoredMemory.from_row((*row[:9], deleted))
+    return StoredMemory.from_row((*row[:12], deleted))
 
 
 def as_array(value: Any) -> np.ndarray:
@@ -106,6 +106,9 @@ REVISION_COLUMNS = (
     ("content_hash", "text"),
     ("live", "bool"),
     ("tokens", "int"),
+    ("thread", "text"),
+    ("position", "float8"),
+    ("derived_from", "text"),
 )
 
 #: The statement :func:`insert_revisions` runs (its parameters: the text search

@@ -78,7 +78,15 @@ class RowWriter:
         space: str | None,
         vector: np.ndarray | None,
     ) -> int:
-        return self.revision(record, plan.revision, plan.importance, plan.metadata, space, vector)
+        return self.revision(
+            record,
+            plan.revision,
+            plan.importance,
+            plan.metadata,
+            space,
+            vector,
+            (plan.thread, plan.position, plan.derived_from),
+        )
 
     def tombstone(self, namespace: str, memory_id: str, /) -> None:
         self._conn.execute(
@@ -122,6 +130,7 @@ class RowWriter:
         metadata: str,
         space: str | None,
         vector: np.ndarray | None,
+        structure: tuple[str | None, float | None, str | None] = (None, None, None),
     ) -> int:
         rid = self._next_rid()
         tokens = count_tokens(rec.text)
@@ -138,6 +147,7 @@ class RowWriter:
                 rec.content_hash,
                 True,
                 tokens,
+                *structure,
             )
         )
         if vector is not None and space is not None:

@@ -174,9 +174,10 @@ class _Server(MCPServer):
 
 
 def _cited(data: dict[str, Any], namespace: str, keep: tuple[str, ...]) -> dict[str, Any]:
-    """The fields ``keep`` of a hit or memory (empty metadata left out), after checking that it
-    is of ``namespace``, which the answer says once."""
-    out = {k: data[k] for k in keep if k in data}
+    """The fields ``keep`` of a hit or memory (empty metadata and the structure fields it has
+    none of left out), after checking that it is of ``namespace``, which the answer says
+    once."""
+    out = {k: data[k] for k in keep if k in data and (k not in _STRUCTURE or data[k] is not None)}
     if data.get("namespace") != namespace:  # never expected: one search reads one namespace
         out["namespace"] = data.get("namespace")
     if not out.get("metadata"):
@@ -186,8 +187,27 @@ def _cited(data: dict[str, Any], namespace: str, keep: tuple[str, ...]) -> dict[
     return out
 
 
-_HIT_KEEP = ("memory_id", "revision", "score", "text", "metadata")
-_MEMORY_KEEP = ("memory_id", "revision", "text", "metadata", "deleted")
+#: A memory's place in a conversation (left out of compact answers when it has none).
+_STRUCTURE = ("thread", "position", "derived_from")
+_HIT_KEEP = ("memory_id", "revision", "score", "text", "metadata", *_STRUCTURE)
+_MEMORY_KEEP = ("memory_id", "revision", "text", "metadata", "deleted", *_STRUCTURE)
+
+_THREAD = Field(
+    description=(
+        "The conversation, session or run the memory belongs to (e.g. this chat's id), so that "
+        "a search can find it with the turns around it."
+    )
+)
+_POSITION = Field(
+    description=(
+        "Its place in the thread: a sequence number, epoch seconds or an ISO 8601 date "
+        "(default: when it was stored)."
+    )
+)
+_DERIVED_FROM = Field(
+    description="The memory_id of the memory this one was derived from (e.g. a message a "
+    "fact was extracted from)."
+)
 
 
 def _compact_hit(hit: dict[str, Any], namespace: str) -> dict[str, Any]:
@@ -332,6 +352,9 @@ def build_server(
             float, Field(ge=0.0, le=1.0, description="0..1 (default 0.5); a search prior.")
         ] = 0.5,
         metadata: dict[str, Any] | None = None,
+        thread: Annotated[str | None, _THREAD] = None,
+        position: Annotated[float | str | None, _POSITION] = None,
+        derived_from: Annotated[str | None, _DERIVED_FROM] = None,
     ) -> dict[str, Any]:
         opened, created = await _call(slot.writing)
         result = await _call(
@@ -341,6 +364,9 @@ def build_server(
             namespace=namespace,
             importance=float(importance),
             metadata=metadata,
+            thread=thread,
+            position=position,
+            derived_from=derived_from,
         )
         out: dict[str, Any] = {
             "stored": result.stored,
@@ -385,8 +411,9 @@ def build_server(
         description=(
             "Replace a stored memory's text. Call it when the user corrects or changes a fact "
             f"already stored (find its memory_id with {n['search']} first). Writes a new "
-            "revision; the previous one stays readable by get with its revision. `importance` "
-            "and `metadata` default to the previous revision's. Returns the new citation."
+            "revision; the previous one stays readable by get with its revision. `importance`, "
+            "`metadata`, `thread`, `position` and `derived_from` default to the previous "
+            "revision's. Returns the new citation."
         ),
         annotations=_annotations(
             "Update a memory", read_only=False, destructive=False, idempotent=False
@@ -398,6 +425,9 @@ def build_server(
         namespace: Annotated[str | None, Field(description="Default: the server's.")] = None,
         importance: Annotated[float | None, Field(ge=0.0, le=1.0)] = None,
         metadata: dict[str, Any] | None = None,
+        thread: Annotated[str | None, _THREAD] = None,
+        position: Annotated[float | str | None, _POSITION] = None,
+        derived_from: Annotated[str | None, _DERIVED_FROM] = None,
     ) -> dict[str, Any]:
         opened = await _call(slot.reading)
         ref = await _call(
@@ -407,6 +437,9 @@ def build_server(
             namespace=namespace,
             importance=None if importance is None else float(importance),
             metadata=metadata,
+            thread=thread,
+            position=position,
+            derived_from=derived_from,
         )
         return {"ref": ref.to_dict()}
 

@@ -1,0 +1,95 @@
+"""A memory's thread, position and derived_from through the MCP tools, end to end: the MCP SDK's
+own client starts `rankseam mcp` over stdio against a real store."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+
+import rankseam
+
+RANKSEAM = str(Path(sys.executable).parent / "rankseam")
+
+
+def _run(db: Path, calls: list[tuple[str, dict[str, Any]]]) -> list[Any]:
+    params = StdioServerParameters(
+        command=RANKSEAM, args=["mcp", "--db", str(db)], env=dict(os.environ)
+    )
+
+    async def main() -> list[Any]:
+        async with Client(params, read_timeout_seconds=60) as client:
+            return [await client.call_tool(name, args) for name, args in calls]
+
+    return asyncio.run(main())
+
+
+def _payload(result: Any) -> dict[str, Any]:
+    assert not result.is_error, result.content[0].text
+    if result.structured_content is not None:
+        return result.structured_content
+    return json.loads(result.content[0].text)
+
+
+def test_the_fields_round_trip_through_the_tools(tmp_path: Path) -> None:
+    db = tmp_path / "m.sqlite3"
+    add = "memory_add"
+    results = _run(
+        db,
+        [
+            (
+                add,
+                {
+                    "text": "We meet Dana at the Thai place",
+                    "memory_id": "t1",
+                    "thread": "chat-7",
+                    "position": 1,
+                },
+            ),  # fmt: skip
+            (
+                add,
+                {
+                    "text": "Friday at eight works for Dana",
+                    "memory_id": "t2",
+                    "thread": "chat-7",
+                    "position": "2023-05-08T20:00:00+00:00",
+                },
+            ),  # fmt: skip
+            (
+                add,
+                {"text": "Dinner with Dana is on Friday", "memory_id": "f1", "derived_from": "t2"},
+            ),  # fmt: skip
+            (
+                "memory_update",
+                {
+                    "memory_id": "t1",
+                    "text": "We meet Dana at the Thai place on Main St",
+                    "position": 1.5,
+                },
+            ),  # fmt: skip
+            ("memory_get", {"memory_id": "t1"}),
+            ("memory_search", {"query": "dinner with Dana", "limit": 3}),
+            ("memory_list", {}),
+            (add, {"text": "x", "thread": 7}),
+            (add, {"text": "x", "position": True}),
+            (add, {"text": "x", "position": "someday"}),
+        ],
+    )
+    got = _payload(results[4])
+    assert (got["thread"], got["position"], got["derived_from"]) == ("chat-7", 1.5, None)
+    hits = {h["memory_id"]: h for h in _payload(results[5])["hits"]}
+    assert hits["f1"]["derived_from"] == "t2" and "thread" not in hits["f1"]  # compact
+    assert hits["t2"]["thread"] == "chat-7" and hits["t2"]["position"] == 1683576000.0
+    listed = {m["memory_id"]: m for m in _payload(results[6])["memories"]}
+    assert listed["t1"]["position"] == 1.5 and listed["f1"]["derived_from"] == "t2"
+    for refused, field in zip(results[7:], ("thread", "position", "position"), strict=True):
+        assert refused.is_error and field in refused.content[0].text
+    with rankseam.open_memory(db, create=False) as memory:
+        assert memory.get("t2").thread == "chat-7"
+        assert len(list(memory.list())) == 3  # nothing of the refused calls was stored

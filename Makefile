@@ -5,7 +5,7 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test lint bench goldens clean
 
 $(BIN)/nox:
 	$(PYTHON) -m venv $(VENV)
@@ -30,6 +30,12 @@ lint: $(BIN)/nox
 
 bench: $(BIN)/nox
 	$(BIN)/nox -s bench
+
+# Rewrite the golden files of tests/test_goldens.py after an intended output change, printing
+# each file's diff; review them, then commit tests/goldens/.
+goldens: $(BIN)/nox
+	RANKSEAM_UPDATE_GOLDENS=1 $(BIN)/nox -s integration -- -k test_goldens -s
+	git --no-pager diff --stat -- tests/goldens
 
 clean:
 	rm -rf $(VENV) .nox

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -190,3 +191,44 @@ def test_real_scifact_train_split():
     data = load_dataset(f"beir:{folder / 'scifact-train'}@train")
     assert data.stats["documents"] == 5183
     assert data.query_count == 809
+
+
+def test_locomo_structure_threads_positions_sources_and_dates(tmp_path):
+    """A turn's thread is its session, its position its place there, its created_at the
+    session's date; an observation is derived from its source turn (issue #36's loader)."""
+    (coll,) = load_locomo(_tiny_locomo(tmp_path / "l.json")).collections
+    by_id = {r.id: r for r in coll.records}
+    may_1 = datetime(2023, 5, 1, 13, 0, tzinfo=UTC).timestamp()
+    assert (by_id["D1:1"].thread, by_id["D1:1"].position, by_id["D1:1"].created_at) == (
+        "session_1",
+        0.0,
+        may_1,
+    )
+    assert (by_id["D1:2"].thread, by_id["D1:2"].position) == ("session_1", 1.0)
+    assert (by_id["D2:1"].thread, by_id["D2:1"].position) == ("session_2", 0.0)
+    assert by_id["D2:1"].created_at == datetime(2023, 5, 2, 14, 0, tzinfo=UTC).timestamp()
+    assert by_id["D1:1/obs2"].derived_from == "D1:1" and by_id["D1:1/obs2"].thread is None
+    ingest = by_id["D1:2"].to_ingest()
+    assert (ingest["thread"], ingest["position"], ingest["created_at"]) == ("session_1", 1.0, may_1)
+    assert by_id["D1:1/obs1"].to_ingest()["derived_from"] == "D1:1"
+
+
+def test_real_locomo_structure():
+    folder = _data_dir()
+    if folder is None:
+        pytest.skip("locomo-dev.json not found: set RANKSEAM_DATA to ../shared/data to run this")
+    data = load_locomo(folder / "locomo-dev.json")
+    for coll in data.collections:
+        turns = [r for r in coll.records if r.kind == "turn"]
+        assert all(r.thread and r.thread.startswith("session_") for r in turns)
+        assert all(r.created_at is not None for r in turns)  # every session has its date
+        places = {}
+        for r in turns:
+            places.setdefault(r.thread, []).append(r.position)
+        assert all(p == [float(i) for i in range(len(p))] for p in places.values())
+        turn_ids = {r.id for r in turns}
+        observations = [r for r in coll.records if r.kind == "observation"]
+        assert all(r.derived_from in turn_ids for r in observations if r.derived_from)
+        assert sum(r.derived_from is not None for r in observations) == len(observations) - sum(
+            r.group not in turn_ids for r in observations
+        )

@@ -24,6 +24,7 @@ import json
 import os
 import re
 from collections.abc import Iterator, Mapping
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -62,19 +63,31 @@ CATEGORY_NAMES = {
 
 @attrs.frozen
 class Record:
-    """One memory to ingest. ``group`` is its duplicate group (LoCoMo: source ``dia_id``)."""
+    """One memory to ingest. ``group`` is its duplicate group (LoCoMo: source ``dia_id``).
+    ``thread``, ``position``, ``derived_from`` and ``created_at`` are its structure and time
+    when the dataset has them (LoCoMo: a turn's session, its place in it and the session's
+    date; an observation's source turn), else None."""
 
     id: str
     text: str
     group: str
     kind: str = "document"
+    thread: str | None = None
+    position: float | None = None
+    derived_from: str | None = None
+    created_at: float | None = None
 
     def to_ingest(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "id": self.id,
             "text": self.text,
             "metadata": {"group": self.group, "kind": self.kind},
         }
+        for key in ("thread", "position", "derived_from", "created_at"):
+            value = getattr(self, key)
+            if value is not None:
+                out[key] = value
+        return out
 
 
 @attrs.frozen
@@ -160,9 +173,25 @@ def _turn_text(turn: Mapping[str, Any]) -> str:
     return text
 
 
-def _iter_turns(conversation: Mapping[str, Any]) -> Iterator[Mapping[str, Any]]:
-    """Turns of every ``session_N`` list, in session order (date keys without a session and
-    other non-list values are ignored)."""
+def _session_date(value: object) -> float | None:
+    """A LoCoMo session date (``"1:56 pm on 8 May, 2023"``) as POSIX seconds, read as UTC;
+    None when there is none or it reads otherwise."""
+    if not isinstance(value, str):
+        return None
+    try:
+        when = datetime.strptime(value.strip(), "%I:%M %p on %d %B, %Y")
+    except ValueError:
+        return None
+    return when.replace(tzinfo=UTC).timestamp()
+
+
+def _iter_turns(
+    conversation: Mapping[str, Any],
+) -> Iterator[tuple[str, int, float | None, Mapping[str, Any]]]:
+    """``(session, place, date, turn)`` of every turn of every ``session_N`` list, in session
+    order: the session's key, the turn's place in it (0, 1, ...) and the session's date
+    (``session_N_date_time``, POSIX seconds) when it has one. Date keys without a session and
+    other non-list values are ignored."""
 
     def order(key: str) -> int:
         tail = key.rsplit("_", 1)[-1]
@@ -171,9 +200,12 @@ def _iter_turns(conversation: Mapping[str, Any]) -> Iterator[Mapping[str, Any]]:
     for key in sorted(conversation, key=order):
         value = conversation[key]
         if key.startswith("session_") and isinstance(value, list):
+            date = _session_date(conversation.get(f"{key}_date_time"))
+            place = 0
             for turn in value:
                 if isinstance(turn, Mapping) and turn.get("dia_id"):
-                    yield turn
+                    yield key, place, date, turn
+                    place += 1
 
 
 def _iter_observations(observation: Any) -> Iterator[tuple[str, str]]:
@@ -200,8 +232,10 @@ def _iter_observations(observation: Any) -> Iterator[tuple[str, str]]:
 def load_locomo(path: str | os.PathLike[str] | None = None) -> Dataset:
     """Load a LoCoMo-schema file: one collection per conversation.
 
-    Memories are the turns (id = ``dia_id``, group = ``dia_id``) and the observations (id
-    ``<dia_id>/obs<N>``, group = their source ``dia_id``). Evidence ids matching no turn are
+    Memories are the turns (id = ``dia_id``, group = ``dia_id``; thread = the session,
+    ``session_N``; position = the turn's place in the session; created_at = the session's
+    date) and the observations (id ``<dia_id>/obs<N>``, group = their source ``dia_id``,
+    derived_from = that turn when the conversation has it). Evidence ids matching no turn are
     dropped and counted; a query left without evidence is skipped and counted.
     """
     p = Path(path) if path is not None else find_locomo()
@@ -225,19 +259,37 @@ def load_locomo(path: str | os.PathLike[str] | None = None) -> Dataset:
         name = str(sample.get("sample_id") or f"sample-{index}")
         records: list[Record] = []
         turn_ids: set[str] = set()
-        for turn in _iter_turns(sample.get("conversation") or {}):
+        for session, place, date, turn in _iter_turns(sample.get("conversation") or {}):
             dia_id = str(turn["dia_id"])
             if dia_id in turn_ids:
                 continue
             turn_ids.add(dia_id)
-            records.append(Record(dia_id, _turn_text(turn), dia_id, "turn"))
+            records.append(
+                Record(
+                    dia_id,
+                    _turn_text(turn),
+                    dia_id,
+                    "turn",
+                    thread=session,
+                    position=float(place),
+                    created_at=date,
+                )
+            )
         turns_total += len(turn_ids)
         per_source: dict[str, int] = {}
         for text, source in _iter_observations(sample.get("observation")):
             if source not in turn_ids:
                 orphan_observations += 1
             n = per_source[source] = per_source.get(source, 0) + 1
-            records.append(Record(f"{source}/obs{n}", text, source, "observation"))
+            records.append(
+                Record(
+                    f"{source}/obs{n}",
+                    text,
+                    source,
+                    "observation",
+                    derived_from=source if source in turn_ids else None,
+                )
+            )
             obs_total += 1
         queries: list[Query] = []
         for qi, qa in enumerate(sample.get("qa") or ()):

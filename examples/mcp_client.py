@@ -20,13 +20,15 @@ async def main(folder: Path) -> None:
     )
     async with Client(server) as client:
         print("tools:", sorted(tool.name for tool in (await client.list_tools()).tools))
-        await client.call_tool("add", {"text": "Priya prefers window seats", "memory_id": "seat"})
+        await client.call_tool(
+            "memory_add", {"text": "Priya prefers window seats", "memory_id": "seat"}
+        )
         found = await client.call_tool(
-            "search", {"query": "which seat does priya like?", "reranker": "mmr"}
+            "memory_search", {"query": "which seat does priya like?", "reranker": "mmr"}
         )
         answer = json.loads(found.content[0].text)
         print("hit:", answer["hits"][0]["memory_id"], "| rerank:", answer["rerank"]["status"])
-        bad = await client.call_tool("add", {"text": ""})
+        bad = await client.call_tool("memory_add", {"text": ""})
         print("bad input is a tool error:", bad.is_error)
 
 

@@ -177,7 +177,8 @@ def test_ranks_beyond_the_limit_are_counted_and_named() -> None:
 
     hits, trace = asyncio.run(rerank_pool("q", pool, 3, OverAnswers()))
     assert hits == (pool[4], pool[3], pool[2])
-    assert trace.status is RerankStatus.OK  # the selection is the reranker's own top 3
+    # the selection is the reranker's own top 3, and the status shows the cut (repaired)
+    assert trace.status is RerankStatus.REPAIRED
     assert trace.discarded_rank_count == 0
     assert trace.over_limit_count == 5
     assert "over-answered" in (trace.reason or "") and "8 ranks for a limit of 3" in trace.reason

@@ -71,6 +71,21 @@ _CORE_TEST_FILES = tuple(
     )
 )
 
+#: The tests of the governed call and of reranker chains: the runner's and the chains' own, and
+#: those of every role that uses the runner (rerank stage, envelopes, write gate).
+_GOVERNED_TEST_FILES = tuple(
+    CORE_TESTS / name
+    for name in (
+        "test_governed.py",
+        "test_chains.py",
+        "test_seam_pins.py",
+        "test_seam_paths.py",
+        "test_decision_port.py",
+        "test_write_gate.py",
+        "test_roles.py",
+    )
+)
+
 GROUPS = (
     Group(
         "seam",
@@ -111,14 +126,23 @@ GROUPS = (
     Group(
         "write gate",
         "core",
-        ("src/rankseam/decision.py",),
-        (
-            "rankseam.decision.x_ask_write_gate",
-            "rankseam.decision.x_gate_without_verdict",
-            "rankseam.decision.x__closed_gate",
-            "rankseam.decision.xǁGateVerdictǁ*",
-        ),
+        ("src/rankseam/writing/gate.py",),
+        ("rankseam.writing.gate.*",),
         _CORE_TEST_FILES,
+    ),
+    Group(
+        "governed call",
+        "governed",
+        ("src/rankseam/governed.py",),
+        ("rankseam.governed.*",),
+        _GOVERNED_TEST_FILES,
+    ),
+    Group(
+        "reranker chains",
+        "governed",
+        ("src/rankseam/seam/chain.py",),
+        ("rankseam.seam.chain.*",),
+        _GOVERNED_TEST_FILES,
     ),
     Group(
         "mmr kernel",

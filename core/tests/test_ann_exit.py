@@ -124,6 +124,7 @@ def _exit_once(path, base, seed: int) -> tuple[int, str, str]:
         if k not in ("RANKSEAM_DB", "RANKSEAM_RERANK", "RANKSEAM_NAMESPACE", "RANKSEAM_EMBEDDER")
     }
     env["RANKSEAM_ANN"] = str(THRESHOLD)
+    env["RANKSEAM_LOAD_PLUGINS"] = ""  # the built-in components are all it needs
     proc = subprocess.run(
         [sys.executable, "-c", _CHILD, str(path), str(base), mode, str(target), str(pause)],
         capture_output=True,

@@ -28,6 +28,9 @@ candidates:
   its maintenance in a thread; closing the store, or the process exiting, stops it at its
   next slice; after a failure it waits for a back-off. A save that fails (a full disk)
   leaves no file and says why in the user's words (:mod:`.ann_files`).
+
+The index is used for a namespace × space once it holds at least ``min_vectors`` vectors
+(:data:`MIN_VECTORS`); below that the exact matrix-vector product is as fast and exact.
 """
 
 from __future__ import annotations

@@ -172,7 +172,7 @@ def test_creation_and_migration_are_read_your_writes(spare_server: TemporaryServ
                 # the first opens creates or migrates the store; the second is another process
                 for _process in ("creates or migrates", "opens after"):
                     with rankseam.open_memory(url, reranker=None) as memory:
-                        assert memory.stats()["schema_version"] == 2
+                        assert memory.stats()["schema_version"] == 3
                         _in_rotation(memory)
                         assert _ids(memory, "kettle") == found
                         assert _served(memory) == (1, 0), schema

@@ -164,11 +164,11 @@ DROP INDEX {s}.revisions_tsv
 """
 
 _V3 = """
-ALTER TABLE {s}.revisions ADD COLUMN thread text, ADD COLUMN position double precision,
-    ADD COLUMN derived_from text;
-CREATE INDEX revisions_thread ON {s}.revisions (namespace, thread, live, position, rid)
-    WHERE thread IS NOT NULL;
-CREATE INDEX revisions_derived ON {s}.revisions (namespace, derived_from, live)
+ALTER TABLE {s}.revisions ADD COLUMN IF NOT EXISTS thread text,
+    ADD COLUMN IF NOT EXISTS position double precision, ADD COLUMN IF NOT EXISTS derived_from text;
+CREATE INDEX IF NOT EXISTS revisions_thread ON {s}.revisions
+    (namespace, thread, live, position, rid) WHERE thread IS NOT NULL;
+CREATE INDEX IF NOT EXISTS revisions_derived ON {s}.revisions (namespace, derived_from, live)
     WHERE derived_from IS NOT NULL
 """
 

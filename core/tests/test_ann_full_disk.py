@@ -184,7 +184,7 @@ def test_ingest_on_a_full_disk_says_so_without_a_traceback(small_disk, env, tmp_
         ],
         capture_output=True,
         text=True,
-        env={**os.environ, "RANKSEAM_ANN": str(THRESHOLD)},
+        env={**os.environ, "RANKSEAM_ANN": str(THRESHOLD), "RANKSEAM_LOAD_PLUGINS": ""},
         timeout=120,
     )
     assert done.returncode == 0, done.stderr
@@ -239,7 +239,7 @@ def test_a_save_that_usearch_itself_fails_leaves_no_file_and_says_why(env, tmp_p
         [sys.executable, "-c", _LIMITED_CHILD, str(db), str(limit)],
         capture_output=True,
         text=True,
-        env={**os.environ, "RANKSEAM_ANN": str(THRESHOLD)},
+        env={**os.environ, "RANKSEAM_ANN": str(THRESHOLD), "RANKSEAM_LOAD_PLUGINS": ""},
         timeout=120,
     )
     assert done.returncode == 0, done.stderr

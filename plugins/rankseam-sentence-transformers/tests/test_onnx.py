@@ -111,7 +111,8 @@ def test_without_onnxruntime_the_error_says_how_to_install_it() -> None:
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=True
     )
-    assert "rankseam-sentence-transformers[onnx]" in out.stdout, out.stdout + out.stderr
+    assert "rankseam-sentence-transformers[torch,export]" in out.stdout, out.stdout + out.stderr
+    assert "'minilm-int8' embedder" in out.stdout  # the way without torch
 
 
 class TestOnnxInt8EmbedderContract(EmbedderContract):

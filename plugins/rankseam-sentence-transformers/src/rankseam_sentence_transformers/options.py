@@ -99,7 +99,7 @@ class EmbedderOptions:
     backend: Backend = option(
         "torch",
         help="'torch', or 'onnx' (ONNX Runtime on the CPU; pip install "
-        "'rankseam-sentence-transformers[onnx]'; the model is exported once, locally)",
+        "'rankseam-sentence-transformers[torch,export]'; the model is exported once, locally)",
     )
     quantize: bool = _quantize()
     precision: Precision = option("fp32", help=_PRECISION_HELP)
@@ -138,7 +138,7 @@ class SemanticOptions:
     )
     backend: Literal["auto", "torch", "onnx"] = option(
         "auto",
-        help="'auto' = 'onnx' when ONNX Runtime is installed, else 'torch' ('torch' with "
+        help="'auto' = 'onnx' when ONNX Runtime and onnx are installed, else 'torch' ('torch' with "
         "precision 'bf16')",
     )
     quantize: bool = option(True, help="onnx only: int8 weights (faster; see the docs)")

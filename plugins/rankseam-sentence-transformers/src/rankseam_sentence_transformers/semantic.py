@@ -125,9 +125,9 @@ class SemanticReranker:
         self.options = options if options is not None else SemanticOptions()
         self.files = files if files is not None else resolve_model(self.options.model)
         if onnx is None:
-            from rankseam_sentence_transformers.onnx_backend import onnx_available
+            from rankseam_sentence_transformers.onnx_backend import export_available
 
-            onnx = onnx_available()
+            onnx = export_available()
         self.runtime = self.options.runtime(onnx)
         self.cache = _shared_cache(self.files, self.runtime, self.options.cache_size)
         self._queries = VectorCache(_QUERY_CACHE)

@@ -125,7 +125,7 @@ class Lexical:
         if "lexical" in FAIL:
             raise RuntimeError("the lexical channel broke")
         terms = [t for t in request.query.lower().split() if t.isalnum()]
-        query = LexicalQuery(request.namespace, request.k, terms)
+        query = LexicalQuery(request.namespace, request.k, terms, where=request.where)
         return request.reader.lexical(query) if terms else []
 
 
@@ -138,7 +138,8 @@ class Vector:
         if "vector" in FAIL:
             raise RuntimeError("the vector channel broke")
         return request.reader.vector(
-            request.namespace, request.embedder, request.query_vector, request.k
+            request.namespace, request.embedder, request.query_vector, request.k,
+            where=request.where,
         )
 
 

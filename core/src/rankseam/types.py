@@ -495,6 +495,10 @@ class SearchTrace:
     #: Things about this search the user should know that are not the rerank stage's own,
     #: e.g. that ``RANKSEAM_RERANK`` switched off the configured reranker.
     notes: tuple[str, ...] = ()
+    #: The search's filter as checked (``where`` with its thread and time scope), or None.
+    where: Mapping[str, Any] | None = None
+    #: The search's score cut-off, or None.
+    min_score: float | None = None
 
     @property
     def status(self) -> RerankStatus:
@@ -509,6 +513,8 @@ class SearchTrace:
             "channels": list(self.channels),
             "status": self.status.value,
             "notes": list(self.notes),
+            "where": self.where,
+            "min_score": self.min_score,
             "latency_ms": round(self.latency_ms, 3),
             "coarse": [c.to_dict() for c in self.coarse],
             "rerank": self.rerank.to_dict() if self.rerank is not None else None,

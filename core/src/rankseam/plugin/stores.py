@@ -11,6 +11,15 @@ plugin imports them from.
 from __future__ import annotations
 
 from rankseam.store.contract import BatchWriter, BulkReader, BulkWriter, Store, StoreReader, Vectors
+from rankseam.store.filters import (
+    FIELDS,
+    AllOf,
+    AnyOf,
+    Condition,
+    Filter,
+    Not,
+    matches,
+)
 from rankseam.store.listing import PageFetch, memory_pages, pending_pages, store_stats
 from rankseam.store.readers import (
     ConcurrentReader,
@@ -45,6 +54,13 @@ from rankseam.store.rows import (
 from rankseam.store.target import StoreTarget
 
 __all__ = [
+    "FIELDS",
+    "AllOf",
+    "AnyOf",
+    "Condition",
+    "Filter",
+    "Not",
+    "matches",
     "BatchWriter",
     "BulkReader",
     "BulkRevision",

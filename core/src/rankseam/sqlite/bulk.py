@@ -10,7 +10,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from rankseam.embedding import EmbedderDescriptor
-from rankseam.sqlite.rows import INSERT_REVISION, INSERT_VECTOR, bump, retire
+from rankseam.sqlite.rows import INSERT_REVISION, INSERT_VECTOR, bump, index_values, retire
 from rankseam.store import rows
 from rankseam.store.records import MemoryRows, RevisionRow
 
@@ -164,6 +164,7 @@ class SQLiteBulkWriter:
             rid = int(cur.lastrowid or 0)
             if live:
                 self._conn.execute("INSERT INTO fts(rowid, text) VALUES (?, ?)", (rid, rev.text))
+                index_values(self._conn, rid)
             self._conn.executemany(INSERT_VECTOR, [(key, rid, blob) for key, blob in rev.vectors])
             self.revisions_written += 1
             self.vectors_written += len(rev.vectors)
@@ -180,6 +181,8 @@ class SQLiteBulkWriter:
         c = self._conn
         c.executemany(INSERT_REVISION, self._revisions)
         c.executemany("INSERT INTO fts(rowid, text) VALUES (?, ?)", self._fts)
+        for rid, _text in self._fts:
+            index_values(c, rid)
         c.executemany(INSERT_VECTOR, self._vectors)
         c.executemany(
             "INSERT INTO memories(namespace, memory_id, head_rid, head_revision, deleted, "

@@ -5,7 +5,15 @@ from __future__ import annotations
 
 import sqlite3
 
-__all__ = ["INSERT_REVISION", "INSERT_VECTOR", "bump", "retire", "vector_state"]
+__all__ = [
+    "INDEX_VALUES",
+    "INSERT_REVISION",
+    "INSERT_VECTOR",
+    "bump",
+    "index_values",
+    "retire",
+    "vector_state",
+]
 
 #: One revision row: (rid, namespace, memory_id, revision, text, importance, metadata,
 #: created_at, content_hash, live, thread, position, derived_from).
@@ -13,6 +21,18 @@ INSERT_REVISION = (
     "INSERT INTO revisions(rid, namespace, memory_id, revision, text, importance, metadata, "
     "created_at, content_hash, live, thread, position, derived_from) "
     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+#: The metadata values of revisions ``r`` (a WHERE clause on ``r`` follows): one row per
+#: top-level key, typed as filters compare them (schema: ``METADATA_VALUES``).
+INDEX_VALUES = (
+    "INSERT INTO metadata_values(rid, namespace, key, kind, text_value, num_value) "
+    "SELECT r.rid, r.namespace, j.key, "
+    "CASE j.type WHEN 'text' THEN 'text' WHEN 'integer' THEN 'number' WHEN 'real' THEN 'number' "
+    "WHEN 'true' THEN 'bool' WHEN 'false' THEN 'bool' ELSE 'other' END, "
+    "CASE j.type WHEN 'text' THEN j.value END, "
+    "CASE j.type WHEN 'integer' THEN j.value WHEN 'real' THEN j.value WHEN 'true' THEN 1 "
+    "WHEN 'false' THEN 0 END "
+    "FROM revisions r, json_each(r.metadata) j"
 )
 #: One vector row: (space, rid, vector).
 INSERT_VECTOR = "INSERT INTO vectors(space, rid, vector) VALUES (?, ?, ?)"
@@ -53,6 +73,14 @@ def vector_state(conn: sqlite3.Connection, namespace: str, space: str) -> tuple[
     return (int(row[0]), int(row[1])) if row else (0, 0)
 
 
+def index_values(conn: sqlite3.Connection, first: int, last: int | None = None) -> None:
+    """Index the metadata values of the revisions ``first..last`` (one when ``last`` is
+    None), as they become live (with their full-text row)."""
+    conn.execute(
+        f"{INDEX_VALUES} WHERE r.rid BETWEEN ? AND ?", (first, first if last is None else last)
+    )
+
+
 def retire(conn: sqlite3.Connection, rid: int) -> None:
     """Take a revision out of search (it stays readable by its ref)."""
     ns, text = conn.execute(
@@ -64,3 +92,4 @@ def retire(conn: sqlite3.Connection, rid: int) -> None:
         "UPDATE revisions SET live = 0, retired_version = ? WHERE rid = ?", (next_version, rid)
     )
     conn.execute("INSERT INTO fts(fts, rowid, text) VALUES ('delete', ?, ?)", (rid, text))
+    conn.execute("DELETE FROM metadata_values WHERE rid = ?", (rid,))

@@ -49,10 +49,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 from rankseam.errors import ConfigurationError
+from rankseam.sqlite.rows import INDEX_VALUES
 
 __all__ = ["SCHEMA_VERSION", "TOKENIZERS", "check_identity", "ensure_schema"]
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 #: Page size of new stores (see the module docstring).
 PAGE_SIZE = 8192
 
@@ -114,6 +115,7 @@ def _create(conn: sqlite3.Connection, tokenizer: str) -> None:
             epoch INTEGER NOT NULL,
             PRIMARY KEY (namespace, space)
         ) WITHOUT ROWID;
+        {METADATA_VALUES};
         CREATE VIRTUAL TABLE fts USING fts5(
             text, content='revisions', content_rowid='rid', tokenize='{TOKENIZERS[tokenizer]}'
         );
@@ -138,6 +140,20 @@ STRUCTURE_INDEXES = (
     "WHERE thread IS NOT NULL; "
     "CREATE INDEX revisions_derived ON revisions (namespace, derived_from, live) "
     "WHERE derived_from IS NOT NULL"
+)
+
+
+#: The top-level metadata values of live revisions, one row per key: what filters on metadata
+#: look up through an index instead of reading every revision's JSON (docs/filters.md). ``kind``
+#: is ``text``, ``number``, ``bool`` (``num_value`` 1 or 0) or ``other`` (null, a list, an
+#: object: it exists, and equals nothing). Written with the revision's full-text row and removed
+#: with it when the revision retires.
+METADATA_VALUES = (
+    "CREATE TABLE metadata_values (rid INTEGER NOT NULL, namespace TEXT NOT NULL, "
+    "key TEXT NOT NULL, kind TEXT NOT NULL, text_value TEXT, num_value REAL); "
+    "CREATE INDEX metadata_text ON metadata_values (namespace, key, kind, text_value); "
+    "CREATE INDEX metadata_num ON metadata_values (namespace, key, kind, num_value); "
+    "CREATE INDEX metadata_rid ON metadata_values (rid)"
 )
 
 
@@ -173,11 +189,20 @@ def _migrate_3_to_4(conn: sqlite3.Connection) -> None:
         conn.execute(statement)
 
 
+def _migrate_4_to_5(conn: sqlite3.Connection) -> None:
+    """Add the metadata values of live revisions (see :data:`METADATA_VALUES`), filled from
+    the revisions' metadata."""
+    for statement in METADATA_VALUES.split(";"):
+        conn.execute(statement)
+    conn.execute(f"{INDEX_VALUES} WHERE r.live = 1")
+
+
 #: version N -> function migrating a version-N store to N+1.
 MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
     1: _migrate_1_to_2,
     2: _migrate_2_to_3,
     3: _migrate_3_to_4,
+    4: _migrate_4_to_5,
 }
 
 

@@ -32,6 +32,7 @@ from rankseam.errors import ConfigurationError, StoreError, ValidationError
 from rankseam.sqlite import ann as ann_module
 from rankseam.sqlite.ann import AnnIndexes, AnnManifest
 from rankseam.sqlite.bulk import SQLiteBulkReader, SQLiteBulkWriter
+from rankseam.sqlite.filters import compile_where
 from rankseam.sqlite.reader import FactsCache, SQLiteReader, chunks
 from rankseam.sqlite.rows import bump
 from rankseam.sqlite.schema import (
@@ -42,6 +43,7 @@ from rankseam.sqlite.schema import (
 )
 from rankseam.sqlite.vector_cache import VectorCache, decode_vectors, encode_vector
 from rankseam.sqlite.writer import SQLiteBatchWriter
+from rankseam.store.filters import Filter, check_live_filter
 from rankseam.store.listing import memory_pages, pending_pages, store_stats
 from rankseam.store.records import MemoryNotFoundError, StoredMemory
 from rankseam.store.rows import PendingText, VectorItem
@@ -376,21 +378,28 @@ class SQLiteStore:
         return StoredMemory.from_row(row)
 
     def iter_memories(
-        self, namespace: str, *, include_deleted: bool = False
+        self, namespace: str, *, include_deleted: bool = False, where: Filter | None = None
     ) -> Iterator[StoredMemory]:
-        """Current revisions, streamed page by page (no transaction held between pages)."""
+        """Current revisions, streamed page by page (no transaction held between pages);
+        with ``where``, the live ones that pass it."""
         cond = (
             "(r.live = 1 OR (m.deleted = 1 AND m.head_rid = r.rid))"
             if include_deleted
             else "r.live = 1"
         )
+        args: dict[str, object] = {"ns": namespace, "page": _PAGE}
+        if where is not None:
+            check_live_filter(include_deleted)
+            condition, filter_args = compile_where(where, namespace)
+            cond = f"{cond} AND {condition}"
+            args.update(filter_args)
         query = (
             f"SELECT {StoredMemory.COLUMNS}, m.deleted FROM revisions r JOIN memories m "
             "ON m.namespace = r.namespace AND m.memory_id = r.memory_id "
-            f"WHERE r.rid > ? AND r.namespace = ? AND {cond} ORDER BY r.rid LIMIT ?"
+            f"WHERE r.rid > :after AND r.namespace = :ns AND {cond} ORDER BY r.rid LIMIT :page"
         )
         return memory_pages(
-            lambda after: self._conn().execute(query, (after, namespace, _PAGE)).fetchall()
+            lambda after: self._conn().execute(query, {**args, "after": after}).fetchall()
         )
 
     def iter_missing_vectors(

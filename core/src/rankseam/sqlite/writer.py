@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from rankseam.sqlite.rows import INSERT_REVISION, INSERT_VECTOR, bump, retire
+from rankseam.sqlite.rows import INSERT_REVISION, INSERT_VECTOR, bump, index_values, retire
 from rankseam.sqlite.vector_cache import encode_vector
 from rankseam.store.records import PreparedRecord, WritePlan
 from rankseam.store.rows import MemoryHead, MemoryKey
@@ -114,6 +114,7 @@ class SQLiteBatchWriter:
                 "WHERE rid BETWEEN ? AND ? ORDER BY rid",
                 (self._revisions[0][0], self._revisions[-1][0]),
             )
+            index_values(conn, self._revisions[0][0], self._revisions[-1][0])
         conn.executemany(INSERT_VECTOR, self._vectors)
         conn.executemany(
             "INSERT INTO memories(namespace, memory_id, head_rid, head_revision, deleted, "

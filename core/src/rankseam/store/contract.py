@@ -30,6 +30,7 @@ import numpy as np
 
 from rankseam.embedding import EmbedderDescriptor, Vectors
 from rankseam.store import rows
+from rankseam.store.filters import Filter
 from rankseam.store.readers import (
     ImportanceReader,
     LexicalQuery,
@@ -232,10 +233,12 @@ class Store(Protocol):
         ...
 
     def iter_memories(
-        self, namespace: str, /, *, include_deleted: bool = False
+        self, namespace: str, /, *, include_deleted: bool = False, where: Filter | None = None
     ) -> Iterator[StoredMemory]:
         """The live heads of ``namespace`` (with tombstoned heads too when
-        ``include_deleted``), in write order, streamed page by page."""
+        ``include_deleted``), in write order, streamed page by page; with ``where`` (never
+        given with ``include_deleted``), the live heads that pass the filter, in the store's
+        own query (``rankseam.plugin.stores.matches`` is what it means)."""
         ...
 
     def namespaces(self) -> list[str]:

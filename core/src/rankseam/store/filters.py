@@ -58,6 +58,7 @@ __all__ = [
     "Condition",
     "Filter",
     "Not",
+    "check_live_filter",
     "matches",
     "parse_where",
     "scoped",
@@ -186,6 +187,16 @@ def scoped(
     if not parts:
         return None
     return parts[0] if len(parts) == 1 else AllOf(tuple(parts))
+
+
+def check_live_filter(include_deleted: bool) -> None:
+    """Refuse a filter on a listing that includes deleted memories: filters select among live
+    memories (a deleted memory's values are no longer indexed by every store)."""
+    if include_deleted:
+        raise ValidationError(
+            "where= filters live memories; list deleted memories without a filter "
+            "(include_deleted=True) or filter the live ones (include_deleted=False)"
+        )
 
 
 # -- the reference meaning -------------------------------------------------------------------

@@ -21,6 +21,7 @@ import attrs
 import numpy as np
 
 from rankseam.embedding import EmbedderDescriptor
+from rankseam.store.filters import Filter
 from rankseam.store.records import StoredMemory
 from rankseam.store.rows import Neighbours
 from rankseam.types import MemoryRef, prechecked
@@ -138,6 +139,11 @@ class LexicalQuery:
 
     The answer is the best ``k`` ``(key, bm25)`` (higher is better, non-negative), ties by key:
     Okapi BM25 (``k1 = 1.2``, ``b = 0.75``) summed over the query's words.
+
+    ``where`` (a checked filter, ``rankseam.plugin.stores.Filter``) restricts what is found
+    to the revisions that pass it, inside the store's own query; the statistics BM25 uses
+    stay those of every revision :meth:`LexicalReader.live_count` counts, so a filter never
+    changes a revision's score.
     """
 
     namespace: str
@@ -145,6 +151,7 @@ class LexicalQuery:
     terms: tuple[str, ...] = attrs.field(converter=_terms)
     scoring: tuple[str, ...] = attrs.field(default=(), converter=_terms)
     require_scoring: bool = False
+    where: Filter | None = None
 
 
 @runtime_checkable
@@ -183,10 +190,12 @@ class VectorReader(Protocol):
         /,
         *,
         exact: bool = False,
+        where: Filter | None = None,
     ) -> ScoredKeys:
         """Cosine similarity between ``query`` and the live vectors of ``namespace`` in
-        ``descriptor``'s space only: the best ``k`` ``(key, cosine)`` as :class:`ScoredKeys`,
-        ties by key. The host
+        ``descriptor``'s space only (of the revisions that pass ``where``, when given: the
+        best ``k`` of those, never the best ``k`` filtered afterwards): the best ``k``
+        ``(key, cosine)`` as :class:`ScoredKeys`, ties by key. The host
         hands ``query`` as float32 of the space's dimensions, divided by its norm unless the
         space is L2-normalised (``rankseam.search.channels.vector.unit_query``). An L2-normalised
         space may score the inner product (its cosine); a zero vector scores 0.

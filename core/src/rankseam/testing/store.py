@@ -47,6 +47,7 @@ import pytest
 from rankseam.errors import ValidationError
 from rankseam.store.target import parse_target
 from rankseam.testing.base import Capability
+from rankseam.testing.store_filters import FilterContract
 from rankseam.testing.store_ranking import check_same_ranking
 from rankseam.testing.store_reader import ReaderContract
 from rankseam.testing.store_reembed import ReembedContract
@@ -75,7 +76,7 @@ ODD_TEXTS = (
 )
 
 
-class StoreContract(ReaderContract, StructureContract, ReembedContract):
+class StoreContract(ReaderContract, StructureContract, FilterContract, ReembedContract):
     """Subclass and provide the ``store_target`` fixture: a fresh, empty store target (a path
     or URL string) per test."""
 

@@ -19,8 +19,9 @@ from rankseam.plugin import (
     ScoredKeys,
     StoredMemory,
 )
-from rankseam.plugin.stores import Neighbours
+from rankseam.plugin.stores import Filter, Neighbours
 from rankseam.types import MemoryRef
+from rankseam_postgres.filters import compile_where
 from rankseam_postgres.schema import (
     IndexKind,
     beyond_half,
@@ -85,6 +86,8 @@ _FOUND = (
     "FROM unnest(%(f_lex)s::text[], %(f_idf)s::float8[], %(f_req)s::bool[]) AS q(lex, idf, req) "
     "JOIN {postings} p ON p.namespace = %(ns)s AND p.lexeme = q.lex GROUP BY p.rid)"
 )
+#: Where the finding lexemes' postings join: a filter restricts the revisions found here.
+_FIND_JOIN = "JOIN {postings} p ON p.namespace = %(ns)s AND p.lexeme = q.lex"
 _BM25_FOUND_ONLY = (
     "SELECT p.rid, sum(" + _TERM + ") AS s "
     "FROM unnest(%(f_lex)s::text[], %(f_idf)s::float8[]) AS q(lex, idf) "
@@ -266,6 +269,7 @@ class PostgresReader:
             query.k,
             finding=finding,
             required=required if query.require_scoring else None,
+            where=query.where,
         )
 
     def bm25(
@@ -278,6 +282,7 @@ class PostgresReader:
         required: Sequence[str] | None = None,
         k1: float = 1.2,
         b: float = 0.75,
+        where: Filter | None = None,
     ) -> ScoredKeys:
         """Okapi BM25 over the live revisions of ``namespace`` that hold any of the lexemes
         ``finding`` (default: every lexeme of ``weights``) and, when given, one of
@@ -321,11 +326,24 @@ class PostgresReader:
             "m_idf": [idf for _, idf in more],
             "m_req": [lex in need for lex, _ in more],
         }
+        if more:
+            statement = _BM25_MORE
+        elif required is not None:
+            statement = _BM25_FOUND
+        else:
+            statement = _BM25_FOUND_ONLY
+        if where is not None:
+            # only the revisions that pass the filter are found (their scores are unchanged:
+            # the statistics stay the namespace's)
+            condition, filter_args = compile_where(where)
+            statement = statement.replace(
+                _FIND_JOIN,
+                f"{_FIND_JOIN} AND p.rid IN (SELECT r.rid FROM {{revisions}} r WHERE "
+                f"r.namespace = %(ns)s AND r.live AND {condition})",
+            )
+            params.update(filter_args)
         rows_out = self._conn.execute(
-            self._t(_BM25_MORE if more else _BM25_FOUND)
-            if more or required is not None
-            else self._t(_BM25_FOUND_ONLY),
-            {**params, "required": required is not None},
+            self._t(statement), {**params, "required": required is not None}
         ).fetchall()
         return ScoredKeys.of(rows_out)
 
@@ -340,9 +358,11 @@ class PostgresReader:
         /,
         *,
         exact: bool = False,
+        where: Filter | None = None,
     ) -> ScoredKeys:
         """Cosine over the live vectors of ``namespace`` in ``descriptor``'s space only: the
-        best ``k`` ``(rid, score)``, ties by rid. L2-normalised spaces score the inner product
+        best ``k`` ``(rid, score)``, ties by rid. With ``where``, the vectors of the revisions
+        that pass it are compared exactly (no index). L2-normalised spaces score the inner product
         (their cosine, as the embedded store computes it); a zero vector scores 0. Below
         :data:`EXACT_BELOW` live memories (or with ``exact=True``) every vector is compared;
         from there on the space's HNSW index proposes them once it is built
@@ -354,7 +374,7 @@ class PostgresReader:
         score = sql.SQL("-d" if l2 else "CASE WHEN d = 'NaN' THEN 0 ELSE 1 - d END")
         kind = (
             self._index_kind(descriptor.key)
-            if not exact and self.live_count(namespace) >= self._store.exact_below
+            if not exact and where is None and self.live_count(namespace) >= self._store.exact_below
             else None
         )
         indexed = kind is not None
@@ -373,11 +393,20 @@ class PostgresReader:
         else:
             # an exact scan: no cast per row (the space's vectors all have its dimensions)
             order = distance = sql.SQL("(v.vector {op} %(q)s::vector)").format(op=op)
+        restrict: sql.Composable = sql.SQL("")
+        filter_args: dict[str, Any] = {}
+        if where is not None:
+            condition, filter_args = compile_where(where)
+            restrict = sql.SQL(
+                " AND v.rid IN (SELECT r.rid FROM {s}.revisions r WHERE r.namespace = %(ns)s "
+                "AND r.live AND {condition})"
+            ).format(s=sql.Identifier(self._store.schema), condition=sql.SQL(condition))
         query_sql = sql.SQL(
             "SELECT rid, {score} FROM (SELECT v.rid, {distance} AS d FROM {s}.vectors v "
-            "WHERE v.space = {key} AND v.live AND v.namespace = {ns} ORDER BY {order} "
+            "WHERE v.space = {key} AND v.live AND v.namespace = {ns}{restrict} ORDER BY {order} "
             "LIMIT {k}) AS hits"
         ).format(
+            restrict=restrict,
             score=score,
             distance=distance,
             order=order,
@@ -408,7 +437,9 @@ class PostgresReader:
             cur.nextset()
             rows = cur.fetchall()
         else:
-            rows = self._conn.execute(query_sql, {"q": q, "ns": namespace, "k": k}).fetchall()
+            rows = self._conn.execute(
+                query_sql, {"q": q, "ns": namespace, "k": k, **filter_args}
+            ).fetchall()
         hits = [(int(r), float(s)) for r, s in rows]
         hits.sort(key=lambda h: (-h[1], h[0]))
         return ScoredKeys.of(hits[:k])

@@ -67,7 +67,7 @@ IndexKind: TypeAlias = Literal["halfvec", "vector"]
 _KINDS: tuple[IndexKind, ...] = ("halfvec", "vector")
 
 #: The version this rankseam-postgres writes (the ``meta`` table's ``schema_version``).
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 #: The most dimensions pgvector's HNSW index takes, per kind (:func:`index_kind`); a space
 #: with more is searched exactly.
 HNSW_MAX_DIMS: dict[IndexKind, int] = {"halfvec": 4000, "vector": 2000}
@@ -172,8 +172,15 @@ CREATE INDEX IF NOT EXISTS revisions_derived ON {s}.revisions (namespace, derive
     WHERE derived_from IS NOT NULL
 """
 
+#: Version 4: the metadata of live revisions indexed as jsonb (GIN, default operator class:
+#: containment and key existence), what metadata filters look up (docs/filters.md).
+_V4 = """
+CREATE INDEX IF NOT EXISTS revisions_metadata ON {s}.revisions
+    USING gin ((metadata::jsonb)) WHERE live
+"""
+
 #: Migrations: MIGRATIONS[v] brings a store from version v to v + 1.
-MIGRATIONS: dict[int, str] = {0: _V1, 1: _V2, 2: _V3}
+MIGRATIONS: dict[int, str] = {0: _V1, 1: _V2, 2: _V3, 3: _V4}
 
 
 def _exists(conn: psycopg.Connection[Any], schema: str, table: str) -> bool:

@@ -46,7 +46,9 @@ from rankseam.plugin import (
     pending_pages,
     store_stats,
 )
+from rankseam.plugin.stores import Filter
 from rankseam.types import MemoryRef
+from rankseam_postgres.filters import compile_where
 from rankseam_postgres.pools import Router, configuration_error
 from rankseam_postgres.reader import EXACT_BELOW, PostgresReader
 from rankseam_postgres.schema import (
@@ -327,7 +329,7 @@ class PostgresStore:
             raise MemoryNotFoundError.no_revision(ref)
         return StoredMemory.from_row(row)
 
-    def _page(self, query: Any, args: Callable[[int], tuple[Any, ...]]) -> PageFetch:
+    def _page(self, query: Any, args: Callable[[int], Any]) -> PageFetch:
         """A page query for :func:`~rankseam.plugin.memory_pages` and
         :func:`~rankseam.plugin.pending_pages`, on a pooled connection per page."""
 
@@ -337,16 +339,27 @@ class PostgresStore:
         return fetch
 
     def iter_memories(
-        self, namespace: str, *, include_deleted: bool = False
+        self, namespace: str, *, include_deleted: bool = False, where: Filter | None = None
     ) -> Iterator[StoredMemory]:
-        """Current revisions, streamed page by page (no transaction held between pages)."""
+        """Current revisions, streamed page by page (no transaction held between pages);
+        with ``where``, the live ones that pass it."""
         cond = "(r.live OR (m.deleted AND m.head_rid = r.rid))" if include_deleted else "r.live"
+        args: dict[str, Any] = {"ns": namespace, "page": _PAGE}
+        if where is not None:
+            if include_deleted:
+                raise ValidationError(
+                    "where= filters live memories; list deleted memories without a filter"
+                )
+            condition, filter_args = compile_where(where)
+            cond = f"{cond} AND {condition}"
+            args.update(filter_args)
         query = self.tables(
             f"SELECT {StoredMemory.COLUMNS}, m.deleted FROM {{revisions}} r JOIN {{memories}} "
             "m ON m.namespace = r.namespace AND m.memory_id = r.memory_id "
-            f"WHERE r.namespace = %s AND r.rid > %s AND {cond} ORDER BY r.rid LIMIT %s"
+            f"WHERE r.namespace = %(ns)s AND r.rid > %(after)s AND {cond} ORDER BY r.rid "
+            "LIMIT %(page)s"
         )
-        return memory_pages(self._page(query, lambda after: (namespace, after, _PAGE)))
+        return memory_pages(self._page(query, lambda after: {**args, "after": after}))
 
     def iter_missing_vectors(
         self, space: str, /, *, page: int = _PAGE

@@ -132,7 +132,12 @@ class LexicalSource:
         # term (that query scores only the memories that hold both)
         return reader.lexical(
             LexicalQuery(
-                namespace, request.k, terms, scoring, require_scoring=bool(scoring and over)
+                namespace,
+                request.k,
+                terms,
+                scoring,
+                require_scoring=bool(scoring and over),
+                where=request.where,
             )
         )
 

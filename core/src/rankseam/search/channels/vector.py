@@ -72,7 +72,12 @@ class VectorSource:
         if request.query_vector is None or request.embedder is None:
             return []
         query = unit_query(request.query_vector, request.embedder)
-        hits = request.reader.vector(request.namespace, request.embedder, query, request.k)
+        if request.where is None:
+            hits = request.reader.vector(request.namespace, request.embedder, query, request.k)
+        else:
+            hits = request.reader.vector(
+                request.namespace, request.embedder, query, request.k, where=request.where
+            )
         if self.min_score is not None:
             if not isinstance(hits, ScoredKeys):
                 hits = ScoredKeys.of(hits)

@@ -263,11 +263,12 @@ def _sizes(value: str | None) -> list[int] | None:
 @click.option(
     "--search-rerank",
     "search_rerank",
-    default="none,identity",
+    default="none,identity,filtered",
     show_default=True,
     metavar="NAME,NAME,...",
     help="Policies timed in whole searches, interleaved query by query: 'none' (no "
-    "reranker) and reranker names, built with the --option values, e.g. none,identity,mmr; "
+    "reranker), 'filtered' (no reranker, where= a metadata value 1% of the memories hold) "
+    "and reranker names, built with the --option values, e.g. none,identity,mmr; "
     "NAME@VARIANT searches with a search variant as in `bench quality --search`, e.g. "
     "none,none@fusion=rrf compares the default fusion with RRF.",
 )

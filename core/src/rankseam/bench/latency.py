@@ -107,7 +107,7 @@ def run_latency(
             from rankseam.config import Config
 
             Config.from_mapping(parse_search(variant).config(config), source=f"@{variant}")
-        if policy != "none" and policy not in built:
+        if policy not in ("none", "filtered") and policy not in built:
             why = skipped.get(policy) or f"no reranker named {policy!r} is installed"
             raise ConfigurationError(
                 f"whole-search policy {policy!r}: {why}; choose from {['none', *sorted(built)]}"

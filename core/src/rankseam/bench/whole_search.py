@@ -46,6 +46,7 @@ from rankseam.errors import ConfigurationError
 
 __all__ = [
     "CORPORA",
+    "FILTER_BUCKETS",
     "FLOOR_MAX_SIZE",
     "SEARCH_POLICIES",
     "FloorSearch",
@@ -62,9 +63,13 @@ __all__ = [
 CORPORA = ("locomo", "synthetic")
 #: The floor loads every vector into one matrix: it is measured up to this size only.
 FLOOR_MAX_SIZE = 300_000
-#: Whole-search policies by default: no reranker, and the identity reranker (the disabled
-#: path's overhead).
-SEARCH_POLICIES = ("none", "identity")
+#: Whole-search policies by default: no reranker, the identity reranker (the disabled path's
+#: overhead), and the default search under a metadata-equality filter that 1 % of the
+#: memories pass (``filtered``).
+SEARCH_POLICIES = ("none", "identity", "filtered")
+#: Every memory of a benchmark store has the metadata ``{"bucket": n % FILTER_BUCKETS}``; the
+#: ``filtered`` policy searches with ``where={"bucket": b}``, a different ``b`` each query.
+FILTER_BUCKETS = 100
 
 
 def default_corpus() -> str:
@@ -147,7 +152,10 @@ def _ingest_child(path: str, size: int, corpus: str, progress: bool) -> dict[str
 
     # the records are made before the clock starts: the rate is the store's, not the corpus
     # generator's (which takes about 7 µs per LoCoMo-derived record)
-    records = list(corpus_texts(corpus, size))
+    records = [
+        {**record, "metadata": {"bucket": n % FILTER_BUCKETS}}
+        for n, record in enumerate(corpus_texts(corpus, size))
+    ]
     memory = rankseam.open_memory(path)
     try:
         t0 = time.perf_counter()
@@ -221,6 +229,8 @@ def _timed_searches(
     # variant (e.g. none@fusion=rrf), so assemblies are compared query by query in one process.
     memories: dict[str, Any] = {"": memory}
     for name in policies:
+        if name == "filtered":
+            continue
         variant = name.partition("@")[2]
         if variant not in memories:
             memories[variant] = rankseam.open_memory(
@@ -253,6 +263,14 @@ def _timed_searches(
                     assert floor_search is not None
                     floor_search.search(q, over_fetch(pool), limit)
                     result = None
+                elif name == "filtered":
+                    result = memory.search(
+                        q,
+                        limit=limit,
+                        reranker=None,
+                        pool=pool,
+                        where={"bucket": i % FILTER_BUCKETS},
+                    )
                 else:
                     base, _at, variant = name.partition("@")
                     reranker = None if base == "none" else base

@@ -60,6 +60,44 @@ def test_an_embedder_that_returns_non_finite_vectors_is_refused(
         assert [h.ref.memory_id for h in memory.search("rivers").hits] == ["ok"]
 
 
+_LOOSE = """
+import numpy as np
+import rankseam
+from rankseam.plugin.embedders import EmbedderDescriptor
+
+
+class Loose:
+    # declares L2-normalised vectors; answers a component of 1e5 for texts saying "loud"
+    descriptor = EmbedderDescriptor("loose", 8, normalization="l2")
+
+    def embed(self, texts):
+        out = np.zeros((len(texts), 8), dtype=np.float32)
+        for i, text in enumerate(texts):
+            out[i, i % 8] = 1e5 if "loud" in text.split() else 1.0
+        return out
+
+
+@rankseam.hookimpl
+def register_embedders(register):
+    register("loose", lambda options, context: Loose(), summary="unnormalised (test)")
+"""
+
+
+def test_an_embedder_that_declares_l2_and_does_not_normalise_is_refused(
+    install: Install, tmp_path: Path
+) -> None:
+    # a component no store's index can hold (PostgreSQL's half-precision index stops at
+    # 65,504) never reaches a store: every vector of an L2-normalised space has norm 1
+    install("loose", _LOOSE)
+    with open_memory(tmp_path / "m.sqlite3", embedder="loose") as memory:
+        memory.add("a quiet memory", memory_id="ok")
+        with pytest.raises(ConfigurationError, match="returned one of norm 100000"):
+            memory.add("a loud memory", memory_id="bad")
+        with pytest.raises(ConfigurationError, match="normalise the vectors, or declare"):
+            memory.ingest([{"text": "fine"}, {"text": "then loud here"}])
+        assert memory.stats()["memories"] == 1
+
+
 @pytest.mark.parametrize("fusion", ["convex", "rrf"])
 @pytest.mark.parametrize(
     ("search", "words"),

@@ -19,10 +19,12 @@ __all__ = [
     "DEFAULT_FUSION_SCALE",
     "DEFAULT_FUSION_WEIGHT",
     "FUSION_SCALES",
+    "UNIT_NORM_TOLERANCE",
     "Embedder",
     "EmbedderDescriptor",
     "Vectors",
     "embed_checked",
+    "unnormalised_row",
 ]
 
 #: Stored vectors of several memories, as a store reads them and a reranker receives them: the
@@ -133,4 +135,36 @@ def embed_checked(embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
             f"embedder {embedder.descriptor.name!r} returned a vector with NaN or infinite "
             f"values (for text {row + 1} of {len(texts)}); nothing was stored: fix the embedder"
         )
+    bad = unnormalised_row(vectors, embedder.descriptor)
+    if bad is not None:
+        raise ConfigurationError(
+            f"embedder {embedder.descriptor.name!r} declares L2-normalised vectors "
+            f"(normalization='l2') but returned one of norm {bad[1]:.6g} (for text "
+            f"{bad[0] + 1} of {len(texts)}); nothing was stored: normalise the vectors, or "
+            "declare normalization='none'"
+        )
     return vectors
+
+
+#: How far from 1 the norm of a vector of an L2-normalised space may be (float32 rounding
+#: and quantised models stay far inside it).
+UNIT_NORM_TOLERANCE = 1e-2
+
+
+def unnormalised_row(
+    vectors: np.ndarray, descriptor: EmbedderDescriptor
+) -> tuple[int, float] | None:
+    """The first row of ``vectors`` (and its norm) that an L2-normalised space cannot hold: a
+    norm more than :data:`UNIT_NORM_TOLERANCE` from 1 (a zero vector is allowed: it scores 0).
+    None when every row fits, or when the space is not L2-normalised. Every way a vector
+    enters a store checks it (embedding, re-embedding, snapshot verify and import), so that
+    no store's index meets a value it cannot hold (a unit vector's components are within
+    [-1, 1])."""
+    if descriptor.normalization != "l2" or vectors.size == 0:
+        return None
+    norms = np.linalg.norm(np.asarray(vectors, dtype=np.float64).reshape(len(vectors), -1), axis=1)
+    wrong = (np.abs(norms - 1.0) > UNIT_NORM_TOLERANCE) & (norms != 0.0)
+    if not wrong.any():
+        return None
+    row = int(np.argmax(wrong))
+    return row, float(norms[row])

@@ -19,7 +19,7 @@ import attrs
 import numpy as np
 
 from rankseam.checks import is_int, is_real, parse_json
-from rankseam.embedding import EmbedderDescriptor
+from rankseam.embedding import EmbedderDescriptor, unnormalised_row
 from rankseam.errors import ValidationError
 from rankseam.snapshot.format import (
     CHUNK,
@@ -399,8 +399,17 @@ class RecordReader:
                     f"vector of space {key!r} has {len(blob)} bytes, expected "
                     f"{descriptor.dimensions * 4} (float32 x {descriptor.dimensions})"
                 )
-            if not np.isfinite(np.frombuffer(blob, dtype="<f4")).all():
+            values = np.frombuffer(blob, dtype="<f4")
+            if not np.isfinite(values).all():
                 raise ValueError(f"vector of space {key!r} holds NaN or infinite values")
+            bad = unnormalised_row(values.reshape(1, -1), descriptor)
+            if bad is not None:
+                raise ValueError(
+                    f"vector of space {key!r} has norm {bad[1]:.6g}, but the space is "
+                    "L2-normalised (its vectors have norm 1: no store's index holds such a "
+                    "vector); re-export from a store whose embedder normalises, or fix the "
+                    "vectors"
+                )
             vectors.append((key, blob))
             self.vectors[key] = self.vectors.get(key, 0) + 1
         created_at = _finite(obj["created_at"], "created_at")

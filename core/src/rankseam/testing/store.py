@@ -52,6 +52,7 @@ from rankseam.testing.store_ranking import check_same_ranking
 from rankseam.testing.store_reader import ReaderContract
 from rankseam.testing.store_reembed import ReembedContract
 from rankseam.testing.store_structure import StructureContract
+from rankseam.testing.store_vectors import VectorLimitContract
 from rankseam.testing.store_workers import (
     KILL_BATCH,
     OTHER_SPACE,
@@ -76,7 +77,9 @@ ODD_TEXTS = (
 )
 
 
-class StoreContract(ReaderContract, StructureContract, FilterContract, ReembedContract):
+class StoreContract(
+    ReaderContract, StructureContract, FilterContract, VectorLimitContract, ReembedContract
+):
     """Subclass and provide the ``store_target`` fixture: a fresh, empty store target (a path
     or URL string) per test."""
 

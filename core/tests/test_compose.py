@@ -15,7 +15,7 @@ def test_defaults() -> None:
     config = Config()
     assert config.search.pool == 30 and config.search.fusion == "convex"
     assert config.search.reranker is None and config.search.on_error == "fail_closed"
-    assert config.search.sources == ("lexical", "vector", "importance")
+    assert config.search.sources == ("lexical", "vector", "importance", "context")
 
 
 def test_toml_round_trip(tmp_path: Path) -> None:

@@ -71,7 +71,7 @@ def test_search_returns_hits_with_identity_scores_and_channels(mem):
     assert set(top.channel_scores) == {"lexical", "vector", "importance"}
     assert result.status.value == "skipped"
     trace = result.trace
-    assert trace.channels == ("lexical", "vector", "importance")
+    assert trace.channels == ("lexical", "vector", "importance", "context")
     assert trace.pool_size == 30
     assert len(trace.coarse) == 5  # the whole coarse pool, not just the hits
     assert trace.coarse[0].text == top.text

@@ -29,7 +29,7 @@ from rankseam.generation import FailOpenGenerationBackend, GenerationBackend
 from rankseam.plugins import get_registry
 from rankseam.registry import TABLE_FOR_KIND, ComponentSpec, Registry
 from rankseam.seam import check_reranker, reranker_specs
-from rankseam.search.channels.base import CandidateSource, channel_reads
+from rankseam.search.channels.base import CONTEXT, CandidateSource, channel_reads, channel_stage
 from rankseam.store.contract import Store, StoreReader
 from rankseam.store.target import StoreTarget, parse_target
 
@@ -394,10 +394,11 @@ def _build_sources(
             )
         try:
             channel_reads(source)
+            channel_stage(source)
         except TypeError as exc:
             raise ConfigurationError(f"candidate source {name!r}: {exc}; fix the plugin") from None
         out.append((name, source))
-    if not any(src.admits for _n, src in out):
+    if not any(src.admits and channel_stage(src) != CONTEXT for _n, src in out):
         raise ConfigurationError(
             f"search.sources {names} has no source that admits candidates; include 'lexical' "
             "or 'vector'"

@@ -56,7 +56,7 @@ __all__ = [
     "default_db_path",
 ]
 
-DEFAULT_SOURCES = ("lexical", "vector", "importance")
+DEFAULT_SOURCES = ("lexical", "vector", "importance", "context")
 
 log = logging.getLogger("rankseam.config")
 
@@ -294,6 +294,8 @@ class SearchConfig:
     max_chars: int = attrs.field(default=DEFAULT_MAX_CHARS, validator=_positive_int)
     trace_text: bool = attrs.field(default=True, validator=_bool("search."))
     rerank_deadline_s: float = attrs.field(default=DEFAULT_RERANK_DEADLINE_S, converter=_deadline)
+    #: memories derived from one source do not crowd the top (docs/store.md)
+    distinct_sources: bool = attrs.field(default=True, validator=_bool("search."))
 
 
 @attrs.frozen

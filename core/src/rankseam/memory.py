@@ -434,6 +434,7 @@ class Memory(AsyncMethods):
         pool: int | None,
         on_error: str | None,
         rerank_deadline_s: float | None,
+        distinct_sources: bool | None = None,
     ) -> SearchPlan:
         ns = self._ns(namespace)
         chosen, notes = self._rerankers.choose(reranker, reranker_options)
@@ -446,6 +447,7 @@ class Memory(AsyncMethods):
             on_error,
             rerank_deadline_s,
             notes,
+            distinct_sources,
         )
 
     def search(
@@ -459,6 +461,7 @@ class Memory(AsyncMethods):
         pool: int | None = None,
         on_error: str | None = None,
         rerank_deadline_s: float | None = None,
+        distinct_sources: bool | None = None,
     ) -> SearchResult:
         """Search a namespace. ``reranker``: the configured default when omitted, ``None`` or
         ``"none"`` for the coarse order, a registered name, a reranker object, or a chain: a
@@ -468,9 +471,19 @@ class Memory(AsyncMethods):
         (1..200). ``on_error``: ``"fail_closed"`` (raise; also spelt ``"raise"``) or
         ``"fail_open"`` (a visible ``degraded`` status; also spelt ``"coarse"``).
         ``rerank_deadline_s``: the reranker's deadline for this search (default ``[search]
-        rerank_deadline_s``, 90 s; docs/seam.md)."""
+        rerank_deadline_s``, 90 s; docs/seam.md). ``distinct_sources``: a memory goes below the
+        others when a memory derived from the same source sits higher (default ``[search]
+        distinct_sources``, on; docs/store.md, "Source-aware selection")."""
         plan = self._plan(
-            query, limit, namespace, reranker, reranker_options, pool, on_error, rerank_deadline_s
+            query,
+            limit,
+            namespace,
+            reranker,
+            reranker_options,
+            pool,
+            on_error,
+            rerank_deadline_s,
+            distinct_sources,
         )
         return self._search.finish(plan, self._search.coarse(plan), self._runner)
 
@@ -485,13 +498,22 @@ class Memory(AsyncMethods):
         pool: int | None = None,
         on_error: str | None = None,
         rerank_deadline_s: float | None = None,
+        distinct_sources: bool | None = None,
     ) -> SearchResult:
         """:meth:`search` for async code (the store is read in a worker thread). The reranker
         runs on the caller's event loop: the deadline holds for every reranker that awaits
         or is synchronous, but one that blocks the loop with synchronous code in an
         ``async def`` blocks the caller's loop with it (docs/seam.md)."""
         plan = self._plan(
-            query, limit, namespace, reranker, reranker_options, pool, on_error, rerank_deadline_s
+            query,
+            limit,
+            namespace,
+            reranker,
+            reranker_options,
+            pool,
+            on_error,
+            rerank_deadline_s,
+            distinct_sources,
         )
         import asyncio  # on first use: a synchronous caller never imports asyncio
 

@@ -59,6 +59,7 @@ DEFAULT_PLUGINS = (
     "rankseam.search.channels.lexical",
     "rankseam.search.channels.vector",
     "rankseam.search.channels.importance",
+    "rankseam.search.channels.context",
     "rankseam.default_plugins.hashed_embedder",
 )
 

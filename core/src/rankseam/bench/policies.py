@@ -181,7 +181,7 @@ def option_defaults(raw: Iterable[str]) -> dict[str, dict[str, Any]]:
 
 #: Keys a search variant may set: ``[search]`` keys, ``weights.NAME`` and
 #: ``sources.NAME.OPTION`` (a candidate source's option).
-_SEARCH_KEYS = ("fusion", "sources")
+_SEARCH_KEYS = ("fusion", "sources", "distinct_sources")
 
 
 @attrs.frozen
@@ -241,8 +241,8 @@ class SearchVariant:
 
 def parse_search(spec: str) -> SearchVariant:
     """``default``, or ``[LABEL=]KEY=VALUE[:KEY=VALUE...]`` with KEY one of ``fusion``,
-    ``sources`` (names joined with ``+``), ``weights.NAME``, ``scales.NAME`` or
-    ``sources.NAME.OPTION``, e.g.
+    ``sources`` (names joined with ``+``), ``distinct_sources``, ``weights.NAME``,
+    ``scales.NAME`` or ``sources.NAME.OPTION``, e.g.
     ``fusion=rrf``, ``sources=lexical``, ``fusion=convex:weights.vector=0.3``,
     ``sources.lexical.max_df=0.5``. ``LABEL=`` in front (a word followed by ``==``) names the
     column: ``lexical-only==sources=lexical``."""
@@ -276,7 +276,8 @@ def parse_search(spec: str) -> SearchVariant:
         else:
             raise ConfigurationError(
                 f"search variant {spec!r}: unknown key {key!r}; use fusion=..., "
-                "sources=a+b, weights.NAME=..., scales.NAME=... or sources.NAME.OPTION=..."
+                "sources=a+b, distinct_sources=true|false, weights.NAME=..., scales.NAME=... "
+                "or sources.NAME.OPTION=..."
             )
     return SearchVariant(search, sources, name)
 

@@ -41,6 +41,7 @@ import attrs
 from rankseam.bench.datasets import HEADLINE_CATEGORIES, Collection, Dataset, Query
 from rankseam.bench.kept_stores import check_kept_store, kept_store_path, mark_kept_store
 from rankseam.bench.metrics import dup_slot_at_k, mean, mrr, ndcg_at_k, percentile, recall_at_k
+from rankseam.bench.paired import paired
 from rankseam.bench.policies import PolicySpec, SearchVariant
 from rankseam.errors import ConfigurationError
 
@@ -441,6 +442,7 @@ def _summarise(
     ingest_s: float,
 ) -> dict[str, Any]:
     has_categories = dataset.kind == "locomo"
+    heads: dict[str, list[dict[str, float]]] = {}
     headline: dict[str, Any] = {}
     category_5: dict[str, Any] = {}
     by_category: dict[str, Any] = {}
@@ -460,6 +462,7 @@ def _summarise(
         else:
             head = [r for _, r in all_rows]
         headline[label] = _flat(head)
+        heads[label] = head
         agg = _aggregate(head)
         times = [r["search_ms"] for _, r in all_rows]
         details[label] = {
@@ -490,6 +493,7 @@ def _summarise(
         },
         "policies": headline,
         "mmr_gate": mmr_gate(columns, headline),
+        "paired": paired([c.label for c in columns], heads),
         "details": details,
         "timing": {"elapsed_s": round(elapsed, 3), "ingest_s": round(ingest_s, 3)},
     }

@@ -13,6 +13,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from rankseam.bench.paired import paired_markdown
 from rankseam.errors import ConfigurationError
 
 __all__ = [
@@ -172,6 +173,7 @@ def quality_markdown(report: Mapping[str, Any]) -> str:
             for label, m in policies.items()
         ]
         parts.append(_table(header, rows))
+    parts.extend(paired_markdown(report))
     parts.extend(mmr_gate_lines(report))
     timing = report.get("timing", {})
     env = report.get("environment", {})

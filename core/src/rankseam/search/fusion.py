@@ -26,10 +26,15 @@ Only memories admitted by an admitting channel enter the result; prior channels 
 score. Ties on the fused score are broken by :meth:`MemoryRef.sort_key` (identity bytes), so
 the coarse order is fully deterministic. ``matched_by`` lists the admitting channels that
 found a memory, in configuration order; ``channel_scores`` holds every channel's raw score.
+
+A channel of the ``context`` stage answers over the fused pool (:func:`widen`): each key it
+answers gets the larger of its fused score and the answered one, and the pool is ordered and
+cut again.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
@@ -52,6 +57,7 @@ __all__ = [
     "competition_ranks",
     "fuse",
     "score_spec_of",
+    "widen",
 ]
 
 RRF_K = 60
@@ -354,3 +360,58 @@ def _fuse_items(
     order = sorted(fused, key=lambda k: -fused[k])
     order = _break_ties(order, [fused[k] for k in order], ref_of, limit)
     return [Fused(k, fused[k], tuple(admitted[k]), raw[k]) for k in order]
+
+
+def widen(
+    pool: Sequence[Fused],
+    name: str,
+    answered: Iterable[tuple[int, float]],
+    ref_of: Callable[[int], MemoryRef | None],
+    limit: int,
+) -> list[Fused]:
+    """``pool`` (fused, best first) with the answer of the context-stage channel ``name``:
+    each answered key's score becomes ``max(fused score, answered score)`` (a key outside the
+    pool enters with the answered score; a key ``ref_of`` knows no live revision for is
+    dropped), ``name`` joins its ``matched_by`` and its raw score its ``channel_scores``; the
+    pool is ordered again (best first; equal scores by identity bytes) and cut to ``limit``.
+    A key answered twice counts with its best score; an answer that is not a finite number is
+    ignored."""
+    found: dict[int, float] = {}
+    for key, score in answered:
+        score = float(score)
+        if math.isfinite(score) and score > found.get(key, -math.inf):
+            found[key] = score
+    if not found:
+        return list(pool)
+    out: list[Fused] = []
+    for f in pool:
+        c = found.pop(f.key, None)
+        if c is None:
+            out.append(f)
+        else:
+            out.append(
+                Fused(f.key, max(f.score, c), (*f.matched_by, name), {**f.channel_scores, name: c})
+            )
+    refs: dict[int, MemoryRef] = {}
+    for key, c in found.items():
+        ref = ref_of(key)
+        if ref is not None:
+            refs[key] = ref
+            out.append(Fused(key, c, (name,), {name: c}))
+    if not refs and all(f.score == g.score for f, g in zip(pool, out, strict=False)):
+        return out[:limit]  # nothing moved: the pool keeps its order
+    order = sorted(range(len(out)), key=lambda i: -out[i].score)
+    keys = _break_ties(
+        [out[i].key for i in order],
+        [out[i].score for i in order],
+        lambda k: refs[k] if k in refs else _ref(ref_of, k),
+        limit,
+    )
+    by_key = {f.key: f for f in out}
+    return [by_key[k] for k in keys]
+
+
+def _ref(ref_of: Callable[[int], MemoryRef | None], key: int) -> MemoryRef:
+    ref = ref_of(key)
+    assert ref is not None  # every key of a fused pool has an identity
+    return ref

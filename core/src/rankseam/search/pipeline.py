@@ -41,8 +41,15 @@ from rankseam.seam import (
     validate_on_error,
     validate_pool_size,
 )
-from rankseam.search.channels.base import CandidateSource, SourceRequest, over_fetch
-from rankseam.search.fusion import ChannelList, Fused, ScoreSpec, fuse, score_spec_of
+from rankseam.search.channels.base import (
+    CONTEXT,
+    CandidateSource,
+    SourceRequest,
+    channel_stage,
+    over_fetch,
+)
+from rankseam.search.fusion import ChannelList, Fused, ScoreSpec, fuse, score_spec_of, widen
+from rankseam.search.selection import spread_sources
 from rankseam.store.contract import Store
 from rankseam.store.readers import (
     ConcurrentReader,
@@ -52,7 +59,15 @@ from rankseam.store.readers import (
     StoreReader,
 )
 from rankseam.store.records import StoredMemory
-from rankseam.types import Hit, Neighbour, RerankTrace, SearchResult, SearchTrace, prechecked
+from rankseam.types import (
+    Hit,
+    MemoryRef,
+    Neighbour,
+    RerankTrace,
+    SearchResult,
+    SearchTrace,
+    prechecked,
+)
 
 __all__ = [
     "CONFIG_DEFAULT",
@@ -202,6 +217,8 @@ class SearchPlan:
     started: float
     rerank_deadline_s: float
     notes: tuple[str, ...] = ()
+    #: memories of one source do not crowd the top (docs/store.md, "Source-aware selection")
+    distinct_sources: bool = True
 
 
 class Pooled:
@@ -383,8 +400,11 @@ class SearchPipeline:
     ) -> None:
         self._store = store
         self._embedder = embedder
-        self._sources = tuple(sources)
-        self._channels = tuple(name for name, _s in self._sources)
+        self._channels = tuple(name for name, _s in sources)
+        # the channels that answer for the query (fused), and those that answer over the
+        # fused pool (the context stage: docs/store.md, "The context stage")
+        self._sources = tuple(s for s in sources if channel_stage(s[1]) != CONTEXT)
+        self._context = tuple(s for s in sources if channel_stage(s[1]) == CONTEXT)
         self._needs_query_vector = any(src.needs_query_vector for _n, src in self._sources)
         self._settings = settings
         # each source's ScoreSpec, declared for the embedder's space (asked once per space)
@@ -400,8 +420,14 @@ class SearchPipeline:
         on_error: str | None,
         rerank_deadline_s: float | None = None,
         notes: tuple[str, ...] = (),
+        distinct_sources: bool | None = None,
     ) -> SearchPlan:
         """Check a search's arguments, once (``namespace`` and ``reranker`` resolved)."""
+        if distinct_sources is not None and not isinstance(distinct_sources, bool):
+            raise ValidationError(
+                f"distinct_sources must be True, False or None (the configured default), got "
+                f"{distinct_sources!r}"
+            )
         started = time.perf_counter()
         settings = self._settings
         deadline = settings.rerank_deadline_s
@@ -421,6 +447,9 @@ class SearchPipeline:
             started=started,
             rerank_deadline_s=deadline,
             notes=notes,
+            distinct_sources=settings.distinct_sources
+            if distinct_sources is None
+            else distinct_sources,
         )
 
     def use_embedder(self, embedder: Embedder) -> None:
@@ -484,6 +513,8 @@ class SearchPipeline:
                 scales=self._settings.scales,
                 limit=plan.pool,
             )
+            for name, src in self._context:  # over the fused pool, in this snapshot
+                fused = self._widen(plan, reader, refs, fused, name, src)
             rows = reader.memories([f.key for f in fused])
             around: Mapping[int, tuple[Neighbour, ...]] = {}
             window = None
@@ -499,8 +530,42 @@ class SearchPipeline:
                         metadata=metadata,
                     )
         if window is None:
-            return [Pooled(_hit(rows[f.key], f), f.key) for f in fused]
-        return [Pooled(_hit(rows[f.key], f), f.key, around.get(f.key, ())) for f in fused]
+            pooled = [Pooled(_hit(rows[f.key], f), f.key) for f in fused]
+        else:
+            pooled = [Pooled(_hit(rows[f.key], f), f.key, around.get(f.key, ())) for f in fused]
+        if plan.distinct_sources:
+            pooled = spread_sources(pooled, [p.hit for p in pooled])
+        return pooled
+
+    def _widen(
+        self,
+        plan: SearchPlan,
+        reader: StoreReader,
+        refs: Mapping[int, MemoryRef],
+        fused: list[Fused],
+        name: str,
+        source: CandidateSource,
+    ) -> list[Fused]:
+        """``fused`` with the answer of the context-stage channel ``name`` over it
+        (:func:`~rankseam.search.fusion.widen`)."""
+        if not fused:
+            return fused
+        pool = ScoredKeys([f.key for f in fused], [f.score for f in fused])
+        answered = source.candidates(
+            SourceRequest(reader, plan.namespace, plan.query, plan.pool, pool=pool)
+        )
+        answered = list(answered)[: plan.pool]
+        if not answered:
+            return fused
+        outside = [k for k, _s in answered if k not in refs]
+        more = reader.identities(outside) if outside else {}
+        return widen(
+            fused,
+            name,
+            answered,
+            lambda k: refs[k] if k in refs else more.get(k),
+            plan.pool,
+        )
 
     def _score_specs(self, space: EmbedderDescriptor) -> tuple[ScoreSpec, ...]:
         declared_for, specs = self._specs

@@ -27,6 +27,19 @@ of ``runtime_checkable`` Protocol classes; the built-in lexical channel declares
 of the whole read contract is checked on the store's snapshot, and a store that lacks one is
 refused with a :class:`~rankseam.errors.ConfigurationError` naming the channel and the store.
 A source that declares nothing reads only the whole read contract.
+
+**Stages.** A source runs at one of two stages, its optional ``stage`` (default
+:data:`RETRIEVE`):
+
+- ``"retrieve"``: it answers for the query, before fusion (everything above);
+- ``"context"`` (:data:`CONTEXT`): it runs after fusion, over the fused pool: ``request.pool``
+  holds the pool's keys with their fused scores, best first, and the source answers keys with a
+  score on the same scale (at most ``request.k``: the pool size). The host gives each answered
+  key ``max(its fused score, the answered score)`` (a key not in the pool enters with the
+  answered score), adds the source's name to its ``matched_by``, orders the pool again and cuts
+  it to the pool size (:func:`rankseam.search.fusion.widen`). Keys that are not live in the
+  snapshot are dropped. The built-in :mod:`.context` channel brings in the neighbours of the
+  strongest candidates this way. Fusion's ``weights`` and ``scales`` do not apply to it.
 """
 
 from __future__ import annotations
@@ -38,12 +51,29 @@ import attrs
 import numpy as np
 
 from rankseam.embedding import EmbedderDescriptor
-from rankseam.store.readers import ScoredKey
+from rankseam.store.readers import ScoredKey, ScoredKeys
 
 if TYPE_CHECKING:
     from rankseam.store.contract import StoreReader
 
-__all__ = ["CandidateSource", "ScoredKey", "SourceRequest", "channel_reads", "over_fetch"]
+__all__ = [
+    "CONTEXT",
+    "RETRIEVE",
+    "STAGES",
+    "CandidateSource",
+    "ScoredKey",
+    "SourceRequest",
+    "channel_reads",
+    "channel_stage",
+    "over_fetch",
+]
+
+#: The stage of a source that answers for the query, before fusion (the default).
+RETRIEVE = "retrieve"
+#: The stage of a source that answers over the fused pool, after fusion.
+CONTEXT = "context"
+#: The stages a source may declare (its optional ``stage``).
+STAGES = (RETRIEVE, CONTEXT)
 
 
 def over_fetch(pool: int) -> int:
@@ -60,6 +90,8 @@ class SourceRequest:
     query_vector: np.ndarray | None = None
     embedder: EmbedderDescriptor | None = None
     admitted: tuple[int, ...] = ()
+    #: For a ``"context"``-stage source: the fused pool, keys and fused scores, best first.
+    pool: ScoredKeys = attrs.field(factory=ScoredKeys.empty)
 
 
 @runtime_checkable
@@ -82,3 +114,15 @@ def channel_reads(source: object) -> tuple[type, ...]:
             f"(e.g. (LexicalReader,)), not {reads!r}"
         )
     return reads
+
+
+def channel_stage(source: object) -> str:
+    """The stage ``source`` declares (its optional ``stage``; see the module docstring),
+    checked: one of :data:`STAGES`."""
+    stage = getattr(source, "stage", RETRIEVE)
+    if stage not in STAGES:
+        raise TypeError(
+            f"{type(source).__name__}.stage must be one of {', '.join(map(repr, STAGES))}, "
+            f"not {stage!r}"
+        )
+    return str(stage)

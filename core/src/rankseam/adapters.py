@@ -1,7 +1,8 @@
 """What the framework adapters share (rankseam-langchain, rankseam-llamaindex, rankseam-mcp).
 
 One place for what every adapter does: turn a retriever's settings into the arguments of
-``Memory.search``, describe each hit in a framework document's metadata (the exact citation,
+``Memory.search`` (its filter among them: :func:`check_filter` checks one in the words of the
+framework's own argument), describe each hit in a framework document's metadata (the exact citation,
 the scores, the rerank trace, the stored metadata), decide which score a document or node
 carries and which upstream scores a reranking component uses, and map a reranked batch of the
 caller's own items back to those items by their input positions. Public through
@@ -16,11 +17,14 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol, TypeVar
 
 from rankseam.checks import is_real
+from rankseam.store.filters import parse_where
 from rankseam.types import Hit, SearchResult, SearchTrace
 
 __all__ = [
     "ADAPTER_KEYS",
+    "FILTER_ARGUMENTS",
     "RerankedBatch",
+    "check_filter",
     "hits_metadata",
     "lazy_exports",
     "reranked_items",
@@ -51,6 +55,11 @@ ADAPTER_KEYS = (
 T = TypeVar("T")
 
 
+#: The arguments of ``Memory.search`` that say which memories may be answered and how good a
+#: hit must be (docs/filters.md): a retriever takes them under these names.
+FILTER_ARGUMENTS = ("where", "thread", "since", "until", "min_score")
+
+
 def search_arguments(
     settings: object | None = None,
     /,
@@ -60,6 +69,11 @@ def search_arguments(
     reranker_options: Mapping[str, Any] | None = None,
     pool: int | None = None,
     on_error: str | None = None,
+    where: Mapping[str, Any] | None = None,
+    thread: str | None = None,
+    since: Any = None,
+    until: Any = None,
+    min_score: float | None = None,
 ) -> dict[str, Any]:
     """The keyword arguments of ``Memory.search`` / ``asearch`` for a retriever's settings:
     the keywords, or the attributes of the same names of ``settings`` (a retriever object;
@@ -67,20 +81,44 @@ def search_arguments(
 
     ``reranker``: ``None`` leaves it out, so the memory's configured default applies;
     ``"none"`` (no reranker), a registered name or a reranker object is passed on as it is
-    (the host translates ``"none"``). Empty ``reranker_options`` are left out.
+    (the host translates ``"none"``). Empty ``reranker_options`` are left out. The filter
+    arguments (:data:`FILTER_ARGUMENTS`: ``where``, ``thread``, ``since``, ``until``,
+    ``min_score``) are passed on when set; the search checks them (docs/filters.md).
     """
+    filters = {
+        "where": where,
+        "thread": thread,
+        "since": since,
+        "until": until,
+        "min_score": min_score,
+    }
     if settings is not None:
         namespace = getattr(settings, "namespace", None)
         reranker = getattr(settings, "reranker", None)
         reranker_options = getattr(settings, "reranker_options", None)
         pool = getattr(settings, "pool", None)
         on_error = getattr(settings, "on_error", None)
+        filters = {name: getattr(settings, name, None) for name in FILTER_ARGUMENTS}
     out: dict[str, Any] = {"namespace": namespace, "pool": pool, "on_error": on_error}
     if reranker is not None:
         out["reranker"] = reranker
     if reranker_options:
         out["reranker_options"] = dict(reranker_options)
+    out.update((name, value) for name, value in filters.items() if value is not None)
     return out
+
+
+def check_filter(value: object, name: str = "where") -> Mapping[str, Any] | None:
+    """``value`` checked as ``Memory.search`` checks its ``where`` (docs/filters.md) and
+    returned as it is (None for None or an empty mapping): a mistake (not a mapping, an
+    unknown operator, a value of the wrong type) is a
+    :class:`~rankseam.errors.ValidationError` that names the place in the filter starting
+    from ``name``, the word the framework's user wrote (``filter``, ``filters``), when the
+    adapter is given the filter rather than when it first searches."""
+    if parse_where(value, name=name) is None:
+        return None
+    assert isinstance(value, Mapping)  # parse_where refuses anything else
+    return value
 
 
 def reranker_arguments(settings: Any) -> dict[str, Any]:

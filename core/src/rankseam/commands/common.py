@@ -5,6 +5,7 @@ line, exit status 2; the ``rankseam`` group turns every rankseam error into one)
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -19,6 +20,7 @@ __all__ = [
     "CommandError",
     "echo_json",
     "echo_report",
+    "filter_options",
     "json_option",
     "open_store",
     "place_of",
@@ -29,10 +31,10 @@ __all__ = [
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def _position(_ctx: click.Context, _param: click.Parameter, value: str | None) -> Any:
-    """``--position``: a number (a sequence number or epoch seconds), else the text as given
-    (an ISO 8601 date, which the host reads; anything else is refused by it, naming the
-    field)."""
+def _number_or_date(_ctx: click.Context, _param: click.Parameter, value: str | None) -> Any:
+    """``--position``, ``--since``, ``--until``: a number (a sequence number or epoch
+    seconds), else the text as given (an ISO 8601 date, which the host reads; anything else is
+    refused by it, naming the field)."""
     if value is None:
         return None
     try:
@@ -56,7 +58,7 @@ def structure_options(*, keep: bool) -> Callable[[F], F]:
         fn = click.option(
             "--position",
             default=None,
-            callback=_position,
+            callback=_number_or_date,
             help=(
                 "Its place in the thread: a sequence number, epoch seconds or an ISO 8601 date"
                 + (kept or " (default: its created_at, in a thread)")
@@ -67,6 +69,80 @@ def structure_options(*, keep: bool) -> Callable[[F], F]:
             "--thread",
             default=None,
             help=f"The conversation, session or run the memory belongs to{kept}.",
+        )(fn)
+
+    return decorate
+
+
+def _where(_ctx: click.Context, _param: click.Parameter, value: str | None) -> Any:
+    """``--where``: a JSON object (docs/filters.md); what it says is checked by the host,
+    which names the place of a mistake in it."""
+    if value is None:
+        return None
+    from rankseam.checks import parse_json  # on first use: --help stays light
+
+    try:
+        parsed = parse_json(os.fsencode(value))
+    except ValueError as exc:
+        raise click.BadParameter(
+            f'{exc}; write the filter as a JSON object, e.g. --where \'{{"topic": "food"}}\'',
+            param_hint="--where",
+        ) from None
+    if not isinstance(parsed, dict):
+        raise click.BadParameter(
+            f'must be a JSON object such as \'{{"topic": "food"}}\' or '
+            f'\'{{"year": {{"$gte": 2020}}}}\', got {type(parsed).__name__}',
+            param_hint="--where",
+        )
+    return parsed
+
+
+def filter_options(*, min_score: bool) -> Callable[[F], F]:
+    """``--where JSON``, ``--thread T``, ``--since DATE``, ``--until DATE`` and, with
+    ``min_score``, ``--min-score X``: which memories a search or a listing may return
+    (docs/filters.md), passed to ``Memory.search`` / ``Memory.list`` under the same names."""
+
+    def decorate(fn: F) -> F:
+        if min_score:
+            fn = click.option(
+                "--min-score",
+                "min_score",
+                type=float,
+                default=None,
+                metavar="X",
+                help="No hit whose fused score (0..1 with the default fusion) is below X.",
+            )(fn)
+        fn = click.option(
+            "--until",
+            default=None,
+            metavar="DATE",
+            callback=_number_or_date,
+            help="Only memories created before DATE (ISO 8601 or epoch seconds).",
+        )(fn)
+        fn = click.option(
+            "--since",
+            default=None,
+            metavar="DATE",
+            callback=_number_or_date,
+            help="Only memories created at or after DATE (ISO 8601 or epoch seconds).",
+        )(fn)
+        fn = click.option(
+            "--thread",
+            default=None,
+            metavar="T",
+            help="Only the memories of thread T (a conversation, session or run).",
+        )(fn)
+        return click.option(
+            "--where",
+            default=None,
+            metavar="JSON",
+            callback=_where,
+            help=(
+                "A filter as a JSON object over metadata keys and the fields thread, position, "
+                "derived_from, created_at, importance, memory_id: "
+                '\'{"user": "dana", "year": {"$gte": 2025}}\'; operators $eq $ne $in $nin $gt '
+                "$gte $lt $lte $exists, combined with $and / $or (docs/filters.md)."
+            ),
         )(fn)
 
     return decorate

@@ -15,6 +15,7 @@ import click
 from rankseam.checks import parse_json
 from rankseam.commands.common import (
     echo_report,
+    filter_options,
     json_option,
     open_store,
     place_of,
@@ -100,6 +101,7 @@ def get(
     help="Memories to skip (the previous page's next offset).",
 )  # fmt: skip
 @click.option("--include-deleted", is_flag=True, help="Also list deleted memories.")
+@filter_options(min_score=False)
 @json_option
 def list_(
     db: str | None,
@@ -108,12 +110,26 @@ def list_(
     limit: int,
     offset: int,
     include_deleted: bool,
+    where: dict[str, Any] | None,
+    thread: str | None,
+    since: Any,
+    until: Any,
     as_json: bool,
 ) -> None:
-    """List a namespace's memories (current revisions), one page at a time, oldest first."""
+    """List a namespace's memories (current revisions), one page at a time, oldest first.
+
+    With --where JSON, --thread, --since or --until, only the live memories that pass the
+    filter (docs/filters.md)."""
     with open_store(db, config_file, create=False) as memory:
         ns = memory.config.namespace if namespace is None else namespace
-        stream = memory.list(ns, include_deleted=include_deleted)
+        stream = memory.list(
+            ns,
+            include_deleted=include_deleted,
+            where=where,
+            thread=thread,
+            since=since,
+            until=until,
+        )
         page = [m.to_dict() for m in islice(stream, offset, offset + limit + 1)]
     more = len(page) > limit
     page = page[:limit]

@@ -10,7 +10,14 @@ from typing import Any
 
 import click
 
-from rankseam.commands.common import echo_json, json_option, open_store, place_of, store_options
+from rankseam.commands.common import (
+    echo_json,
+    filter_options,
+    json_option,
+    open_store,
+    place_of,
+    store_options,
+)
 from rankseam.seam import reranker_choice
 from rankseam.types import SearchResult
 
@@ -158,6 +165,7 @@ def print_hits(result: SearchResult, *, indent: str = "") -> None:
     help="fail_closed (raise, the default) or fail_open (the coarse order marked degraded); "
     "'raise' and 'coarse' are the earlier spellings.",
 )
+@filter_options(min_score=True)
 @click.option("--trace", is_flag=True, help="Also print the search trace.")
 @json_option
 @click.pass_context
@@ -171,6 +179,11 @@ def search(
     rerank: tuple[str, ...],
     pool: int | None,
     on_error: str | None,
+    where: dict[str, Any] | None,
+    thread: str | None,
+    since: Any,
+    until: Any,
+    min_score: float | None,
     trace: bool,
     as_json: bool,
 ) -> None:
@@ -178,7 +191,10 @@ def search(
 
     A reranker's options are listed by `rankseam plugins --options` (e.g. --rerank mmr
     --mmr-lambda 0.7); VALUE is a TOML literal (number, bool or string). A chain: --rerank
-    decision --rerank mmr (or --rerank decision,mmr), each stage's options by its name."""
+    decision --rerank mmr (or --rerank decision,mmr), each stage's options by its name.
+    Filter with --where JSON, --thread, --since, --until and --min-score, applied inside
+    each channel, before the pool is cut: --where '{"user": "dana"}' --since 2026-12-01
+    (docs/filters.md)."""
     with open_store(db, config_file, create=False) as memory:
         names = [n.strip() for given in rerank for n in given.split(",") if n.strip()]
         chosen: Any = reranker_choice(memory.config.search.reranker) if not rerank else None
@@ -211,6 +227,11 @@ def search(
             reranker_options=single,
             pool=pool,
             on_error=on_error,
+            where=where,
+            thread=thread,
+            since=since,
+            until=until,
+            min_score=min_score,
         )
     if as_json:
         out = result.to_dict()

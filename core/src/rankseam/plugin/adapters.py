@@ -1,5 +1,6 @@
 """What framework adapters share (an integration that registers no component: LangChain,
-LlamaIndex, MCP): a retriever's settings as ``Memory.search`` arguments, a reranking
+LlamaIndex, MCP): a retriever's settings as ``Memory.search`` arguments (a filter checked in
+the framework's words), a reranking
 component's settings as ``open_reranker`` arguments, the flat metadata each hit carries into a
 framework document, the one score rule, mapping a reranked batch back to the caller's items,
 and a package ``__getattr__`` that loads the framework's classes on first use.
@@ -13,7 +14,9 @@ plugin imports them from.
 from __future__ import annotations
 
 from rankseam.adapters import (
+    FILTER_ARGUMENTS,
     RerankedBatch,
+    check_filter,
     hits_metadata,
     lazy_exports,
     reranked_items,
@@ -24,7 +27,9 @@ from rankseam.adapters import (
 )
 
 __all__ = [
+    "FILTER_ARGUMENTS",
     "RerankedBatch",
+    "check_filter",
     "hits_metadata",
     "lazy_exports",
     "reranked_items",

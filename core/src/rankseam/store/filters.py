@@ -48,6 +48,7 @@ import attrs
 
 from rankseam.checks import is_real
 from rankseam.errors import ValidationError
+from rankseam.store.records import MAX_EXACT_POSITION, check_position
 
 __all__ = [
     "FIELDS",
@@ -156,14 +157,15 @@ class Not:
 Filter = Condition | AllOf | AnyOf | Not
 
 
-def parse_where(where: object) -> Filter | None:
+def parse_where(where: object, *, name: str = "where") -> Filter | None:
     """``where`` (a mapping, see the module docstring) checked and made a typed filter; None
     for None or an empty mapping. Any mistake is a :class:`~rankseam.errors.ValidationError`
-    that names where in the filter it is and how to write it."""
+    that names where in the filter it is and how to write it, starting from ``name`` (the
+    word the caller's user wrote: ``where``, or an adapter's ``filter``)."""
     if where is None:
         return None
     parser = _Parser()
-    node = parser.mapping(where, "where")
+    node = parser.mapping(where, name)
     return node
 
 
@@ -366,6 +368,11 @@ class _Parser:
         if isinstance(value, int | float):
             if not is_real(value) or not math.isfinite(float(value)):
                 raise ValidationError(f"{where}: numbers must be finite, got {value!r}")
+            if isinstance(value, int) and abs(value) > MAX_EXACT_POSITION:
+                raise ValidationError(
+                    f"{where}: stores compare numbers as 64-bit floats; an integer beyond "
+                    f"±2**53 cannot be compared exactly, got {value!r}"
+                )
             if kind == "text":
                 raise ValidationError(f"{where}: {field} holds text, got the number {value!r}")
             return value
@@ -398,19 +405,14 @@ def _text(value: object, where: str) -> str:
 
 def _date(value: object, where: str) -> float:
     """POSIX seconds of a number, a datetime or an ISO 8601 string (naive ones are local
-    time, as :meth:`datetime.timestamp` reads them)."""
-    if isinstance(value, datetime):
-        return value.timestamp()
-    if isinstance(value, str):
-        try:
-            return datetime.fromisoformat(value).timestamp()
-        except ValueError:
-            raise ValidationError(
-                f"{where}: {value!r} is not an ISO 8601 date (e.g. '2026-12-07' or "
-                "'2026-12-07T15:00:00+00:00')"
-            ) from None
-    if isinstance(value, int | float) and not isinstance(value, bool) and is_real(value):
-        return float(value)
-    raise ValidationError(
-        f"{where}: expected a date (ISO 8601, datetime or seconds), got {value!r}"
-    )
+    time, as :meth:`datetime.timestamp` reads them), as a memory's position is kept."""
+    try:
+        seconds = check_position(value)
+    except ValidationError:
+        seconds = None
+    if seconds is None:
+        raise ValidationError(
+            f"{where}: expected a date (an ISO 8601 string such as '2026-12-07' or "
+            f"'2026-12-07T15:00:00+00:00', a datetime, or POSIX seconds), got {value!r}"
+        )
+    return seconds

@@ -23,6 +23,7 @@ from rankseam.embedding import Embedder, EmbedderDescriptor
 from rankseam.errors import ConfigurationError
 from rankseam.loop import LoopRunner
 from rankseam.memory_async import AsyncMethods
+from rankseam.memory_lifecycle import Forgotten, LifecycleMethods
 from rankseam.resolve import resolve_config
 from rankseam.seam import RerankerSpec, check_reranker
 from rankseam.search.channels.base import CandidateSource
@@ -59,6 +60,7 @@ if TYPE_CHECKING:
 __all__ = [
     "MAX_QUERY_BYTES",
     "AddResult",
+    "Forgotten",
     "IngestError",
     "IngestReport",
     "Memory",
@@ -134,12 +136,13 @@ def open_memory(
     )
 
 
-class Memory(AsyncMethods):
+class Memory(LifecycleMethods, AsyncMethods):
     """A memory store with search. Thread-safe. Create it with :func:`open_memory`.
 
-    Every operation has an async twin for event-loop code: ``asearch``, ``aadd``,
-    ``aupdate``, ``aget``, ``adelete``, ``aingest`` (:mod:`rankseam.memory_async`,
-    docs/async.md)."""
+    A memory's ``history``, ``forget`` (a hard delete) and ``reset`` (of a whole namespace)
+    are in :mod:`rankseam.memory_lifecycle`. Every operation has an async twin for
+    event-loop code: ``asearch``, ``aadd``, ``aupdate``, ``aget``, ``adelete``, ``aingest``,
+    ``ahistory``, ``aforget``, ``areset`` (:mod:`rankseam.memory_async`, docs/async.md)."""
 
     def __init__(
         self,
@@ -294,7 +297,8 @@ class Memory(AsyncMethods):
         )
 
     def delete(self, memory_id: str, *, namespace: str | None = None) -> MemoryRef:
-        """Tombstone a memory: search no longer finds it; its revisions stay readable."""
+        """Tombstone a memory: search no longer finds it; its revisions stay readable (to
+        remove them for good, :meth:`forget` it)."""
         return self._writer.delete(self._ns(namespace), check_memory_id(memory_id))
 
     def ingest(

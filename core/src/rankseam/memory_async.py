@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from datetime import datetime
 
     from rankseam.store.records import StoredMemory
+    from rankseam.store.rows import Forgotten
     from rankseam.types import MemoryRef
     from rankseam.writing.ingest import AddResult, IngestReport
 
@@ -37,6 +38,12 @@ class _Operations(Protocol):
     def delete(self) -> Callable[..., MemoryRef]: ...
     @property
     def ingest(self) -> Callable[..., IngestReport]: ...
+    @property
+    def history(self) -> Callable[..., list[StoredMemory]]: ...
+    @property
+    def forget(self) -> Callable[..., Forgotten]: ...
+    @property
+    def reset(self) -> Callable[..., Forgotten]: ...
 
 
 async def _in_thread(fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
@@ -46,7 +53,8 @@ async def _in_thread(fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> An
 
 
 class AsyncMethods:
-    """``aadd``, ``aupdate``, ``aget``, ``adelete``, ``aingest`` of :class:`Memory`."""
+    """``aadd``, ``aupdate``, ``aget``, ``adelete``, ``aingest``, ``ahistory``, ``aforget``
+    and ``areset`` of :class:`Memory`."""
 
     async def aadd(
         self: _Operations,
@@ -137,3 +145,26 @@ class AsyncMethods:
             progress=progress,
         )
         return report
+
+    async def ahistory(
+        self: _Operations, memory_id: str, *, namespace: str | None = None
+    ) -> list[StoredMemory]:
+        """:meth:`~rankseam.memory.Memory.history` for async code."""
+        revisions: list[StoredMemory] = await _in_thread(
+            self.history, memory_id, namespace=namespace
+        )
+        return revisions
+
+    async def aforget(
+        self: _Operations, memory_id: str, *, namespace: str | None = None
+    ) -> Forgotten:
+        """:meth:`~rankseam.memory.Memory.forget` for async code (cancelling the wait does
+        not stop the hard delete once its thread has it)."""
+        done: Forgotten = await _in_thread(self.forget, memory_id, namespace=namespace)
+        return done
+
+    async def areset(self: _Operations, namespace: str, *, confirm: bool = False) -> Forgotten:
+        """:meth:`~rankseam.memory.Memory.reset` for async code (refused without
+        ``confirm=True``, as ``reset``)."""
+        done: Forgotten = await _in_thread(self.reset, namespace, confirm=confirm)
+        return done

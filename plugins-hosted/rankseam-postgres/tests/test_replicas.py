@@ -22,6 +22,7 @@ import pytest
 import rankseam
 from rankseam.errors import ConfigurationError, StoreUnavailableError
 from rankseam_postgres import pools
+from rankseam_postgres.schema import SCHEMA_VERSION
 from rankseam_postgres.testing import TemporaryServer, TemporaryStandby
 
 
@@ -172,7 +173,7 @@ def test_creation_and_migration_are_read_your_writes(spare_server: TemporaryServ
                 # the first opens creates or migrates the store; the second is another process
                 for _process in ("creates or migrates", "opens after"):
                     with rankseam.open_memory(url, reranker=None) as memory:
-                        assert memory.stats()["schema_version"] == 3
+                        assert memory.stats()["schema_version"] == SCHEMA_VERSION
                         _in_rotation(memory)
                         assert _ids(memory, "kettle") == found
                         assert _served(memory) == (1, 0), schema

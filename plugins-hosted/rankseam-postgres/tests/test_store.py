@@ -14,6 +14,7 @@ import rankseam
 from rankseam.errors import ConfigurationError, ValidationError
 from rankseam.plugin import MemoryNotFoundError
 from rankseam.types import MemoryRef
+from rankseam_postgres.schema import SCHEMA_VERSION
 
 
 def test_revisions_tombstones_and_search(pg_url: str) -> None:
@@ -248,7 +249,7 @@ def test_schema_is_versioned_and_foreign_schemas_are_refused(pg_server, pg_url: 
     import psycopg
 
     with rankseam.open_memory(pg_url) as memory:
-        assert memory.stats()["schema_version"] == 3
+        assert memory.stats()["schema_version"] == SCHEMA_VERSION
     schema = pg_url.rsplit("schema=", 1)[1]
     conninfo = pg_server.base_url
     with psycopg.connect(conninfo, autocommit=True) as conn:
@@ -400,7 +401,7 @@ def test_postings_and_document_frequencies_follow_every_write_and_a_migration(
         conn.execute(f"CREATE INDEX revisions_tsv ON {schema}.revisions USING gin (tsv) WHERE live")
         conn.execute(f"UPDATE {schema}.meta SET value = '1' WHERE key = 'schema_version'")
     with rankseam.open_memory(pg_url) as memory:
-        assert memory.stats()["schema_version"] == 3
+        assert memory.stats()["schema_version"] == SCHEMA_VERSION
         assert _lexical_tables(pg_server.base_url, schema) == (stored, expected)
         after = [(h.ref, h.score) for h in memory.search("island ferry", 5, reranker=None).hits]
     assert after == before

@@ -14,6 +14,7 @@ import psycopg
 import rankseam
 from rankseam.types import MemoryRef
 from rankseam_postgres.reader import NEIGHBOURS
+from rankseam_postgres.schema import SCHEMA_VERSION
 
 DUMP = Path(__file__).parent / "fixtures" / "store-a93b0df.sql"
 
@@ -39,7 +40,7 @@ def test_a_store_written_by_a93b0df_opens_and_migrates(pg_server: Any) -> None:
         ).fetchone()
     assert version == ("2",)
     with rankseam.open_memory(url, reranker=None) as m:
-        assert m.store.schema_version == 3
+        assert m.store.schema_version == SCHEMA_VERSION
         stored = {s.ref.memory_id: s for s in m.list()}
         assert sorted(stored) == ["t1", "t2"]
         assert stored["t2"].ref.revision == 2

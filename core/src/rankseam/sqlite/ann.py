@@ -43,7 +43,7 @@ import sqlite3
 import threading
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -252,6 +252,21 @@ class AnnIndexes:
         """Seconds before a search may start the next maintenance of ``namespace`` × ``space``
         after failures (0 when the last one did not fail)."""
         return self.background.retry_in((namespace, space))
+
+    def discard(self, namespace: str, spaces: Sequence[str]) -> None:
+        """Remove the index files of ``namespace`` in each of ``spaces`` (a hard delete's: the
+        graph holds the forgotten vectors; the namespace's new vector epoch already makes
+        every search ignore it). Searches are exact until maintenance builds a new one; an
+        index another process publishes from an older snapshot carries the older epoch and
+        is never used either."""
+        with self._lock:
+            for space in spaces:
+                self._bases.pop((namespace, space), None)
+                slug = _slug(namespace, space)
+                ann_files.discard(self._manifest_path(namespace, space))
+                if self.folder.is_dir():
+                    for path in self.folder.glob(f"{slug}.*.usearch"):
+                        ann_files.discard(path)
 
     def close(self) -> None:
         self.background.stop()  # a running maintenance stops at its next slice

@@ -8,7 +8,7 @@ To change the schema: add a function ``_migrate_N_to_N1(conn)`` to :data:`MIGRAT
 ``N`` and bump ``SCHEMA_VERSION``. Migrations only ever add (tables, columns, indexes) or copy;
 revision rows are immutable and are never rewritten.
 
-Tables (version 4):
+Tables (version 6):
 
 - ``meta(key, value)``: schema version, FTS tokenizer, creation time.
 - ``namespaces(name, version, vector_epoch)``: ``version`` increments on every committed write
@@ -32,6 +32,9 @@ Tables (version 4):
   (namespace, derived_from, live)`` (the memories derived from one), both partial over the
   rows that have the field.
 - ``fts``: FTS5 index (external content = ``revisions``) over the live rows only.
+- ``forgotten(namespace, memory_id, forgotten_at)`` (since version 6): what a hard delete
+  (``forget``, ``reset``) leaves of a memory: its id and the time, nothing else
+  (docs/store.md, "Forgetting").
 - ``spaces(key, descriptor)`` and ``vectors(space, rid, vector)``: float32 vectors per embedder
   space; a vector is only ever compared with vectors of its own space. Since version 2 a
   plain rowid table with a unique ``(space, rid)`` index: version 1 declared it ``WITHOUT
@@ -53,7 +56,7 @@ from rankseam.sqlite.rows import INDEX_VALUES
 
 __all__ = ["SCHEMA_VERSION", "TOKENIZERS", "check_identity", "ensure_schema"]
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 #: Page size of new stores (see the module docstring).
 PAGE_SIZE = 8192
 
@@ -116,6 +119,7 @@ def _create(conn: sqlite3.Connection, tokenizer: str) -> None:
             PRIMARY KEY (namespace, space)
         ) WITHOUT ROWID;
         {METADATA_VALUES};
+        {FORGOTTEN};
         CREATE VIRTUAL TABLE fts USING fts5(
             text, content='revisions', content_rowid='rid', tokenize='{TOKENIZERS[tokenizer]}'
         );
@@ -154,6 +158,13 @@ METADATA_VALUES = (
     "CREATE INDEX metadata_text ON metadata_values (namespace, key, kind, text_value); "
     "CREATE INDEX metadata_num ON metadata_values (namespace, key, kind, num_value); "
     "CREATE INDEX metadata_rid ON metadata_values (rid)"
+)
+
+
+#: What a hard delete leaves of a memory (see the module docstring).
+FORGOTTEN = (
+    "CREATE TABLE forgotten (namespace TEXT NOT NULL, memory_id TEXT NOT NULL, "
+    "forgotten_at REAL NOT NULL, PRIMARY KEY (namespace, memory_id)) WITHOUT ROWID"
 )
 
 
@@ -200,12 +211,18 @@ def _migrate_4_to_5(conn: sqlite3.Connection) -> None:
     conn.execute(f"{INDEX_VALUES} WHERE r.live = 1")
 
 
+def _migrate_5_to_6(conn: sqlite3.Connection) -> None:
+    """Add the table of forgotten memories (see :data:`FORGOTTEN`)."""
+    conn.execute(FORGOTTEN)
+
+
 #: version N -> function migrating a version-N store to N+1.
 MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
     1: _migrate_1_to_2,
     2: _migrate_2_to_3,
     3: _migrate_3_to_4,
     4: _migrate_4_to_5,
+    5: _migrate_5_to_6,
 }
 
 

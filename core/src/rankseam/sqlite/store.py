@@ -33,6 +33,7 @@ from rankseam.sqlite import ann as ann_module
 from rankseam.sqlite.ann import AnnIndexes, AnnManifest
 from rankseam.sqlite.bulk import SQLiteBulkReader, SQLiteBulkWriter
 from rankseam.sqlite.filters import compile_where
+from rankseam.sqlite.forget import checkpoint, forget_memories, forgotten_at
 from rankseam.sqlite.reader import FactsCache, SQLiteReader, chunks
 from rankseam.sqlite.rows import bump
 from rankseam.sqlite.schema import (
@@ -46,7 +47,7 @@ from rankseam.sqlite.writer import SQLiteBatchWriter
 from rankseam.store.filters import Filter, check_live_filter
 from rankseam.store.listing import memory_pages, pending_pages, store_stats
 from rankseam.store.records import MemoryNotFoundError, StoredMemory
-from rankseam.store.rows import PendingText, VectorItem
+from rankseam.store.rows import Forgotten, PendingText, VectorItem
 from rankseam.types import MemoryRef
 
 __all__ = ["CACHE_KIB", "SQLiteStore", "storage_error"]
@@ -246,6 +247,9 @@ class SQLiteStore:
         # at a million memories (docs/benchmarks.md section 7)
         conn.execute(f"PRAGMA cache_size=-{CACHE_KIB}")
         conn.execute(f"PRAGMA busy_timeout={int(self._timeout_s * 1000)}")
+        # deleted cells and freed pages are overwritten with zeros: what a forget removes
+        # leaves no copy in the file (docs/store.md, "Forgetting"; rankseam.sqlite.forget)
+        conn.execute("PRAGMA secure_delete=ON")
         self._local.conn = conn
         with self._conns_lock:
             self._conns.append(conn)
@@ -339,14 +343,52 @@ class SQLiteStore:
     def put_vectors(self, items: Sequence[VectorItem], /, *, space: str) -> None:
         """Store each item's vector in ``space`` (one transaction)."""
         with self._write() as conn:
-            conn.executemany(
-                "INSERT OR REPLACE INTO vectors(space, rid, vector) VALUES (?, ?, ?)",
-                [(space, item.key, encode_vector(item.vector)) for item in items],
+            conn.executemany(  # a revision forgotten meanwhile gets none
+                "INSERT OR REPLACE INTO vectors(space, rid, vector) SELECT ?, ?, ? "
+                "WHERE EXISTS (SELECT 1 FROM revisions WHERE rid = ?)",
+                [(space, item.key, encode_vector(item.vector), item.key) for item in items],
             )
             for ns in sorted({item.namespace for item in items}):
                 bump(conn, ns, space=space)
 
+    def forget(self, namespace: str, memory_ids: Sequence[str], /) -> Forgotten:
+        """Hard-delete memories (:mod:`rankseam.sqlite.forget`)."""
+        return self._forget(namespace, list(memory_ids))
+
+    def reset(self, namespace: str, /) -> Forgotten:
+        """Hard-delete every memory of ``namespace``."""
+        return self._forget(namespace, None)
+
+    def _forget(self, namespace: str, memory_ids: list[str] | None) -> Forgotten:
+        with self._write() as conn:
+            done = forget_memories(conn, namespace, memory_ids)
+            spaces = [key for (key,) in conn.execute("SELECT key FROM spaces")]
+        if done.memories:
+            if self.ann is not None:
+                self.ann.discard(namespace, spaces)
+            checkpoint(self._conn(), self.path)
+        return done
+
     # -- reads -----------------------------------------------------------------------------
+
+    def _missing(self, namespace: str, memory_id: str) -> MemoryNotFoundError:
+        at = forgotten_at(self._conn(), namespace, memory_id)
+        if at is not None:
+            return MemoryNotFoundError.forgotten(namespace, memory_id, at)
+        return MemoryNotFoundError.no_memory(namespace, memory_id)
+
+    def history(self, namespace: str, memory_id: str, /) -> list[StoredMemory]:
+        """Every revision of a memory, oldest first, with its tombstone state."""
+        with self._read() as conn:
+            rows = conn.execute(
+                f"SELECT {StoredMemory.COLUMNS}, m.deleted FROM memories m JOIN revisions r "
+                "ON r.namespace = m.namespace AND r.memory_id = m.memory_id "
+                "WHERE m.namespace = ? AND m.memory_id = ? ORDER BY r.revision",
+                (namespace, memory_id),
+            ).fetchall()
+        if not rows:
+            raise self._missing(namespace, memory_id)
+        return [StoredMemory.from_row(row) for row in rows]
 
     def get(self, namespace: str, memory_id: str) -> StoredMemory:
         row = (
@@ -359,7 +401,7 @@ class SQLiteStore:
             .fetchone()
         )
         if row is None:
-            raise MemoryNotFoundError.no_memory(namespace, memory_id)
+            raise self._missing(namespace, memory_id)
         return StoredMemory.from_row(row)
 
     def get_ref(self, ref: MemoryRef) -> StoredMemory:
@@ -374,6 +416,9 @@ class SQLiteStore:
             .fetchone()
         )
         if row is None:
+            at = forgotten_at(self._conn(), ref.namespace, ref.memory_id)
+            if at is not None:
+                raise MemoryNotFoundError.forgotten(ref.namespace, ref.memory_id, at)
             raise MemoryNotFoundError.no_revision(ref)
         return StoredMemory.from_row(row)
 

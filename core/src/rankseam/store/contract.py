@@ -12,6 +12,9 @@ Words used throughout:
   store, never reused, growing with write order, stable while the store exists. Candidate
   sources answer with row keys; the host turns them into refs through the snapshot they came
   from (:meth:`StoreReader.identities`), so a hit always cites an exact stored revision.
+- To **forget** a memory is to hard-delete it: every revision's text, metadata and vectors
+  leave the store and its indexes, and only the id with the time it was forgotten stays
+  (so that ``get`` can say so); a tombstone (``delete``) keeps every revision readable.
 - An **embedder space** is an :class:`~rankseam.plugin.embedders.EmbedderDescriptor`'s
   ``key``: a vector is stored with the space it belongs to and is compared only with vectors of
   that space.
@@ -39,6 +42,7 @@ from rankseam.store.readers import (
     VectorReader,
 )
 from rankseam.store.records import MemoryRows, PreparedRecord, RevisionRow, StoredMemory, WritePlan
+from rankseam.store.rows import Forgotten
 from rankseam.types import MemoryRef
 
 __all__ = [
@@ -213,7 +217,29 @@ class Store(Protocol):
         had in that space), in one transaction."""
         ...
 
+    def forget(self, namespace: str, memory_ids: Sequence[str], /) -> Forgotten:
+        """Hard-delete the memories ``memory_ids`` of ``namespace`` (tombstoned ones too), in
+        ONE write transaction: every revision's row, text, metadata and vectors, and their
+        entries in every index the store keeps (full text, metadata values, vector caches
+        and ANN indexes: no search, read or later snapshot can find them again), leaving
+        only each id and the time (``get``, ``get_ref`` and ``history`` of it then raise
+        :meth:`~rankseam.plugin.stores.MemoryNotFoundError.forgotten`). Ids the store does
+        not hold are skipped. Searches of ``namespace`` see the change when it commits. A
+        later write of a forgotten id stores a new memory from revision 1."""
+        ...
+
+    def reset(self, namespace: str, /) -> Forgotten:
+        """:meth:`forget` every memory of ``namespace`` (the host asks its user to confirm
+        first)."""
+        ...
+
     # -- reads -----------------------------------------------------------------------------
+
+    def history(self, namespace: str, memory_id: str, /) -> list[StoredMemory]:
+        """Every revision of a memory, oldest first, each with the memory's ``deleted``
+        (tombstone) state; :class:`~rankseam.plugin.stores.MemoryNotFoundError` when the id
+        is unknown (``no_memory``) or was forgotten (``forgotten``)."""
+        ...
 
     def iter_missing_vectors(
         self, space: str, /, *, page: int = 500
@@ -224,7 +250,8 @@ class Store(Protocol):
 
     def get(self, namespace: str, memory_id: str, /) -> StoredMemory:
         """A memory's head revision (``deleted`` set when it is tombstoned);
-        :class:`~rankseam.plugin.stores.MemoryNotFoundError` when the id is unknown."""
+        :class:`~rankseam.plugin.stores.MemoryNotFoundError` when the id is unknown, or
+        ``MemoryNotFoundError.forgotten`` when it was forgotten."""
         ...
 
     def get_ref(self, ref: MemoryRef, /) -> StoredMemory:

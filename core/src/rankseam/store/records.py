@@ -8,7 +8,7 @@ import math
 import time
 import uuid
 from collections.abc import Mapping, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from types import MappingProxyType
 from typing import Any, ClassVar, Literal
 
@@ -359,6 +359,17 @@ class MemoryNotFoundError(ValidationError, KeyError):
         return cls(
             f"memory {memory_id!r} {state} in namespace {namespace!r}; add() it first "
             "(check the id and the namespace)"
+        )
+
+    @classmethod
+    def forgotten(cls, namespace: str, memory_id: str, at: float) -> MemoryNotFoundError:
+        """The memory was forgotten (hard-deleted) at ``at`` (POSIX seconds): nothing of it
+        can be read back."""
+        when = datetime.fromtimestamp(at, tz=UTC).isoformat(timespec="seconds")
+        return cls(
+            f"memory {memory_id!r} in namespace {namespace!r} was forgotten (hard-deleted) at "
+            f"{when}: its text, metadata and vectors are gone and cannot be read back; add() "
+            "it again to store it anew"
         )
 
     @classmethod

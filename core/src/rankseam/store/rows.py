@@ -14,6 +14,7 @@ from rankseam.types import MemoryRef, frozen_mapping, to_bool, to_float, to_int
 __all__ = [
     "Added",
     "BulkRevision",
+    "Forgotten",
     "MemoryHead",
     "MemoryKey",
     "Neighbours",
@@ -97,6 +98,22 @@ class MemoryHead:
     def structure(self) -> tuple[str | None, float | None, str | None]:
         """The head's ``(thread, position, derived_from)``."""
         return (self.thread, self.position, self.derived_from)
+
+
+@attrs.frozen
+class Forgotten:
+    """What a hard delete (``Store.forget``, ``Store.reset``) removed from ``namespace``:
+    ``memories`` memories with their ``revisions`` revisions (text, metadata, vectors and
+    index entries), at ``forgotten_at`` (POSIX seconds). What it leaves behind is each
+    memory's id and that time (docs/store.md, "Forgetting")."""
+
+    namespace: str
+    memories: int = attrs.field(validator=attrs.validators.ge(0))
+    revisions: int = attrs.field(validator=attrs.validators.ge(0))
+    forgotten_at: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return attrs.asdict(self)
 
 
 @attrs.frozen

@@ -40,6 +40,7 @@ pytest.register_assert_rewrite(
     "rankseam.testing.network",
     "rankseam.testing.reranker",
     "rankseam.testing.store",
+    "rankseam.testing.store_forget",
     "rankseam.testing.store_ranking",
     "rankseam.testing.store_reader",
     "rankseam.testing.store_structure",

@@ -23,7 +23,9 @@ stored byte for byte), secrets (the target's password appears in no ``repr``, pa
 report), a reader that lends its snapshot (its siblings answer from exactly that snapshot, in
 other threads; :mod:`rankseam.testing.store_reader`), a memory's thread, position and
 source stored exactly and its reader's neighbours in thread order from its own snapshot
-(:mod:`rankseam.testing.store_structure`), and snapshot round trips through the
+(:mod:`rankseam.testing.store_structure`), a memory's history and the hard deletes (``forget``
+and ``reset`` leave no row, text, vector or index entry of it, and no trace in a later
+snapshot; :mod:`rankseam.testing.store_forget`), and snapshot round trips through the
 embedded SQLite store in both directions (every id, revision, text, tombstone and vector
 kept; same searches on a clone of the same kind).
 
@@ -48,6 +50,7 @@ from rankseam.errors import ValidationError
 from rankseam.store.target import parse_target
 from rankseam.testing.base import Capability
 from rankseam.testing.store_filters import FilterContract
+from rankseam.testing.store_forget import ForgetContract
 from rankseam.testing.store_ranking import check_same_ranking
 from rankseam.testing.store_reader import ReaderContract
 from rankseam.testing.store_reembed import ReembedContract
@@ -78,7 +81,12 @@ ODD_TEXTS = (
 
 
 class StoreContract(
-    ReaderContract, StructureContract, FilterContract, VectorLimitContract, ReembedContract
+    ReaderContract,
+    StructureContract,
+    FilterContract,
+    ForgetContract,
+    VectorLimitContract,
+    ReembedContract,
 ):
     """Subclass and provide the ``store_target`` fixture: a fresh, empty store target (a path
     or URL string) per test."""

@@ -29,6 +29,9 @@ A store written by a newer rankseam-postgres, or a schema that holds tables but 
   order: neighbours, a thread between two positions) and ``revisions_derived (namespace,
   derived_from, live)`` (the memories derived from one), both partial over the rows that have
   the field. Adding the columns rewrites no row.
+- version 4: the GIN index over the live revisions' metadata as jsonb (metadata filters).
+- version 5: ``forgotten (namespace, memory_id, forgotten_at)``: what a hard delete
+  (``forget``, ``reset``) leaves of a memory, its id and the time (:mod:`.forget`).
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ import psycopg
 from psycopg import sql
 
 from rankseam.errors import ConfigurationError, ValidationError
+from rankseam_postgres.forget import FORGOTTEN
 from rankseam_postgres.tables import Executes
 
 __all__ = [
@@ -67,7 +71,7 @@ IndexKind: TypeAlias = Literal["halfvec", "vector"]
 _KINDS: tuple[IndexKind, ...] = ("halfvec", "vector")
 
 #: The version this rankseam-postgres writes (the ``meta`` table's ``schema_version``).
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 #: The most dimensions pgvector's HNSW index takes, per kind (:func:`index_kind`); a space
 #: with more is searched exactly.
 HNSW_MAX_DIMS: dict[IndexKind, int] = {"halfvec": 4000, "vector": 2000}
@@ -180,7 +184,7 @@ CREATE INDEX IF NOT EXISTS revisions_metadata ON {s}.revisions
 """
 
 #: Migrations: MIGRATIONS[v] brings a store from version v to v + 1.
-MIGRATIONS: dict[int, str] = {0: _V1, 1: _V2, 2: _V3, 3: _V4}
+MIGRATIONS: dict[int, str] = {0: _V1, 1: _V2, 2: _V3, 3: _V4, 4: FORGOTTEN}
 
 
 def _exists(conn: psycopg.Connection[Any], schema: str, table: str) -> bool:

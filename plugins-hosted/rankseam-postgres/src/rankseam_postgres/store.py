@@ -46,9 +46,10 @@ from rankseam.plugin import (
     pending_pages,
     store_stats,
 )
-from rankseam.plugin.stores import Filter
+from rankseam.plugin.stores import Filter, Forgotten
 from rankseam.types import MemoryRef
 from rankseam_postgres.filters import compile_where
+from rankseam_postgres.forget import forget_memories, forgotten_at, history, missing
 from rankseam_postgres.pools import Router, configuration_error
 from rankseam_postgres.reader import EXACT_BELOW, PostgresReader
 from rankseam_postgres.schema import (
@@ -299,7 +300,25 @@ class PostgresStore:
                     ],
                 )
 
+    def forget(self, namespace: str, memory_ids: Sequence[str], /) -> Forgotten:
+        """Hard-delete memories (:mod:`rankseam_postgres.forget`)."""
+        return self._forget(namespace, list(memory_ids))
+
+    def reset(self, namespace: str, /) -> Forgotten:
+        """Hard-delete every memory of ``namespace``."""
+        return self._forget(namespace, None)
+
+    def _forget(self, namespace: str, memory_ids: list[str] | None) -> Forgotten:
+        with self._transaction("BEGIN") as conn:
+            version = self._lock(conn, namespace)
+            return forget_memories(conn, self.tables, version, namespace, memory_ids)
+
     # -- reads -------------------------------------------------------------------------------
+
+    def history(self, namespace: str, memory_id: str, /) -> list[StoredMemory]:
+        """Every revision of a memory, oldest first, with its tombstone state."""
+        with self._transaction("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY") as conn:
+            return history(conn, self.tables, namespace, memory_id)
 
     def get(self, namespace: str, memory_id: str) -> StoredMemory:
         row = self._fetch(
@@ -312,7 +331,8 @@ class PostgresStore:
             one=True,
         )
         if row is None:
-            raise MemoryNotFoundError.no_memory(namespace, memory_id)
+            with self._connection() as conn:
+                raise missing(conn, self.tables, namespace, memory_id)
         return StoredMemory.from_row(row)
 
     def get_ref(self, ref: MemoryRef) -> StoredMemory:
@@ -326,6 +346,10 @@ class PostgresStore:
             one=True,
         )
         if row is None:
+            with self._connection() as conn:
+                at = forgotten_at(conn, self.tables, ref.namespace, ref.memory_id)
+            if at is not None:
+                raise MemoryNotFoundError.forgotten(ref.namespace, ref.memory_id, at)
             raise MemoryNotFoundError.no_revision(ref)
         return StoredMemory.from_row(row)
 

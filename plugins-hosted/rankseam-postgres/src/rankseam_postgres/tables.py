@@ -189,6 +189,7 @@ class Tables:
         "terms",
         "postings",
         "rid_seq",
+        "forgotten",
     )
 
     def __init__(self, schema: str) -> None:

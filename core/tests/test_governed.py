@@ -373,3 +373,55 @@ def test_a_lost_loop_fails_the_call_under_its_policy(lost: Exception) -> None:
     assert got == ("fallback", lost) and outcomes.notes == [(lost, OPEN)]
     with pytest.raises(Refused):
         governed(CLOSED).run_sync(Lost(), lambda: answer(1), 0.25, Outcomes())  # type: ignore[arg-type]
+
+
+# the fail-open envelope: one runner, two faces -------------------------------------------------
+
+
+def test_both_faces_hand_the_request_on_and_log_on_their_ports_logger(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from rankseam.decision import FailOpenDecisionBackend, rerank_request
+    from rankseam.generation import FailOpenGenerationBackend, GenerationRequest
+
+    seen: list[Any] = []
+
+    class Backend:
+        policy_id = "test.both.v1"
+
+        async def evaluate(self, request: Any, /) -> Any:
+            seen.append(request)
+            raise RuntimeError("down")
+
+        async def generate(self, request: Any, /) -> Any:
+            seen.append(request)
+            raise RuntimeError("down")
+
+    asked = rerank_request("q", "t")
+    generated = GenerationRequest("test.request", "answer", {"x": 1}, {"type": "object"})
+    with caplog.at_level(logging.WARNING):
+        verdict = run(FailOpenDecisionBackend(Backend(), role="r").evaluate(asked))
+        result = run(FailOpenGenerationBackend(Backend(), role="r").generate(generated))  # type: ignore[arg-type]
+    assert seen == [asked, generated]
+    assert verdict.used_fallback and result.used_fallback and result.output is None
+    names = [(r.name, r.event) for r in caplog.records]  # type: ignore[attr-defined]
+    assert names == [
+        ("rankseam.decision", "decision.fallback"),
+        ("rankseam.generation", "generation.fallback"),
+    ]
+    assert caplog.records[1].request_name == "test.request"  # type: ignore[attr-defined]
+
+
+def test_only_a_usage_is_read_from_a_late_answer() -> None:
+    class NotAUsage:
+        usage = "3 calls"
+
+    async def answers_when_cancelled() -> Any:
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            return NotAUsage()
+        raise AssertionError("unreachable")
+
+    ok, error = run(attempt(answers_when_cancelled(), 0.05))
+    assert ok is False and error.usage is None

@@ -142,12 +142,6 @@ async def _guarded(call: Awaitable[Any]) -> tuple[bool, Any]:
         return False, exc
 
 
-def _forget(task: asyncio.Future[Any]) -> None:
-    """Collect an abandoned call's end so that nothing is logged as never retrieved."""
-    if not task.cancelled():
-        task.exception()
-
-
 def _usage_of(task: asyncio.Future[Any]) -> Usage | None:
     """What a call that ended after its cancellation said it spent (on its error or its late
     answer), or ``None``."""
@@ -180,9 +174,7 @@ async def attempt(
         task.cancel()
         try:
             await asyncio.wait({task}, timeout=CANCEL_GRACE_S)
-        finally:
-            if not task.done():
-                task.add_done_callback(_forget)
+        finally:  # an abandoned call ends inside _guarded: nothing is left unretrieved
             usage = _usage_of(task)
             if usage is not None:
                 cancelled.usage = usage  # type: ignore[attr-defined]
@@ -193,8 +185,7 @@ async def attempt(
     await asyncio.wait({task}, timeout=CANCEL_GRACE_S)
     usage = _usage_of(task)
     gone = not task.done()
-    if gone:
-        task.add_done_callback(_forget)
+    if gone:  # it runs on; it ends inside _guarded, so nothing is left unretrieved
         logger, message, fields = abandoned or (log, "a plugin call ignored its cancellation", {})
         logger.warning(message, extra={**fields, "reason": "timeout"})
     return False, deadline_exceeded(deadline_s, abandoned=gone, usage=usage)

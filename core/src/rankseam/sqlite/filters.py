@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from rankseam.store.filters import AllOf, AnyOf, Condition, Filter, Not
+from rankseam.store.filters import SQL_OPERATORS, Condition, Filter, FilterCompiler
 
 __all__ = ["FIELD_COLUMNS", "allowed_rows", "compile_where"]
 
@@ -26,8 +26,6 @@ FIELD_COLUMNS: Mapping[str, str] = {
     "importance": "r.importance",
     "memory_id": "r.memory_id",
 }
-
-_OPS = {"eq": "=", "gt": ">", "gte": ">=", "lt": "<", "lte": "<="}
 
 
 def allowed_rows(node: Filter, namespace: str) -> tuple[str, dict[str, Any]]:
@@ -43,10 +41,9 @@ def allowed_rows(node: Filter, namespace: str) -> tuple[str, dict[str, Any]]:
 def compile_where(node: Filter, namespace: str) -> tuple[str, dict[str, Any]]:
     """``node`` as a boolean SQL expression over ``revisions r`` and its named parameters
     (``:f_ns`` = ``namespace``, for the metadata look-ups)."""
-    compiler = _Compiler()
-    sql = compiler.node(node)
-    compiler.args["f_ns"] = namespace
-    return sql, compiler.args
+    sql, args = _SQLiteFilter().compile(node)
+    args["f_ns"] = namespace
+    return sql, args
 
 
 def _kind(value: object) -> str:
@@ -55,23 +52,9 @@ def _kind(value: object) -> str:
     return "text" if isinstance(value, str) else "number"
 
 
-class _Compiler:
-    def __init__(self) -> None:
-        self.args: dict[str, Any] = {}
-
+class _SQLiteFilter(FilterCompiler):
     def bind(self, value: object) -> str:
-        name = f"f_{len(self.args)}"
-        self.args[name] = int(value) if isinstance(value, bool) else value
-        return f":{name}"
-
-    def node(self, node: Filter) -> str:
-        if isinstance(node, AllOf):
-            return "(" + " AND ".join(self.node(p) for p in node.parts) + ")"
-        if isinstance(node, AnyOf):
-            return "(" + " OR ".join(self.node(p) for p in node.parts) + ")"
-        if isinstance(node, Not):
-            return f"(NOT {self.node(node.part)})"
-        return self.field(node) if node.field is not None else self.metadata(node)
+        return super().bind(int(value) if isinstance(value, bool) else value)
 
     def field(self, node: Condition) -> str:
         column = FIELD_COLUMNS[node.field or ""]
@@ -80,7 +63,8 @@ class _Compiler:
         if node.op == "in":
             marks = ", ".join(self.bind(v) for v in node.values)
             return f"({column} IS NOT NULL AND {column} IN ({marks}))"
-        return f"({column} IS NOT NULL AND {column} {_OPS[node.op]} {self.bind(node.values[0])})"
+        op = SQL_OPERATORS[node.op]
+        return f"({column} IS NOT NULL AND {column} {op} {self.bind(node.values[0])})"
 
     def metadata(self, node: Condition) -> str:
         lookup = "r.rid IN (SELECT rid FROM metadata_values WHERE namespace = :f_ns AND key = "
@@ -104,5 +88,5 @@ class _Compiler:
         column = "text_value" if kind == "text" else "num_value"
         return (
             f"{lookup}{key} AND kind = {self.bind(kind)} AND "
-            f"{column} {_OPS[node.op]} {self.bind(value)})"
+            f"{column} {SQL_OPERATORS[node.op]} {self.bind(value)})"
         )

@@ -42,7 +42,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, ClassVar
 
 import attrs
 
@@ -54,10 +54,12 @@ __all__ = [
     "FIELDS",
     "MAX_FILTER_NODES",
     "MAX_IN_VALUES",
+    "SQL_OPERATORS",
     "AllOf",
     "AnyOf",
     "Condition",
     "Filter",
+    "FilterCompiler",
     "Not",
     "check_live_filter",
     "matches",
@@ -199,6 +201,58 @@ def check_live_filter(include_deleted: bool) -> None:
             "where= filters live memories; list deleted memories without a filter "
             "(include_deleted=True) or filter the live ones (include_deleted=False)"
         )
+
+
+# -- compiling ---------------------------------------------------------------------------------
+
+
+class FilterCompiler:
+    """The one walk of a filter into a store's SQL: ``$and``, ``$or`` and negations become
+    ``AND``, ``OR`` and ``NOT`` of the parts, each condition what :meth:`field` (a field of the
+    memory: a column) or :meth:`metadata` (a metadata key) answers in the store's dialect,
+    every key and value a bound parameter (:meth:`bind`). A store subclasses it with those
+    two methods and its driver's :attr:`placeholder`; each expression it answers must never
+    be NULL, and must mean what :func:`matches` means.
+
+    :meth:`compile` answers the expression and its parameters (named ``f_0``, ``f_1``, ...).
+    """
+
+    #: How the driver writes a named parameter (``{}`` is its name): ``:{}`` for sqlite3,
+    #: ``%({})s`` for psycopg.
+    placeholder: ClassVar[str] = ":{}"
+
+    def __init__(self) -> None:
+        self.args: dict[str, Any] = {}
+
+    def compile(self, node: Filter) -> tuple[str, dict[str, Any]]:
+        return self.node(node), self.args
+
+    def bind(self, value: object) -> str:
+        """Add ``value`` as a parameter; its placeholder."""
+        name = f"f_{len(self.args)}"
+        self.args[name] = value
+        return self.placeholder.format(name)
+
+    def node(self, node: Filter) -> str:
+        if isinstance(node, AllOf):
+            return "(" + " AND ".join(self.node(p) for p in node.parts) + ")"
+        if isinstance(node, AnyOf):
+            return "(" + " OR ".join(self.node(p) for p in node.parts) + ")"
+        if isinstance(node, Not):
+            return f"(NOT {self.node(node.part)})"
+        return self.field(node) if node.field is not None else self.metadata(node)
+
+    def field(self, condition: Condition) -> str:
+        """A condition on one of the memory's :data:`FIELDS`."""
+        raise NotImplementedError
+
+    def metadata(self, condition: Condition) -> str:
+        """A condition on a metadata key."""
+        raise NotImplementedError
+
+
+#: The SQL comparison of each ordered operator.
+SQL_OPERATORS: Mapping[str, str] = {"eq": "=", "gt": ">", "gte": ">=", "lt": "<", "lte": "<="}
 
 
 # -- the reference meaning -------------------------------------------------------------------

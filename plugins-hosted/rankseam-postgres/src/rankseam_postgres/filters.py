@@ -18,14 +18,13 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from rankseam.plugin.stores import FIELDS, AllOf, AnyOf, Condition, Filter, Not
+from rankseam.plugin.stores import FIELDS, SQL_OPERATORS, Condition, Filter, FilterCompiler
 
 __all__ = ["compile_where"]
 
 #: The column of ``r`` that holds each field a filter may name (every name of ``FIELDS``).
 FIELD_COLUMNS: Mapping[str, str] = {name: f"r.{name}" for name in FIELDS}
 
-_OPS = {"eq": "=", "gt": ">", "gte": ">=", "lt": "<", "lte": "<="}
 _JSON_TYPE = {"text": "string", "number": "number"}
 #: The jsonb expression the GIN index covers (the planner matches it textually).
 _DOC = "(r.metadata::jsonb)"
@@ -34,27 +33,11 @@ _DOC = "(r.metadata::jsonb)"
 def compile_where(node: Filter) -> tuple[str, dict[str, Any]]:
     """``node`` as a boolean SQL expression over ``revisions r`` and its named parameters
     (``%(f_N)s``)."""
-    compiler = _Compiler()
-    return compiler.node(node), compiler.args
+    return _PostgresFilter().compile(node)
 
 
-class _Compiler:
-    def __init__(self) -> None:
-        self.args: dict[str, Any] = {}
-
-    def bind(self, value: object) -> str:
-        name = f"f_{len(self.args)}"
-        self.args[name] = value
-        return f"%({name})s"
-
-    def node(self, node: Filter) -> str:
-        if isinstance(node, AllOf):
-            return "(" + " AND ".join(self.node(p) for p in node.parts) + ")"
-        if isinstance(node, AnyOf):
-            return "(" + " OR ".join(self.node(p) for p in node.parts) + ")"
-        if isinstance(node, Not):
-            return f"(NOT {self.node(node.part)})"
-        return self.field(node) if node.field is not None else self.metadata(node)
+class _PostgresFilter(FilterCompiler):
+    placeholder = "%({})s"
 
     def field(self, node: Condition) -> str:
         column = FIELD_COLUMNS[node.field or ""]
@@ -66,7 +49,7 @@ class _Compiler:
             marks = ", ".join(self.bind(v) for v in node.values)
             return f"({column} IS NOT NULL AND {column}{collate} IN ({marks}))"
         value = self.bind(node.values[0])
-        return f"({column} IS NOT NULL AND {column}{collate} {_OPS[node.op]} {value})"
+        return f"({column} IS NOT NULL AND {column}{collate} {SQL_OPERATORS[node.op]} {value})"
 
     def metadata(self, node: Condition) -> str:
         if node.op == "exists":
@@ -87,5 +70,5 @@ class _Compiler:
             read = f"({read})::double precision"
         return (
             f"COALESCE(CASE WHEN jsonb_typeof({_DOC} -> {key}) = '{_JSON_TYPE[kind]}' "
-            f"THEN {read} {_OPS[node.op]} {self.bind(value)} END, false)"
+            f"THEN {read} {SQL_OPERATORS[node.op]} {self.bind(value)} END, false)"
         )

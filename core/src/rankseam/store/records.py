@@ -368,8 +368,8 @@ class MemoryNotFoundError(ValidationError, KeyError):
         when = datetime.fromtimestamp(at, tz=UTC).isoformat(timespec="seconds")
         return cls(
             f"memory {memory_id!r} in namespace {namespace!r} was forgotten (hard-deleted) at "
-            f"{when}: its text, metadata and vectors are gone and cannot be read back; add() "
-            "it again to store it anew"
+            f"{when}: its text, metadata and vectors are gone and cannot be read back (adding "
+            "the id again stores a new memory under it)"
         )
 
     @classmethod

@@ -18,6 +18,7 @@ import pytest
 import rankseam
 from rankseam.errors import ValidationError
 from rankseam.sqlite.reader import NEIGHBOURS_AFTER, NEIGHBOURS_BEFORE
+from rankseam.sqlite.schema import SCHEMA_VERSION
 from rankseam.types import RerankDecision
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -227,15 +228,15 @@ def test_thread_lookups_are_index_ranges(memory: Any) -> None:
 
 def test_a_store_written_by_a93b0df_opens_and_migrates(tmp_path: Path) -> None:
     """core/tests/fixtures/store-a93b0df.sqlite3 was written by rankseam at a93b0df (schema
-    3; make_a93b0df.py): it opens, migrates to schema 4 with the fields empty, answers as
-    before and takes memories in threads."""
+    3; make_a93b0df.py): it opens, migrates to the current schema with the fields empty,
+    answers as before and takes memories in threads."""
     path = tmp_path / "old.sqlite3"
     shutil.copy(FIXTURES / "store-a93b0df.sqlite3", path)
     conn = sqlite3.connect(path)
     assert conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone() == ("3",)
     conn.close()
     with rankseam.open_memory(path, reranker=None) as m:
-        assert m.store.schema_version == 4
+        assert m.store.schema_version == SCHEMA_VERSION  # every migration ran
         stored = {s.ref.memory_id: s for s in m.list()}
         assert sorted(stored) == ["t1", "t2"]
         assert stored["t2"].ref.revision == 2

@@ -153,11 +153,12 @@ STRUCTURE_INDEXES = (
 #: object: it exists, and equals nothing). Written with the revision's full-text row and removed
 #: with it when the revision retires.
 METADATA_VALUES = (
-    "CREATE TABLE metadata_values (rid INTEGER NOT NULL, namespace TEXT NOT NULL, "
+    "CREATE TABLE IF NOT EXISTS metadata_values (rid INTEGER NOT NULL, namespace TEXT NOT NULL, "
     "key TEXT NOT NULL, kind TEXT NOT NULL, text_value TEXT, num_value REAL); "
-    "CREATE INDEX metadata_text ON metadata_values (namespace, key, kind, text_value); "
-    "CREATE INDEX metadata_num ON metadata_values (namespace, key, kind, num_value); "
-    "CREATE INDEX metadata_rid ON metadata_values (rid)"
+    "CREATE INDEX IF NOT EXISTS metadata_text ON metadata_values "
+    "(namespace, key, kind, text_value); "
+    "CREATE INDEX IF NOT EXISTS metadata_num ON metadata_values (namespace, key, kind, num_value); "
+    "CREATE INDEX IF NOT EXISTS metadata_rid ON metadata_values (rid)"
 )
 
 
@@ -208,7 +209,9 @@ def _migrate_4_to_5(conn: sqlite3.Connection) -> None:
     the revisions' metadata."""
     for statement in METADATA_VALUES.split(";"):
         conn.execute(statement)
-    conn.execute(f"{INDEX_VALUES} WHERE r.live = 1")
+    # filled once: a store that holds the table already (made to look older) keeps its rows
+    if conn.execute("SELECT 1 FROM metadata_values LIMIT 1").fetchone() is None:
+        conn.execute(f"{INDEX_VALUES} WHERE r.live = 1")
 
 
 def _migrate_5_to_6(conn: sqlite3.Connection) -> None:

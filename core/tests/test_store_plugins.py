@@ -323,6 +323,64 @@ def test_a_store_lacking_a_channels_reader_capability_is_refused_naming_both(
         rankseam.open_memory(mirror_url(tmp_path / "n.sqlite3"), config=config)
 
 
+def test_a_default_channel_the_store_cannot_serve_is_left_out(
+    install: Install, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # a store plugin whose snapshot has no neighbours: with the default sources its channels
+    # run without the context stage; naming "context" in search.sources is refused
+    install("plainstore", PLAIN_STORE)
+    caplog.set_level("INFO", logger="rankseam.assembly")
+    with rankseam.open_memory(f"plain://{tmp_path / 'p.sqlite3'}") as memory:
+        memory.add("walrus on the ice", thread="t", position=1)
+        assert memory.search("walrus", 3).hits
+        assert "context" not in memory.search("walrus", 3).trace.channels
+    assert "'context'" in caplog.text and "left out of the default channels" in caplog.text
+    with pytest.raises(ConfigurationError, match="channel 'context' .* NeighbourReader"):
+        rankseam.open_memory(
+            f"plain://{tmp_path / 'p.sqlite3'}",
+            config={"search": {"sources": ["lexical", "vector", "context"]}},
+        )
+
+
+#: A store plugin whose read snapshot lacks the optional NeighbourReader (a wrapper that lends
+#: only the whole read contract's methods).
+PLAIN_STORE = """
+from contextlib import contextmanager
+from urllib.parse import urlsplit
+
+import rankseam
+from rankseam.sqlite import SQLiteStore
+
+WHOLE = {"live_count", "document_frequency", "lexical", "vector", "importance",
+         "top_importance", "identities", "memories", "resolve"}
+
+
+class Plain:
+    def __init__(self, reader):
+        self._reader = reader
+
+    def __getattr__(self, name):
+        if name not in WHOLE:
+            raise AttributeError(name)
+        return getattr(self._reader, name)
+
+
+class PlainStore(SQLiteStore):
+    kind = "plain"
+
+    @contextmanager
+    def read(self):
+        with super().read() as reader:
+            yield Plain(reader)
+
+
+@rankseam.hookimpl
+def register_stores(register):
+    register("plain", lambda t, o, c: PlainStore(urlsplit(t.url).path), schemes=("plain",),
+             summary="SQLite without neighbours (test)")
+"""
+
+
 def test_a_channel_whose_reads_is_not_protocols_is_refused(
     install: Install, tmp_path: Path
 ) -> None:

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import contextvars
 import inspect
+import logging
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 import attrs
 
-from rankseam.config import Config, default_db_path
+from rankseam.config import DEFAULT_SOURCES, Config, default_db_path
 from rankseam.decision import (
     DecisionBackend,
     FailOpenDecisionBackend,
@@ -40,9 +41,12 @@ __all__ = [
     "assemble",
     "check_embedder",
     "open_store",
+    "store_channels",
     "select_store",
     "store_target",
 ]
+
+log = logging.getLogger("rankseam.assembly")
 
 _KIND_WORDS = {
     "store": "store",
@@ -303,20 +307,16 @@ def open_store(parts: Assembly) -> Store:
             "which does not implement the Store protocol (docs/writing-plugins.md, 'Writing a "
             "store'); fix the plugin"
         )
-    try:
-        check_channel_readers(store, parts)
-    except BaseException:
-        store.close()
-        raise
     return store
 
 
-def check_channel_readers(store: Store, parts: Assembly) -> None:
-    """Refuse a store whose read snapshot lacks a reader capability a configured channel
-    declares (``CandidateSource.reads``), naming both, so that the mistake shows at open time
-    rather than at the first search. Capabilities every store's reader has
-    (:class:`~rankseam.store.contract.StoreReader`'s protocols) need no look; any other is
-    checked on one read snapshot of the store, opened only then."""
+def store_channels(store: Store, parts: Assembly) -> tuple[tuple[str, CandidateSource], ...]:
+    """The channels of ``parts`` that run on ``store``: each reader capability a channel
+    declares (``CandidateSource.reads``) is checked on one read snapshot of the store (opened
+    only when a channel declares one outside the whole read contract, which every store's
+    reader has). A channel the user named in ``search.sources`` that the store cannot serve is
+    refused, naming both, so the mistake shows at open time rather than at the first search;
+    one that is there only by default (the default sources) is left out, with a log record."""
     wanted = [
         (name, protocol)
         for name, source in parts.sources
@@ -324,19 +324,29 @@ def check_channel_readers(store: Store, parts: Assembly) -> None:
         if protocol not in _EVERY_READER
     ]
     if not wanted:
-        return
+        return parts.sources
+    lacking: dict[str, type] = {}
     with store.read() as reader:
         for name, protocol in wanted:
-            if isinstance(reader, protocol):
-                continue
-            channel = parts.context.registry.get("candidate_source", name, store=parts.store.name)
-            owner = f" (plugin {channel.plugin!r})" if channel is not None else ""
+            if not isinstance(reader, protocol):
+                lacking.setdefault(name, protocol)
+    if not lacking:
+        return parts.sources
+    named = parts.config.search.sources != DEFAULT_SOURCES
+    for name, protocol in lacking.items():
+        channel = parts.context.registry.get("candidate_source", name, store=parts.store.name)
+        owner = f" (plugin {channel.plugin!r})" if channel is not None else ""
+        why = (
+            f"channel {name!r}{owner} reads the store through {protocol.__name__}, which "
+            f"store {parts.store.name!r} (plugin {parts.store.plugin!r}) does not offer"
+        )
+        if named:
             raise ConfigurationError(
-                f"channel {name!r}{owner} reads the store through {protocol.__name__}, which "
-                f"store {parts.store.name!r} (plugin {parts.store.plugin!r}) does not offer; "
-                f"remove {name!r} from search.sources, or use a store that implements "
+                f"{why}; remove {name!r} from search.sources, or use a store that implements "
                 f"{protocol.__name__} (docs/writing-plugins.md, 'Reader capabilities')"
             )
+        log.info("%s: left out of the default channels", why, extra={"channel": name})
+    return tuple((name, source) for name, source in parts.sources if name not in lacking)
 
 
 #: The reader protocols of the whole read contract: every store's snapshot implements them.

@@ -16,7 +16,13 @@ import os
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from rankseam.assembly import ComponentContext, assemble, check_embedder, open_store
+from rankseam.assembly import (
+    ComponentContext,
+    assemble,
+    check_embedder,
+    open_store,
+    store_channels,
+)
 from rankseam.config import Config, default_db_path
 from rankseam.decision import DecisionBackend
 from rankseam.embedding import Embedder, EmbedderDescriptor
@@ -35,6 +41,7 @@ from rankseam.search.pipeline import (
     SearchPlan,
 )
 from rankseam.store.contract import Store
+from rankseam.store.filters import Filter, check_live_filter, parse_where, scoped
 from rankseam.store.records import (
     MemoryNotFoundError,
     StoredMemory,
@@ -121,6 +128,7 @@ def open_memory(
     parts = assemble(cfg, create=create)
     store = open_store(parts)
     try:
+        sources = store_channels(store, parts)
         store.register_space(parts.embedder.descriptor)
     except BaseException:
         store.close()
@@ -130,9 +138,19 @@ def open_memory(
         cfg,
         parts.context,
         parts.embedder,
-        list(parts.sources),
+        list(sources),
         parts.gate,
         default_reranker=default_reranker,
+    )
+
+
+def _where(scope: Mapping[str, Any]) -> Filter | None:
+    """A search's or a listing's filter: ``where`` checked, with its thread and time scope."""
+    return scoped(
+        parse_where(scope.get("where")),
+        thread=scope.get("thread"),
+        since=scope.get("since"),
+        until=scope.get("until"),
     )
 
 
@@ -387,10 +405,24 @@ class Memory(LifecycleMethods, AsyncMethods):
         return self._store.get(self._ns(namespace), check_memory_id(memory_id_or_ref))
 
     def list(
-        self, namespace: str | None = None, *, include_deleted: bool = False
+        self,
+        namespace: str | None = None,
+        *,
+        include_deleted: bool = False,
+        where: Mapping[str, Any] | None = None,
+        thread: str | None = None,
+        since: Any = None,
+        until: Any = None,
     ) -> Iterator[StoredMemory]:
-        """Current revisions of a namespace, streamed (never the whole store in memory)."""
-        return self._store.iter_memories(self._ns(namespace), include_deleted=include_deleted)
+        """Current revisions of a namespace, streamed in write order (never the whole store in
+        memory); with ``where`` / ``thread`` / ``since`` / ``until`` (as :meth:`search` takes
+        them; docs/filters.md), the live ones that pass the filter."""
+        ns = self._ns(namespace)
+        scope = _where({"where": where, "thread": thread, "since": since, "until": until})
+        if scope is None:
+            return self._store.iter_memories(ns, include_deleted=include_deleted)
+        check_live_filter(include_deleted)
+        return self._store.iter_memories(ns, include_deleted=include_deleted, where=scope)
 
     def namespaces(self) -> builtins.list[str]:
         return self._store.namespaces()
@@ -439,9 +471,11 @@ class Memory(LifecycleMethods, AsyncMethods):
         on_error: str | None,
         rerank_deadline_s: float | None,
         distinct_sources: bool | None = None,
+        scope: Mapping[str, Any] | None = None,
     ) -> SearchPlan:
         ns = self._ns(namespace)
         chosen, notes = self._rerankers.choose(reranker, reranker_options)
+        scope = scope or {}
         return self._search.plan(
             query,
             limit,
@@ -452,6 +486,8 @@ class Memory(LifecycleMethods, AsyncMethods):
             rerank_deadline_s,
             notes,
             distinct_sources,
+            where=_where(scope),
+            min_score=scope.get("min_score"),
         )
 
     def search(
@@ -466,6 +502,11 @@ class Memory(LifecycleMethods, AsyncMethods):
         on_error: str | None = None,
         rerank_deadline_s: float | None = None,
         distinct_sources: bool | None = None,
+        where: Mapping[str, Any] | None = None,
+        thread: str | None = None,
+        since: Any = None,
+        until: Any = None,
+        min_score: float | None = None,
     ) -> SearchResult:
         """Search a namespace. ``reranker``: the configured default when omitted, ``None`` or
         ``"none"`` for the coarse order, a registered name, a reranker object, or a chain: a
@@ -477,7 +518,13 @@ class Memory(LifecycleMethods, AsyncMethods):
         ``rerank_deadline_s``: the reranker's deadline for this search (default ``[search]
         rerank_deadline_s``, 90 s; docs/seam.md). ``distinct_sources``: a memory goes below the
         others when a memory derived from the same source sits higher (default ``[search]
-        distinct_sources``, on; docs/store.md, "Source-aware selection")."""
+        distinct_sources``, on; docs/store.md, "Source-aware selection").
+
+        ``where``: a filter over metadata keys and the memory's fields (``{"topic": "food"}``,
+        ``{"year": {"$gte": 2020}}``, ``{"$or": [...]}``; docs/filters.md), applied inside
+        each channel's query before the pool is cut; ``thread``: only this thread's memories;
+        ``since`` / ``until``: created at or after / before (a datetime, an ISO 8601 string
+        or POSIX seconds); ``min_score``: no hit whose fused score is below it."""
         plan = self._plan(
             query,
             limit,
@@ -488,6 +535,13 @@ class Memory(LifecycleMethods, AsyncMethods):
             on_error,
             rerank_deadline_s,
             distinct_sources,
+            {
+                "where": where,
+                "thread": thread,
+                "since": since,
+                "until": until,
+                "min_score": min_score,
+            },
         )
         return self._search.finish(plan, self._search.coarse(plan), self._runner)
 
@@ -503,6 +557,11 @@ class Memory(LifecycleMethods, AsyncMethods):
         on_error: str | None = None,
         rerank_deadline_s: float | None = None,
         distinct_sources: bool | None = None,
+        where: Mapping[str, Any] | None = None,
+        thread: str | None = None,
+        since: Any = None,
+        until: Any = None,
+        min_score: float | None = None,
     ) -> SearchResult:
         """:meth:`search` for async code (the store is read in a worker thread). The reranker
         runs on the caller's event loop: the deadline holds for every reranker that awaits
@@ -518,6 +577,13 @@ class Memory(LifecycleMethods, AsyncMethods):
             on_error,
             rerank_deadline_s,
             distinct_sources,
+            {
+                "where": where,
+                "thread": thread,
+                "since": since,
+                "until": until,
+                "min_score": min_score,
+            },
         )
         import asyncio  # on first use: a synchronous caller never imports asyncio
 

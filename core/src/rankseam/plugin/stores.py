@@ -13,11 +13,10 @@ from __future__ import annotations
 from rankseam.store.contract import BatchWriter, BulkReader, BulkWriter, Store, StoreReader, Vectors
 from rankseam.store.filters import (
     FIELDS,
-    AllOf,
-    AnyOf,
+    SQL_OPERATORS,
     Condition,
     Filter,
-    Not,
+    FilterCompiler,
     matches,
 )
 from rankseam.store.listing import PageFetch, memory_pages, pending_pages, store_stats
@@ -56,8 +55,7 @@ from rankseam.store.target import StoreTarget
 
 __all__ = [
     "FIELDS",
-    "AllOf",
-    "AnyOf",
+    "SQL_OPERATORS",
     "BatchWriter",
     "BulkReader",
     "BulkRevision",
@@ -65,6 +63,7 @@ __all__ = [
     "ConcurrentReader",
     "Condition",
     "Filter",
+    "FilterCompiler",
     "Forgotten",
     "Identities",
     "ImportanceReader",
@@ -76,7 +75,6 @@ __all__ = [
     "MemoryRows",
     "NeighbourReader",
     "Neighbours",
-    "Not",
     "PageFetch",
     "PendingText",
     "PreparedRecord",

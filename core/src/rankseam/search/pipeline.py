@@ -19,7 +19,7 @@ from typing import Any
 import attrs
 
 from rankseam.assembly import ComponentContext
-from rankseam.checks import is_int
+from rankseam.checks import is_int, is_real
 from rankseam.config import SearchConfig
 from rankseam.embedding import Embedder, EmbedderDescriptor, embed_checked
 from rankseam.errors import ConfigurationError, ValidationError
@@ -51,6 +51,7 @@ from rankseam.search.channels.base import (
 from rankseam.search.fusion import ChannelList, Fused, ScoreSpec, fuse, score_spec_of, widen
 from rankseam.search.selection import spread_sources
 from rankseam.store.contract import Store
+from rankseam.store.filters import Filter
 from rankseam.store.readers import (
     ConcurrentReader,
     NeighbourReader,
@@ -219,6 +220,21 @@ class SearchPlan:
     notes: tuple[str, ...] = ()
     #: memories of one source do not crowd the top (docs/store.md, "Source-aware selection")
     distinct_sources: bool = True
+    #: The filter (``where`` with the thread and time scope), checked; None: every memory.
+    where: Filter | None = None
+    #: Coarse hits whose fused score is below it never enter the pool; None: no cut-off.
+    min_score: float | None = None
+
+
+def check_min_score(value: object) -> float:
+    """A search's ``min_score``: a finite number, compared with each coarse hit's fused score
+    (``Hit.score``; the default ``convex`` fusion scores on [0, 1])."""
+    if not is_real(value) or value != value or value in (float("inf"), float("-inf")):
+        raise ValidationError(
+            f"min_score must be a finite number (a hit's fused score, 0..1 with the default "
+            f"fusion), got {value!r}"
+        )
+    return float(value)  # type: ignore[arg-type]
 
 
 class Pooled:
@@ -421,8 +437,11 @@ class SearchPipeline:
         rerank_deadline_s: float | None = None,
         notes: tuple[str, ...] = (),
         distinct_sources: bool | None = None,
+        where: Filter | None = None,
+        min_score: object = None,
     ) -> SearchPlan:
-        """Check a search's arguments, once (``namespace`` and ``reranker`` resolved)."""
+        """Check a search's arguments, once (``namespace``, ``reranker`` and ``where``
+        resolved)."""
         if distinct_sources is not None and not isinstance(distinct_sources, bool):
             raise ValidationError(
                 f"distinct_sources must be True, False or None (the configured default), got "
@@ -450,6 +469,8 @@ class SearchPipeline:
             distinct_sources=settings.distinct_sources
             if distinct_sources is None
             else distinct_sources,
+            where=where,
+            min_score=None if min_score is None else check_min_score(min_score),
         )
 
     def use_embedder(self, embedder: Embedder) -> None:
@@ -472,7 +493,9 @@ class SearchPipeline:
             answers = _admitting_answers(
                 reader,
                 [src for _name, src in admitting],
-                lambda r: SourceRequest(r, plan.namespace, plan.query, k, qvec, space),
+                lambda r: SourceRequest(
+                    r, plan.namespace, plan.query, k, qvec, space, where=plan.where
+                ),
             )
             for (name, _src), found in zip(admitting, answers, strict=True):
                 # the host's sources answer ScoredKeys: fusion reads their arrays
@@ -486,7 +509,7 @@ class SearchPipeline:
             for name, src in self._sources:
                 if not src.admits:
                     request = SourceRequest(
-                        reader, plan.namespace, plan.query, k, qvec, space, admitted
+                        reader, plan.namespace, plan.query, k, qvec, space, admitted, plan.where
                     )
                     results[name] = list(src.candidates(request))
             refs = reader.identities(admitted)
@@ -511,8 +534,10 @@ class SearchPipeline:
                 method=self._settings.fusion,
                 weights=self._settings.weights,
                 scales=self._settings.scales,
-                limit=plan.pool,
+                limit=plan.pool if plan.min_score is None else None,
             )
+            if plan.min_score is not None:
+                fused = [f for f in fused if f.score >= plan.min_score][: plan.pool]
             for name, src in self._context:  # over the fused pool, in this snapshot
                 fused = self._widen(plan, reader, refs, fused, name, src)
             rows = reader.memories([f.key for f in fused])
@@ -552,7 +577,9 @@ class SearchPipeline:
             return fused
         pool = ScoredKeys([f.key for f in fused], [f.score for f in fused])
         answered = source.candidates(
-            SourceRequest(reader, plan.namespace, plan.query, plan.pool, pool=pool)
+            SourceRequest(
+                reader, plan.namespace, plan.query, plan.pool, where=plan.where, pool=pool
+            )
         )
         answered = list(answered)[: plan.pool]
         if not answered:
@@ -631,5 +658,7 @@ class SearchPipeline:
             latency_ms=(time.perf_counter() - plan.started) * 1000.0,
             channels=self._channels,
             notes=plan.notes,
+            where=None if plan.where is None else plan.where.to_dict(),
+            min_score=plan.min_score,
         )
         return SearchResult(hits, trace)

@@ -51,6 +51,7 @@ import attrs
 import numpy as np
 
 from rankseam.embedding import EmbedderDescriptor
+from rankseam.store.filters import Filter
 from rankseam.store.readers import ScoredKey, ScoredKeys
 
 if TYPE_CHECKING:
@@ -90,6 +91,10 @@ class SourceRequest:
     query_vector: np.ndarray | None = None
     embedder: EmbedderDescriptor | None = None
     admitted: tuple[int, ...] = ()
+    #: The search's filter, checked (``rankseam.plugin.stores.Filter``), or None: an admitting
+    #: source answers only row keys of revisions that pass it, applied in its own store query
+    #: (before its list is cut to ``k``), never afterwards.
+    where: Filter | None = None
     #: For a ``"context"``-stage source: the fused pool, keys and fused scores, best first.
     pool: ScoredKeys = attrs.field(factory=ScoredKeys.empty)
 

@@ -25,7 +25,7 @@ import attrs
 
 from rankseam.plugin import CandidateSourceRegister, hookimpl, option, parse_options
 from rankseam.plugin.channels import ScoredKey, SourceRequest
-from rankseam.plugin.stores import NeighbourReader, ScoredKeys
+from rankseam.plugin.stores import NeighbourReader, ScoredKeys, StoredMemory, matches
 
 __all__ = ["ContextOptions", "ContextSource"]
 
@@ -86,6 +86,16 @@ class ContextSource:
             for neighbour in around.keys():
                 if score > found.get(neighbour, -1.0):
                     found[neighbour] = score
+        if found and request.where is not None:
+            # a neighbour enters the pool only if it passes the search's filter, as every
+            # channel's own candidates do (the rows read in this snapshot, tested by the
+            # filter's reference meaning)
+            rows = request.reader.memories(list(found))
+            found = {
+                key: score
+                for key, score in found.items()
+                if key in rows and matches(request.where, rows[key].metadata, _fields(rows[key]))
+            }
         if not found:
             return ScoredKeys.empty()
         # best first, ties by key; at most the pool size
@@ -98,6 +108,18 @@ class ContextSource:
         if not isinstance(options, ContextOptions):
             options = parse_options(ContextOptions, options, "sources.context")
         return cls(**attrs.asdict(options, recurse=False))
+
+
+def _fields(memory: StoredMemory) -> dict[str, Any]:
+    """A stored memory's fields, as a filter names them (``rankseam.plugin.stores.FIELDS``)."""
+    return {
+        "thread": memory.thread,
+        "position": memory.position,
+        "derived_from": memory.derived_from,
+        "created_at": memory.created_at,
+        "importance": memory.importance,
+        "memory_id": memory.ref.memory_id,
+    }
 
 
 def _context(options: ContextOptions, context: object) -> ContextSource:

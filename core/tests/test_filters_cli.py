@@ -151,15 +151,16 @@ def test_a_malformed_where_is_a_usage_error_naming_the_option(
         (["--where", '{"thread": 7}'], "where['thread']: thread holds text"),
         (["--where", '{"$not": {"user": "dana"}}'], "unknown combinator '$not'"),
         (["--where", '{"user": null}'], "$exists"),
-        (["--since", "last tuesday"], "since: 'last tuesday' is not an ISO 8601 date"),
-        (["--until", "soon"], "until: 'soon' is not an ISO 8601 date"),
+        (["--since", "last tuesday"], ("since: ", "'last tuesday'", "ISO 8601")),
+        (["--until", "soon"], ("until: ", "'soon'", "ISO 8601")),
     ],
 )
 def test_a_filter_the_host_refuses_names_its_place(store: Path, args: list[str], says: str) -> None:
     for words in (["search", "birthday"], ["list"]):
         done = run(*words, "--db", "m.sqlite3", *args, cwd=store)
         assert done.returncode == 1, done.stderr
-        assert says in done.stderr, done.stderr
+        for part in (says,) if isinstance(says, str) else says:
+            assert part in done.stderr, done.stderr
         assert "Traceback" not in done.stderr
 
 

@@ -3,13 +3,16 @@
     python plugins/rankseam-sentence-transformers/studies/bench.py speed --memories 800
     python plugins/rankseam-sentence-transformers/studies/bench.py rerank-cpu \\
         --dataset beir:shared/data/scifact-train@train --queries 100
+    python plugins/rankseam-sentence-transformers/studies/bench.py cosine \\
+        --stores /tmp/stores/locomo --dataset locomo
 
 A study script, not part of the plugin's package: it reads the datasets with rankseam's own
 benchmark loader (``rankseam.bench.datasets``, the one ``rankseam bench quality`` uses).
 
 ``speed``: the same memories ingested into one SQLite store per backend (torch with its
 default threads, torch with one thread, both again with ``precision = "bf16"``, ONNX fp32,
-ONNX int8 with one worker and with the default two; ``--backends`` picks some),
+ONNX int8 with one worker and with the default two, and the torch-free ``minilm-int8``
+embedder; ``--backends`` picks some),
 **interleaved** chunk by chunk
 so every backend sees the same machine load; after each chunk each backend embeds the same
 queries one at a time (what a search pays for its query vector). Reports memories/s (wall),
@@ -23,6 +26,10 @@ that variant runs, default torch's own) in turn query by query. ``cold``: no vec
 (every text of every pool encoded); ``warm``: the candidate cache filled by a first pass over
 the same queries (the query itself is encoded again: a new reranker instance shares the
 cache, not the query vectors).
+``cosine``: how close two embedders' vectors of the same texts are (the torch model against
+the torch-free ``minilm-int8`` by default): the memories' vectors that ``rankseam bench quality
+--embedder A,B --stores DIR`` stored for each embedder, and the queries embedded with both.
+
 Prints the report as JSON and writes ``report.json`` to ``--out``.
 """
 
@@ -43,7 +50,7 @@ from typing import Any
 import rankseam
 from rankseam.testing import build_component, run_reranker
 
-__all__ = ["main", "probe", "rerank_cpu", "speed"]
+__all__ = ["cosine", "main", "probe", "rerank_cpu", "speed"]
 
 #: The backends ``speed`` compares: label -> (embedder options, torch threads or None).
 BACKENDS: dict[str, tuple[dict[str, Any], int | None]] = {
@@ -54,7 +61,10 @@ BACKENDS: dict[str, tuple[dict[str, Any], int | None]] = {
     "onnx": ({"backend": "onnx"}, None),
     "onnx-int8-1-worker": ({"backend": "onnx", "quantize": True, "workers": 1}, None),
     "onnx-int8": ({"backend": "onnx", "quantize": True}, None),
+    "minilm-int8": ({}, None),
 }
+#: Backends that are another embedder of the plugin (default: ``sentence-transformers``).
+EMBEDDER_OF = {"minilm-int8": "minilm-int8"}
 
 
 def _load(spec: str) -> Any:
@@ -92,13 +102,14 @@ def speed(
     embedders: dict[str, Any] = {}
     for label in backends:
         options, _ = BACKENDS[label]
+        name = EMBEDDER_OF.get(label, "sentence-transformers")
         opened[label] = rankseam.open_memory(
             folder / f"{label}.sqlite3",
-            embedder="sentence-transformers",
-            config={"embedders": {"sentence-transformers": options}},
+            embedder=name,
+            config={"embedders": {name: options}},
             reranker=None,
         )
-        embedders[label] = build_component("embedder", "sentence-transformers", options)
+        embedders[label] = build_component("embedder", name, options)
         embedders[label].embed(["warm-up"])  # load (and export) outside the clock
     totals = {label: {"ingest": [0.0, 0.0], "query": [0.0, 0.0]} for label in backends}
     for start in range(0, len(records), chunk):
@@ -245,6 +256,58 @@ def probe(memories: int, abstracts: str, texts: int, sizes: Sequence[int]) -> di
     return out
 
 
+def _stored_vectors(store: Path) -> dict[str, Any]:
+    """text -> stored vector of the one space in ``store`` (a SQLite store of rankseam bench
+    quality --stores; read-only, straight from its tables)."""
+    import sqlite3
+
+    import numpy as np
+
+    with sqlite3.connect(f"file:{store}?mode=ro", uri=True) as db:
+        rows = db.execute(
+            "SELECT r.text, v.vector FROM vectors v JOIN revisions r ON r.rid = v.rid"
+        ).fetchall()
+    return {text: np.frombuffer(blob, dtype="<f4") for text, blob in rows}
+
+
+def cosine(stores: Sequence[Path], datasets: Sequence[str], a: str, b: str) -> dict[str, Any]:
+    """Cosine between embedder ``a``'s and ``b``'s vectors of the same texts: every memory of
+    the stores that ``rankseam bench quality --embedder a,b --stores DIR`` left in each DIR
+    (``<store>-a.sqlite3`` beside ``<store>-b.sqlite3``), and every query of ``datasets``
+    embedded now with both."""
+    import numpy as np
+
+    found: dict[str, list[float]] = {}
+    for folder in stores:
+        values: list[float] = []
+        for left in sorted(folder.glob(f"*-{a}.sqlite3")):
+            one = _stored_vectors(left)
+            two = _stored_vectors(left.with_name(left.name.replace(f"-{a}.", f"-{b}.")))
+            values += [float(one[t] @ two[t]) for t in one.keys() & two.keys()]
+        found[f"memories:{folder.name}"] = values
+    first, second = build_component("embedder", a), build_component("embedder", b)
+    for spec in datasets:
+        texts = [q.text for c in _load(spec).collections for q in c.queries]
+        pairs = np.sum(first.embed(texts) * second.embed(texts), axis=1)
+        found[f"queries:{spec}"] = [float(x) for x in pairs]
+    everything = [x for v in found.values() for x in v]
+    found["all"] = everything
+
+    def summary(values: Sequence[float]) -> dict[str, float]:
+        arr = np.asarray(values)
+        return {
+            "texts": len(arr),
+            "mean": float(arr.mean()),
+            "p1": float(np.percentile(arr, 1)),
+            "p5": float(np.percentile(arr, 5)),
+            "median": float(np.median(arr)),
+            "min": float(arr.min()),
+            "below_0.998": int((arr < 0.998).sum()),
+        }
+
+    return {"embedders": [a, b], "cosine": {k: summary(v) for k, v in found.items()}}
+
+
 def _variants(values: Sequence[str]) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     for item in values or ["default=="]:
@@ -286,7 +349,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     b.add_argument("--abstracts", default="beir:../shared/data/scifact-train@train")
     b.add_argument("--texts", type=int, default=300)
     b.add_argument("--sizes", default="1,8,32")
-    for p in (s, r, b):
+    c = sub.add_parser("cosine", help="cosine between two embedders' vectors of the same texts")
+    c.add_argument("--stores", type=Path, action="append", required=True)
+    c.add_argument("--dataset", action="append", default=[], help="queries embedded now")
+    c.add_argument("--embedders", default="sentence-transformers,minilm-int8")
+    for p in (s, r, b, c):
         p.add_argument("--out", type=Path, default=None, help="folder for report.json")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="rankseam-st-bench-") as scratch:
@@ -299,6 +366,9 @@ def main(argv: Sequence[str] | None = None) -> None:
                 args.backends.split(","),
                 Path(scratch),
             )
+        elif args.command == "cosine":
+            a, b = args.embedders.split(",")
+            report = cosine(args.stores, args.dataset, a, b)
         elif args.command == "probe":
             sizes = [int(x) for x in args.sizes.split(",")]
             report = probe(args.memories, args.abstracts, args.texts, sizes)

@@ -81,12 +81,15 @@ def test_onnx_fp32_and_torch_give_the_same_order() -> None:
     )
 
 
-def test_auto_takes_onnx_when_it_is_installed() -> None:
-    from rankseam_sentence_transformers.onnx_backend import onnx_available
+def test_auto_takes_onnx_when_it_can_export() -> None:
+    """ONNX Runtime alone (the torch-free `onnx` extra) cannot export the model: auto needs onnx
+    too (the `export` extra)."""
+    from rankseam_sentence_transformers.onnx_backend import export_available
 
     assert SemanticOptions().backend == "auto"
-    expected = "onnx" if onnx_available() else "torch"
+    expected = "onnx" if export_available() else "torch"
     assert build_reranker().descriptor["backend"] == expected
+    assert SemanticOptions().runtime(onnx=False).backend == "torch"
 
 
 class TestSemanticContract(RerankerContract):

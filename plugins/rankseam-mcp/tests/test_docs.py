@@ -96,6 +96,7 @@ def test_a_documented_command_starts_the_server(title: str, tmp_path: Path) -> N
     assert tools == {f"memory_{t}" for t in ("search", "add", "get", "update", "list")} | {
         "memory_delete",
         "memory_stats",
+        "memory_history",
     }
     assert not added.is_error, added.content[0].text
     assert json.loads(added.content[0].text)["created_store"] == str(tmp_path / "m.sqlite3")

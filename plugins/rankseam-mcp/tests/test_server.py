@@ -27,6 +27,7 @@ TOOLS = {
     "memory_list",
     "memory_delete",
     "memory_stats",
+    "memory_history",
 }
 
 
@@ -501,6 +502,7 @@ ANNOTATIONS = {
     "memory_add": (False, False, False),  # without memory_id, each call adds one more
     "memory_update": (False, False, False),  # each call writes a new revision
     "memory_delete": (False, True, True),  # a second delete changes nothing (and says so)
+    "memory_history": (True, False, True),
 }
 
 
@@ -611,11 +613,21 @@ def test_tool_prefix_and_the_old_names(tmp_path: Path) -> None:
         async with Client(params, read_timeout_seconds=60) as client:
             return await names(client)
 
-    assert asyncio.run(bare()) == {"add", "search", "get", "update", "list", "delete", "stats"}
+    assert asyncio.run(bare()) == {
+        "add",
+        "search",
+        "get",
+        "update",
+        "list",
+        "delete",
+        "stats",
+        "history",
+    }
     configured = config_session(tmp_path, '[plugins.mcp]\ntool_prefix = "work_"\n', names)
     assert configured == {f"work_{t}" for t in ("add", "search", "get", "update", "list")} | {
         "work_delete",
         "work_stats",
+        "work_history",
     }
     bad = subprocess.run(
         [RANKSEAM, "mcp", "--db", str(tmp_path / "c.sqlite3"), "--tool-prefix", "my tools"],

@@ -7,10 +7,13 @@ The calling model may pick a reranker and pass options only where the operator a
     options = { mmr = ["lambda"] }     # options it may pass per reranker (the default)
     max_message_bytes = 4194304        # the longest request line read (the default, 4 MiB)
     tool_prefix = "memory_"            # tool names: memory_search, memory_add, ... (the default)
+    destructive_tools = []             # hard deletes offered: "forget", "reset" (the default: none)
 
 By default no model-backed reranker (``decision``, ``listwise``, ``rerankers``, anything that
 calls a backend) and no backend option can be chosen by a client: the configured default
-reranker still runs when the client names none.
+reranker still runs when the client names none. Nor is a hard delete offered: the
+``memory_forget`` and ``memory_reset`` tools are served only when ``destructive_tools`` names
+them (``memory_delete``, a tombstone that keeps every revision readable, always is).
 """
 
 from __future__ import annotations
@@ -23,13 +26,21 @@ import attrs
 
 from rankseam.errors import ConfigurationError
 
-__all__ = ["DEFAULT_MAX_MESSAGE_BYTES", "DEFAULT_TOOL_PREFIX", "ToolPolicy", "check_tool_prefix"]
+__all__ = [
+    "DEFAULT_MAX_MESSAGE_BYTES",
+    "DEFAULT_TOOL_PREFIX",
+    "DESTRUCTIVE_TOOLS",
+    "ToolPolicy",
+    "check_tool_prefix",
+]
 
 #: The longest request line the server reads (a memory text holds at most 1,000,000
 #: characters: up to 4 MB as UTF-8; raise it for clients that escape non-ASCII text).
 DEFAULT_MAX_MESSAGE_BYTES = 4 * 1024 * 1024
 _MIN_MESSAGE_BYTES = 64 * 1024
-_KEYS = ("rerankers", "options", "max_message_bytes", "tool_prefix")
+_KEYS = ("rerankers", "options", "max_message_bytes", "tool_prefix", "destructive_tools")
+#: The tools that hard-delete, served only when ``destructive_tools`` names them.
+DESTRUCTIVE_TOOLS = ("forget", "reset")
 
 #: What the tools' names start with: ``memory_search``, ``memory_add``, ... (``""`` gives the
 #: bare names of rankseam-mcp 0.1: ``search``, ``add``, ...).
@@ -68,15 +79,24 @@ def _options(value: Any) -> Mapping[str, tuple[str, ...]]:
 @attrs.frozen
 class ToolPolicy:
     """The rerankers (``"none"`` is the coarse order) and the options per reranker that the
-    ``search`` tool accepts, and the longest request line the server reads."""
+    ``search`` tool accepts, the longest request line the server reads, the tools' name
+    prefix, and the hard-delete tools served (``destructive_tools``: none by default)."""
 
     rerankers: tuple[str, ...] = ("none", "mmr")
     options: Mapping[str, tuple[str, ...]] = attrs.field(factory=lambda: {"mmr": ("lambda",)})
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
     tool_prefix: str = DEFAULT_TOOL_PREFIX
+    destructive_tools: tuple[str, ...] = ()
 
     def __attrs_post_init__(self) -> None:
         check_tool_prefix(self.tool_prefix)
+        unknown = sorted(set(self.destructive_tools) - set(DESTRUCTIVE_TOOLS))
+        if unknown:
+            raise ConfigurationError(
+                f"[plugins.mcp] destructive_tools names {unknown}; it may name "
+                f"{list(DESTRUCTIVE_TOOLS)} (the hard deletes), e.g. destructive_tools = "
+                '["forget"]'
+            )
         stray = sorted(set(self.options) - set(self.rerankers))
         if stray:
             raise ConfigurationError(
@@ -109,6 +129,12 @@ class ToolPolicy:
             kwargs["max_message_bytes"] = data["max_message_bytes"]
         if "tool_prefix" in data:
             kwargs["tool_prefix"] = data["tool_prefix"]
+        if "destructive_tools" in data:
+            value = data["destructive_tools"]
+            if isinstance(value, list | tuple) and not value:
+                kwargs["destructive_tools"] = ()
+            else:
+                kwargs["destructive_tools"] = _names(value, "[plugins.mcp] destructive_tools")
         return cls(**kwargs)
 
     def check(

@@ -29,11 +29,10 @@ from pydantic import Field
 
 from rankseam import Memory, __version__
 from rankseam.errors import RankseamError
-from rankseam.plugin.adapters import search_arguments
+from rankseam.plugin import search_arguments
 from rankseam.types import MemoryRef
 from rankseam_mcp import __version__ as plugin_version
 from rankseam_mcp.arguments import check_arguments, refuse_unknown
-from rankseam_mcp.filtering import FILTERING, MinScore, Since, ThreadScope, Until, Where, scope
 from rankseam_mcp.policy import ToolPolicy, check_tool_prefix
 from rankseam_mcp.slot import MemorySlot
 
@@ -230,17 +229,9 @@ def _compact_rerank(rerank: dict[str, Any] | None) -> dict[str, Any] | None:
     return out
 
 
-def _page(
-    memory: Memory,
-    namespace: str | None,
-    offset: int,
-    limit: int,
-    deleted: bool,
-    filters: Mapping[str, Any],
-) -> Any:
-    """``limit`` memories from ``offset`` on (those that pass ``filters``, ``Memory.list``'s
-    filter arguments), and whether more follow."""
-    memories: Iterator[Any] = memory.list(namespace, include_deleted=deleted, **filters)
+def _page(memory: Memory, namespace: str | None, offset: int, limit: int, deleted: bool) -> Any:
+    """``limit`` memories from ``offset`` on, and whether more follow."""
+    memories: Iterator[Any] = memory.list(namespace, include_deleted=deleted)
     try:
         page = [m.to_dict() for m in islice(memories, offset, offset + limit + 1)]
     finally:
@@ -293,9 +284,7 @@ def build_server(
             "already). Returns the best hits, each with its citation (memory_id, revision) and "
             "text. `reranker` picks a rerank policy by name (omit it for the configured default;"
             f" this server allows {allowed}; 'none' is the coarse order, 'mmr' diversifies) "
-            "and `reranker_options` its allowed options. "
-            f"{FILTERING} `min_score` leaves out hits scored below it. "
-            "The answer is compact; `verbose: true` "
+            "and `reranker_options` its allowed options. The answer is compact; `verbose: true` "
             "adds each hit's channel scores, timestamps and hash and the full rerank trace "
             "(selected ranks, usage, latency): for debugging the ranking, not for answering."
         ),
@@ -312,11 +301,6 @@ def build_server(
         verbose: Annotated[
             bool, Field(description="Also every score, timestamp and the full rerank trace.")
         ] = False,
-        where: Where = None,
-        thread: ThreadScope = None,
-        since: Since = None,
-        until: Until = None,
-        min_score: MinScore = None,
     ) -> dict[str, Any]:
         opened = await _call(slot.reading)
         try:
@@ -324,11 +308,7 @@ def build_server(
         except ValueError as exc:
             raise ToolError(str(exc)) from None
         kwargs = search_arguments(
-            namespace=namespace,
-            reranker=reranker,
-            reranker_options=reranker_options,
-            min_score=min_score,
-            **scope(where, thread, since, until),
+            namespace=namespace, reranker=reranker, reranker_options=reranker_options
         )
         result = await _guard(opened.asearch(query, limit, **kwargs))
         trace = result.trace
@@ -472,8 +452,7 @@ def build_server(
             f"find something, call {n['search']}. `offset` (default 0) and `limit` "
             f"(1..{MAX_PAGE}, default {DEFAULT_PAGE}) choose the page; `next_offset` is the "
             "next page's offset, null after the last. An update or delete between pages moves "
-            "a memory (to the end, or out). "
-            f"{FILTERING} Compact by default; `verbose: true` adds each "
+            "a memory (to the end, or out). Compact by default; `verbose: true` adds each "
             "memory's importance, timestamp and hash."
         ),
         annotations=_annotations(
@@ -490,14 +469,9 @@ def build_server(
         verbose: Annotated[
             bool, Field(description="Also importance, timestamps and hashes.")
         ] = False,
-        where: Where = None,
-        thread: ThreadScope = None,
-        since: Since = None,
-        until: Until = None,
     ) -> dict[str, Any]:
         opened = await _call(slot.reading)
-        filters = scope(where, thread, since, until)
-        page, more = await _call(_page, opened, namespace, offset, limit, include_deleted, filters)
+        page, more = await _call(_page, opened, namespace, offset, limit, include_deleted)
         next_offset = offset + len(page) if more else None
         if verbose:
             return {"memories": page, "offset": offset, "next_offset": next_offset}

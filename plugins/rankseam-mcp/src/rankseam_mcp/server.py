@@ -1,7 +1,9 @@
-"""The MCP server: seven tools over one rankseam ``Memory``, named ``memory_search``,
-``memory_add``, ``memory_get``, ``memory_update``, ``memory_list``, ``memory_delete`` and
-``memory_stats`` (the prefix is ``[plugins.mcp] tool_prefix``; ``""`` gives the bare names of
-rankseam-mcp 0.1, which are also still accepted on ``tools/call``).
+"""The MCP server: tools over one rankseam ``Memory``, named ``memory_search``,
+``memory_add``, ``memory_get``, ``memory_update``, ``memory_list``, ``memory_delete``,
+``memory_stats`` and ``memory_history``, and the hard deletes ``memory_forget`` and
+``memory_reset`` where the operator allows them (:mod:`rankseam_mcp.lifecycle`). The prefix
+is ``[plugins.mcp] tool_prefix``; ``""`` gives the bare names of rankseam-mcp 0.1, which are
+also still accepted on ``tools/call``.
 
 Every tool validates its input before it touches the store, strictly (no value is converted:
 ``"5"`` is not an integer). Bad input (an unknown argument, a wrong type, an empty text, an
@@ -29,10 +31,12 @@ from pydantic import Field
 
 from rankseam import Memory, __version__
 from rankseam.errors import RankseamError
-from rankseam.plugin import search_arguments
+from rankseam.plugin.adapters import search_arguments
 from rankseam.types import MemoryRef
 from rankseam_mcp import __version__ as plugin_version
 from rankseam_mcp.arguments import check_arguments, refuse_unknown
+from rankseam_mcp.filtering import FILTERING, MinScore, Since, ThreadScope, Until, Where, scope
+from rankseam_mcp.lifecycle import LIFECYCLE_TOOLS, serve_lifecycle, unserved
 from rankseam_mcp.policy import ToolPolicy, check_tool_prefix
 from rankseam_mcp.slot import MemorySlot
 
@@ -43,7 +47,7 @@ T = TypeVar("T")
 log = logging.getLogger("rankseam_mcp")
 
 #: The tools, by their base names (each is served as ``tool_prefix + name``).
-TOOLS = ("search", "add", "get", "update", "list", "delete", "stats")
+TOOLS = ("search", "add", "get", "update", "list", "delete", "stats", *LIFECYCLE_TOOLS)
 _WRITES = frozenset({"add", "update", "delete"})
 
 #: The ``list`` tool's page size: its default, and the most one call returns.
@@ -66,8 +70,9 @@ anything that may depend on what the user told you before (preferences, people, 
 decisions, facts about their work); cite hits by memory_id. Call `{n["add"]}` when the user
 states something lasting worth remembering or asks you to remember it (one self-contained fact
 per call); `{n["update"]}` when a stored fact changed; `{n["delete"]}` only when the user asks
-to forget something. `{n["get"]}` reads one memory in full, `{n["list"]}` pages through all of
-them (for review, not to find facts), `{n["stats"]}` describes the store.
+to forget something. `{n["get"]}` reads one memory in full, `{n["history"]}` every revision of
+one, `{n["list"]}` pages through all of them (for review, not to find facts), `{n["stats"]}`
+describes the store.
 """
 
 
@@ -118,6 +123,7 @@ class _Server(MCPServer):
         self.handlers: dict[str, Callable[..., Coroutine[Any, Any, Any]]] = {}
         self.writes: set[str] = set()
         self.aliases: dict[str, str] = {}  # the 0.1 names, still accepted on tools/call
+        self.refused: dict[str, str] = {}  # tools the policy leaves out, and why
         self._warned: set[str] = set()
 
     def serve(
@@ -146,6 +152,8 @@ class _Server(MCPServer):
         if self._schemas is None:
             self._schemas = {t.name: t.input_schema for t in await self.list_tools()}
         schema = self._schemas.get(name)
+        if schema is None and name in self.refused:
+            raise ToolError(self.refused[name])
         if schema is None:
             raise ToolError(
                 f"no tool named {name!r}; this server's tools are {', '.join(self._schemas)}"
@@ -229,9 +237,17 @@ def _compact_rerank(rerank: dict[str, Any] | None) -> dict[str, Any] | None:
     return out
 
 
-def _page(memory: Memory, namespace: str | None, offset: int, limit: int, deleted: bool) -> Any:
-    """``limit`` memories from ``offset`` on, and whether more follow."""
-    memories: Iterator[Any] = memory.list(namespace, include_deleted=deleted)
+def _page(
+    memory: Memory,
+    namespace: str | None,
+    offset: int,
+    limit: int,
+    deleted: bool,
+    filters: Mapping[str, Any],
+) -> Any:
+    """``limit`` memories from ``offset`` on (those that pass ``filters``, ``Memory.list``'s
+    filter arguments), and whether more follow."""
+    memories: Iterator[Any] = memory.list(namespace, include_deleted=deleted, **filters)
     try:
         page = [m.to_dict() for m in islice(memories, offset, offset + limit + 1)]
     finally:
@@ -284,7 +300,9 @@ def build_server(
             "already). Returns the best hits, each with its citation (memory_id, revision) and "
             "text. `reranker` picks a rerank policy by name (omit it for the configured default;"
             f" this server allows {allowed}; 'none' is the coarse order, 'mmr' diversifies) "
-            "and `reranker_options` its allowed options. The answer is compact; `verbose: true` "
+            "and `reranker_options` its allowed options. "
+            f"{FILTERING} `min_score` leaves out hits scored below it. "
+            "The answer is compact; `verbose: true` "
             "adds each hit's channel scores, timestamps and hash and the full rerank trace "
             "(selected ranks, usage, latency): for debugging the ranking, not for answering."
         ),
@@ -301,6 +319,11 @@ def build_server(
         verbose: Annotated[
             bool, Field(description="Also every score, timestamp and the full rerank trace.")
         ] = False,
+        where: Where = None,
+        thread: ThreadScope = None,
+        since: Since = None,
+        until: Until = None,
+        min_score: MinScore = None,
     ) -> dict[str, Any]:
         opened = await _call(slot.reading)
         try:
@@ -308,7 +331,11 @@ def build_server(
         except ValueError as exc:
             raise ToolError(str(exc)) from None
         kwargs = search_arguments(
-            namespace=namespace, reranker=reranker, reranker_options=reranker_options
+            namespace=namespace,
+            reranker=reranker,
+            reranker_options=reranker_options,
+            min_score=min_score,
+            **scope(where, thread, since, until),
         )
         result = await _guard(opened.asearch(query, limit, **kwargs))
         trace = result.trace
@@ -452,7 +479,8 @@ def build_server(
             f"find something, call {n['search']}. `offset` (default 0) and `limit` "
             f"(1..{MAX_PAGE}, default {DEFAULT_PAGE}) choose the page; `next_offset` is the "
             "next page's offset, null after the last. An update or delete between pages moves "
-            "a memory (to the end, or out). Compact by default; `verbose: true` adds each "
+            "a memory (to the end, or out). "
+            f"{FILTERING} Compact by default; `verbose: true` adds each "
             "memory's importance, timestamp and hash."
         ),
         annotations=_annotations(
@@ -469,9 +497,14 @@ def build_server(
         verbose: Annotated[
             bool, Field(description="Also importance, timestamps and hashes.")
         ] = False,
+        where: Where = None,
+        thread: ThreadScope = None,
+        since: Since = None,
+        until: Until = None,
     ) -> dict[str, Any]:
         opened = await _call(slot.reading)
-        page, more = await _call(_page, opened, namespace, offset, limit, include_deleted)
+        filters = scope(where, thread, since, until)
+        page, more = await _call(_page, opened, namespace, offset, limit, include_deleted, filters)
         next_offset = offset + len(page) if more else None
         if verbose:
             return {"memories": page, "offset": offset, "next_offset": next_offset}
@@ -519,4 +552,6 @@ def build_server(
         opened = await _call(slot.reading)
         return await _call(opened.stats)
 
+    server.refused = unserved(policy, n)
+    serve_lifecycle(server, slot, n, policy, call=_call, annotations=_annotations)
     return server

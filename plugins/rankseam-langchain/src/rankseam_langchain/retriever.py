@@ -11,19 +11,58 @@ from langchain_core.callbacks import (
 )
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
-from pydantic import ConfigDict
+from pydantic import ConfigDict, Field, model_validator
 
 from rankseam import Memory
-from rankseam.plugin.adapters import hits_metadata, search_arguments
+from rankseam.plugin.adapters import (
+    FILTER_ARGUMENTS,
+    check_filter,
+    hits_metadata,
+    search_arguments,
+)
 from rankseam.types import SearchResult
 
 __all__ = ["RankseamRetriever"]
 
-#: What ``invoke``/``ainvoke`` accept as keyword arguments for one call; each overrides the
-#: retriever's attribute of the same name for that call only.
-CALL_ARGUMENTS = ("k", "namespace", "reranker", "reranker_options", "pool", "on_error")
+#: What ``invoke``/``ainvoke`` accept as keyword arguments for one call, and what
+#: ``search_kwargs`` may hold; each overrides the retriever's attribute of the same name for
+#: that call only (``filter``, LangChain's word for a filter, is ``where``).
+CALL_ARGUMENTS = (
+    "k",
+    "namespace",
+    "reranker",
+    "reranker_options",
+    "pool",
+    "on_error",
+    *FILTER_ARGUMENTS,
+)
+#: LangChain's word for a filter (``search_kwargs={"filter": ...}``, ``invoke(q, filter=...)``).
+FILTER = "filter"
 #: Keyword arguments LangChain itself passes through ``invoke`` (read by its callbacks).
 _LANGCHAIN_ARGUMENTS = frozenset({"verbose"})
+
+
+def _settings(given: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """``given`` (``search_kwargs`` or a call's keywords) checked and with ``filter`` named
+    ``where``: an unknown key is a ``TypeError``, a filter given twice too, and a filter is
+    checked at once (a mistake is a ``rankseam.ValidationError`` naming its place)."""
+    unknown = sorted(set(given) - {*CALL_ARGUMENTS, FILTER} - _LANGCHAIN_ARGUMENTS)
+    if unknown:
+        raise TypeError(
+            f"RankseamRetriever got unexpected {where} {unknown}; it accepts "
+            f"{[*CALL_ARGUMENTS, FILTER]} (filter is LangChain's name for where)"
+        )
+    out = {k: v for k, v in given.items() if k in CALL_ARGUMENTS}
+    if FILTER in given:
+        if "where" in given:
+            raise TypeError(
+                f"RankseamRetriever got both filter and where in {where}; give one (filter is "
+                "LangChain's name for where)"
+            )
+        out["where"] = check_filter(given[FILTER], FILTER)
+    elif "where" in out:
+        out["where"] = check_filter(out["where"], "where")
+    return out
 
 
 class RankseamRetriever(BaseRetriever):
@@ -38,12 +77,23 @@ class RankseamRetriever(BaseRetriever):
     these is kept as ``stored_<key>``).
 
     ``k``: how many documents (at most); ``invoke(query, k=1)`` overrides it for one call, as
-    do ``namespace``, ``reranker``, ``reranker_options``, ``pool`` and ``on_error``; any other
-    keyword is a ``TypeError``. ``reranker``: a registered reranker name (``"mmr"``),
-    ``"none"`` for the coarse order, a reranker object, a list of them (a chain: each stage
-    reranks the previous one's selection; a stage may be a table ``{"name", "options",
-    "on_error", "deadline_s"}``), or ``None`` (the default) for the memory's configured
-    default. The caller owns ``memory`` and closes it.
+    do ``namespace``, ``reranker``, ``reranker_options``, ``pool``, ``on_error`` and the
+    filter arguments; any other keyword is a ``TypeError``.
+
+    Filters (docs/filters.md): ``where`` (a filter mapping such as ``{"user": "dana"}`` or
+    ``{"year": {"$gte": 2025}}``, with ``$and`` / ``$or``), ``thread``, ``since``, ``until``
+    and ``min_score``, as ``Memory.search`` takes them, each applied inside the search's
+    channels. LangChain's spelling works too: ``search_kwargs={"filter": {...}, "k": 2}`` (a
+    vector store retriever's settings: ``filter`` is ``where``, the other keys are the
+    attributes above) and ``invoke(query, filter={...})``. A call's keyword overrides
+    ``search_kwargs``, which overrides the attribute. An operator or form rankseam does not
+    support is a ``rankseam.ValidationError`` naming it, never ignored.
+
+    ``reranker``: a registered reranker name (``"mmr"``), ``"none"`` for the coarse order, a
+    reranker object, a list of them (a chain: each stage reranks the previous one's
+    selection; a stage may be a table ``{"name", "options", "on_error", "deadline_s"}``), or
+    ``None`` (the default) for the memory's configured default. The caller owns ``memory``
+    and closes it.
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -55,18 +105,31 @@ class RankseamRetriever(BaseRetriever):
     reranker_options: Mapping[str, Any] | None = None
     pool: int | None = None
     on_error: str | None = None
+    where: Mapping[str, Any] | None = None
+    thread: str | None = None
+    since: Any = None
+    until: Any = None
+    min_score: float | None = None
+    search_kwargs: dict[str, Any] = Field(default_factory=dict)
     include_trace: bool = True
+
+    @model_validator(mode="after")
+    def _check_filters(self) -> RankseamRetriever:
+        """A filter mistake, or an unknown ``search_kwargs`` key, fails when the retriever is
+        made, not in its first query."""
+        check_filter(self.where, "where")
+        _settings(self.search_kwargs, "search_kwargs")
+        return self
 
     def _search(self, overrides: Mapping[str, Any]) -> tuple[int, dict[str, Any]]:
         """``k`` and the ``Memory.search`` keywords of one call: the retriever's settings,
-        overridden by the call's keywords."""
-        unknown = sorted(set(overrides) - set(CALL_ARGUMENTS) - _LANGCHAIN_ARGUMENTS)
-        if unknown:
-            raise TypeError(
-                f"RankseamRetriever got unexpected keyword argument(s) {unknown}; a call "
-                f"accepts {list(CALL_ARGUMENTS)}"
-            )
-        settings = {name: overrides.get(name, getattr(self, name)) for name in CALL_ARGUMENTS}
+        overridden by ``search_kwargs``, overridden by the call's keywords."""
+        call = _settings(overrides, "keyword argument(s)")
+        configured = _settings(self.search_kwargs, "search_kwargs")
+        settings = {
+            name: call.get(name, configured.get(name, getattr(self, name)))
+            for name in CALL_ARGUMENTS
+        }
         k = settings.pop("k")
         return k, search_arguments(**settings)
 

@@ -10,10 +10,12 @@ from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.callbacks import CallbackManager
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 from llama_index.core.settings import Settings
+from llama_index.core.vector_stores.types import MetadataFilters
 
 from rankseam import Memory
-from rankseam.plugin.adapters import hits_metadata, search_arguments
+from rankseam.plugin.adapters import check_filter, hits_metadata, search_arguments
 from rankseam.types import SearchResult
+from rankseam_llamaindex.filters import where_from_filters
 
 __all__ = ["DEFAULT_SIMILARITY_TOP_K", "TRACE_KEYS", "RankseamRetriever"]
 
@@ -43,6 +45,15 @@ class RankseamRetriever(BaseRetriever):
     object, a list of them (a chain: each stage reranks the previous one's selection; a stage
     may be a table ``{"name", "options", "on_error", "deadline_s"}``), or ``None`` (default)
     for the memory's configured default. The caller owns ``memory`` and closes it.
+
+    Filters (rankseam docs/filters.md), applied inside the search's channels: ``filters``,
+    LlamaIndex's ``MetadataFilters`` as a vector index retriever takes them (``==``, ``!=``,
+    ``>``, ``>=``, ``<``, ``<=``, ``in``, ``nin``, ``is_empty``; AND, OR, NOT; nested; see
+    :mod:`rankseam_llamaindex.filters`), or ``where``, a rankseam filter mapping (give one of
+    the two); ``thread``, ``since``, ``until`` and ``min_score`` as ``Memory.search`` takes
+    them. An operator with no exact meaning in rankseam's filters (``text_match``,
+    ``contains``, ``any``, ``all``, ...) is a ``rankseam.ValidationError`` naming it, raised
+    when the retriever is made.
     """
 
     def __init__(
@@ -60,6 +71,12 @@ class RankseamRetriever(BaseRetriever):
         object_map: dict[str, Any] | None = None,
         verbose: bool = False,
         k: int | None = None,
+        filters: MetadataFilters | None = None,
+        where: Mapping[str, Any] | None = None,
+        thread: str | None = None,
+        since: Any = None,
+        until: Any = None,
+        min_score: float | None = None,
     ) -> None:
         if k is not None:
             if similarity_top_k is not None and similarity_top_k != k:
@@ -85,6 +102,18 @@ class RankseamRetriever(BaseRetriever):
         self.pool = pool
         self.on_error = on_error
         self.include_trace = include_trace
+        if filters is not None and where is not None:
+            raise TypeError(
+                "RankseamRetriever got both filters and where; give one (filters is "
+                "LlamaIndex's MetadataFilters, where a rankseam filter mapping)"
+            )
+        where_from_filters(filters)  # a filter rankseam cannot read fails here, not later
+        self.filters = filters
+        self.where = check_filter(where, "where")
+        self.thread = thread
+        self.since = since
+        self.until = until
+        self.min_score = min_score
 
     @classmethod
     def from_defaults(
@@ -99,6 +128,12 @@ class RankseamRetriever(BaseRetriever):
         include_trace: bool = True,
         callback_manager: CallbackManager | None = None,
         verbose: bool = False,
+        filters: MetadataFilters | None = None,
+        where: Mapping[str, Any] | None = None,
+        thread: str | None = None,
+        since: Any = None,
+        until: Any = None,
+        min_score: float | None = None,
     ) -> RankseamRetriever:
         """A retriever over ``memory`` with LlamaIndex's defaults: the callback manager is
         ``Settings.callback_manager`` unless one is given."""
@@ -113,6 +148,12 @@ class RankseamRetriever(BaseRetriever):
             include_trace=include_trace,
             callback_manager=callback_manager or Settings.callback_manager,
             verbose=verbose,
+            filters=filters,
+            where=where,
+            thread=thread,
+            since=since,
+            until=until,
+            min_score=min_score,
         )
 
     def _nodes(self, result: SearchResult) -> list[NodeWithScore]:
@@ -129,14 +170,25 @@ class RankseamRetriever(BaseRetriever):
             out.append(NodeWithScore(node=node, score=meta["score"]))
         return out
 
+    def _arguments(self) -> dict[str, Any]:
+        """The ``Memory.search`` keywords: the retriever's settings, ``filters`` as ``where``
+        (read at each query, so a retriever whose ``filters`` is set later uses them)."""
+        arguments = search_arguments(self)
+        if self.filters is not None and self.where is not None:
+            raise TypeError("RankseamRetriever has both filters and where; set one of them to None")
+        where = where_from_filters(self.filters)
+        if where is not None:
+            arguments["where"] = where
+        return arguments
+
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         result = self.memory.search(
-            query_bundle.query_str, self.similarity_top_k, **search_arguments(self)
+            query_bundle.query_str, self.similarity_top_k, **self._arguments()
         )
         return self._nodes(result)
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         result = await self.memory.asearch(
-            query_bundle.query_str, self.similarity_top_k, **search_arguments(self)
+            query_bundle.query_str, self.similarity_top_k, **self._arguments()
         )
         return self._nodes(result)

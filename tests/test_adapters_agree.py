@@ -86,3 +86,30 @@ def test_the_compressor_and_the_postprocessor_agree(memory: rankseam.Memory, nam
             doc.metadata["rerank"]["coarse_score"]
             == coarse[doc.metadata["rerank"]["coarse_rank"] - 1]
         )
+
+
+def test_the_retrievers_filter_alike(memory: rankseam.Memory) -> None:
+    """A LangChain filter dict and the LlamaIndex MetadataFilters that say the same select
+    the same memories, in the same order (rankseam docs/filters.md)."""
+    from llama_index.core.vector_stores.types import (
+        FilterCondition,
+        FilterOperator,
+        MetadataFilter,
+        MetadataFilters,
+    )
+
+    memory.add("Dana's dinner at the Thai place was moved", memory_id="moved",
+               metadata={"source": "chat", "year": 2026})  # fmt: skip
+    langchain = {"$or": [{"source": {"$ne": "test"}}, {"memory_id": {"$in": ["cat"]}}]}
+    llamaindex = MetadataFilters(
+        filters=[
+            MetadataFilter(key="source", value="test", operator=FilterOperator.NE),
+            MetadataFilter(key="memory_id", value=["cat"], operator=FilterOperator.IN),
+        ],
+        condition=FilterCondition.OR,
+    )
+    docs = LangChainRetriever(memory=memory, k=6, search_kwargs={"filter": langchain}).invoke(QUERY)
+    nodes = LlamaIndexRetriever(memory, similarity_top_k=6, filters=llamaindex).retrieve(QUERY)
+    assert sorted(d.id for d in docs) == ["cat", "moved", "table"]
+    assert [d.id for d in docs] == [n.node.node_id for n in nodes]
+    assert [_timeless(d.metadata) for d in docs] == [_timeless(n.node.metadata) for n in nodes]

@@ -1,5 +1,6 @@
 """Golden files for what users and tools parse: the command's JSON (search, search with a
-reranker and its trace, get, list, errors and their exit statuses) and the MCP tools' answers
+reranker and its trace, a filtered search and listing, get, list, errors and their exit
+statuses) and the MCP tools' answers
 through the official client. A change to any of them shows here as a diff.
 
 Update the goldens after an intended change with one command, which rewrites the files and
@@ -151,6 +152,20 @@ CLI_CASES = {
     ],
     "cli-get": ["get", "walrus-ice", "--json"],
     "cli-list": ["list", "--json"],
+    "cli-search-filtered": [
+        "search",
+        "walrus",
+        "-k",
+        "3",
+        "--where",
+        '{"topic": "animals"}',
+        "--min-score",
+        "0.1",
+        "--trace",
+        "--json",
+    ],
+    "cli-list-filtered": ["list", "--thread", "zoo-visit", "--since", "1700000050", "--json"],
+    "cli-error-bad-filter": ["search", "walrus", "--where", '{"topic": {"$like": "a%"}}', "--json"],
     "cli-error-not-found": ["get", "no-such-id", "--json"],
     "cli-error-empty-query": ["search", "", "--json"],
     "cli-error-unknown-reranker": ["search", "walrus", "--rerank", "nope", "--json"],
@@ -195,6 +210,15 @@ def test_mcp_answers(store: tuple[Path, Path]) -> None:
         ),
         "mcp-get": ("memory_get", {"memory_id": "walrus-fact"}),
         "mcp-list": ("memory_list", {"limit": 3}),
+        "mcp-search-filtered": (
+            "memory_search",
+            {"query": "walrus", "limit": 3, "where": {"thread": "zoo-visit"}, "min_score": 0.1},
+        ),
+        "mcp-list-filtered": ("memory_list", {"where": {"derived_from": {"$exists": True}}}),
+        "mcp-error-bad-filter": (
+            "memory_search",
+            {"query": "walrus", "where": {"topic": {"$like": "a%"}}},
+        ),
         "mcp-error-bad-argument": ("memory_search", {"query": "walrus", "limit": "5"}),
         "mcp-error-not-found": ("memory_get", {"memory_id": "no-such-id"}),
     }

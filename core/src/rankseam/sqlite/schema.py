@@ -164,7 +164,7 @@ METADATA_VALUES = (
 
 #: What a hard delete leaves of a memory (see the module docstring).
 FORGOTTEN = (
-    "CREATE TABLE forgotten (namespace TEXT NOT NULL, memory_id TEXT NOT NULL, "
+    "CREATE TABLE IF NOT EXISTS forgotten (namespace TEXT NOT NULL, memory_id TEXT NOT NULL, "
     "forgotten_at REAL NOT NULL, PRIMARY KEY (namespace, memory_id)) WITHOUT ROWID"
 )
 

@@ -23,8 +23,8 @@ EXPECTED = {
     "langchain_pipeline.py": ["standup 1 ok"],
     "llamaindex_query_engine.py": ["standup 1 example coarse rank 3"],
     "mcp_client.py": [
-        "tools: ['memory_add', 'memory_delete', 'memory_get', 'memory_list', 'memory_search', "
-        "'memory_stats', 'memory_update']",
+        "tools: ['memory_add', 'memory_delete', 'memory_get', 'memory_history', 'memory_list', "
+        "'memory_search', 'memory_stats', 'memory_update']",
         "hit: seat | rerank: ok",
         "bad input is a tool error: True",
     ],

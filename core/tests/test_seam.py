@@ -92,7 +92,8 @@ def test_at_most_limit_ranks_are_kept_and_later_ones_counted_as_over_answered() 
     hits, trace = run(Scripted(decision(6, 5, 4, 99, 3)), limit=2)
     assert trace.selected_ranks == (6, 5) and trace.discarded_rank_count == 0
     assert trace.over_limit_count == 3  # counted, not validated: the 99 is not "discarded"
-    assert trace.status is RerankStatus.OK and "over-answered" in (trace.reason or "")
+    # the host cut the answer to the limit: the status says so, the selection is kept
+    assert trace.status is RerankStatus.REPAIRED and "over-answered" in (trace.reason or "")
     assert hits == (POOL[5], POOL[4])
 
 
@@ -294,14 +295,16 @@ def test_whatever_the_plugin_answers_hits_are_a_valid_subset(
         assert trace.discarded_rank_count == discarded
         if kept:
             assert trace.selected_ranks == kept
-            assert trace.status is (RerankStatus.REPAIRED if discarded else RerankStatus.OK)
+            cut = discarded or trace.over_limit_count
+            assert trace.status is (RerankStatus.REPAIRED if cut else RerankStatus.OK)
         else:
             assert trace.selected_ranks == tuple(range(1, k + 1))
             assert trace.status is RerankStatus.FELL_BACK and trace.used_fallback
     elif answer in ("raise", "wrong-type"):
         assert trace.status is RerankStatus.DEGRADED and hits == pool[:k]
     else:
-        assert trace.status is RerankStatus.OK
+        over = trace.over_limit_count
+        assert trace.status is (RerankStatus.REPAIRED if over else RerankStatus.OK)
 
 
 FAILURES: list[Any] = [

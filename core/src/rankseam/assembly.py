@@ -41,8 +41,8 @@ __all__ = [
     "assemble",
     "check_embedder",
     "open_store",
-    "store_channels",
     "select_store",
+    "store_channels",
     "store_target",
 ]
 

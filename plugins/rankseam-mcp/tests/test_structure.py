@@ -51,7 +51,7 @@ def test_the_fields_round_trip_through_the_tools(tmp_path: Path) -> None:
                     "thread": "chat-7",
                     "position": 1,
                 },
-            ),  # fmt: skip
+            ),
             (
                 add,
                 {
@@ -60,11 +60,11 @@ def test_the_fields_round_trip_through_the_tools(tmp_path: Path) -> None:
                     "thread": "chat-7",
                     "position": "2023-05-08T20:00:00+00:00",
                 },
-            ),  # fmt: skip
+            ),
             (
                 add,
                 {"text": "Dinner with Dana is on Friday", "memory_id": "f1", "derived_from": "t2"},
-            ),  # fmt: skip
+            ),
             (
                 "memory_update",
                 {
@@ -72,7 +72,7 @@ def test_the_fields_round_trip_through_the_tools(tmp_path: Path) -> None:
                     "text": "We meet Dana at the Thai place on Main St",
                     "position": 1.5,
                 },
-            ),  # fmt: skip
+            ),
             ("memory_get", {"memory_id": "t1"}),
             ("memory_search", {"query": "dinner with Dana", "limit": 3}),
             ("memory_list", {}),

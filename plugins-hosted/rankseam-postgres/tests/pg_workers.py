@@ -13,7 +13,7 @@ import warnings
 warnings.simplefilter("ignore")
 
 import rankseam  # noqa: E402
-from rankseam.plugin import MemoryNotFoundError  # noqa: E402
+from rankseam.plugin.stores import MemoryNotFoundError  # noqa: E402
 from rankseam.types import MemoryRef  # noqa: E402
 
 NAMESPACE = "soak"

@@ -1,5 +1,5 @@
 """A search's lexical and vector statements side by side (``concurrent_channels=true``): the
-search's reader lends its snapshot (``rankseam.plugin.ConcurrentReader``) to a second
+search's reader lends its snapshot (``rankseam.plugin.stores.ConcurrentReader``) to a second
 connection that imports it (``pg_export_snapshot()`` / ``SET TRANSACTION SNAPSHOT``); without
 a connection to spare the sibling shares the search's own; by default one connection serves
 the whole search. Every way ranks alike, and the kit's siblings test passes."""
@@ -14,7 +14,7 @@ import pytest
 
 import rankseam
 from rankseam.errors import ConfigurationError
-from rankseam.plugin import ConcurrentReader
+from rankseam.plugin.stores import ConcurrentReader
 from rankseam.testing import StoreContract
 from rankseam_postgres.testing import TemporaryServer
 

@@ -2,8 +2,10 @@
 holds its vectors in half precision, whose largest value is 65 504 (``HALF_MAX``): a vector
 with a component beyond it is refused on every way in (add, update, ingest, re-embedding's
 ``put_vectors``, a snapshot's import, a query) with a ``ValidationError`` that names the value,
-the space and the fix, before anything commits; a space that is not normalised (full-precision
-index) still takes it. A stored vector that breaks an index build (an earlier release stored
+the space and the fix, before anything commits (the host refuses such a vector of an
+L2-normalised space first, on every way through it: its norm is not 1; a snapshot's import is
+the kit's VectorLimitContract); a space that is not normalised (full-precision index) still
+takes it. A stored vector that breaks an index build (an earlier release stored
 it) is named, the failed build leaves no INVALID index behind, and once the memory is fixed
 the index builds."""
 
@@ -11,7 +13,6 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -19,7 +20,7 @@ import psycopg
 import pytest
 
 import rankseam
-from rankseam.errors import RankseamError, ValidationError
+from rankseam.errors import ConfigurationError, ValidationError
 from rankseam.plugin import hookimpl
 from rankseam.plugin.embedders import EmbedderDescriptor
 from rankseam.plugin.stores import VectorItem
@@ -82,21 +83,24 @@ def _indexes(pg_server: Any, schema: str) -> dict[str, bool]:
 
 
 def test_every_write_refuses_a_vector_half_precision_cannot_hold(pg_url: str) -> None:
+    """The host refuses first: a vector of an L2-normalised space has norm 1, so the embedder
+    that answers 1e5 is refused on add, update, ingest and the query, before the store sees
+    it. The store refuses on its own too, where a vector reaches it without the host's check
+    (``put_vectors``, a query handed to its reader)."""
     with rankseam.open_memory(pg_url, embedder="loud", reranker=None) as memory:
         space = memory.embedder.descriptor.key
         memory.ingest(RECORDS)
-        with pytest.raises(ValidationError) as err:
-            memory.add("a loud memory", memory_id="bad")
-        _refused(err, space)
-        assert "'bad'" in str(err.value)
-        with pytest.raises(ValidationError) as err:
-            memory.update("q1", "now a loud note")
-        _refused(err, space)
-        with pytest.raises(ValidationError) as err:
-            memory.ingest([*({"id": f"n{i}", "text": f"fine {i}"} for i in range(20)),
-                           {"id": "n20", "text": "then a loud one"}])  # fmt: skip
-        _refused(err, space)
-        # re-embedding writes through put_vectors
+        for write in (
+            lambda: memory.add("a loud memory", memory_id="bad"),
+            lambda: memory.update("q1", "now a loud note"),
+            lambda: memory.ingest(
+                [{"id": "n1", "text": "fine"}, {"id": "n2", "text": "a loud one"}]
+            ),
+            lambda: memory.search("loud harbour", 3),
+        ):
+            with pytest.raises(ConfigurationError, match="returned one of norm 100000"):
+                write()
+        # the store's own check: re-embedding's put_vectors, past the host
         with memory.store.read() as reader:
             key = reader.resolve(memory.get("q2").ref)
         assert key is not None
@@ -113,10 +117,13 @@ def test_every_write_refuses_a_vector_half_precision_cannot_hold(pg_url: str) ->
         assert float(np.abs(np.asarray(stored)).max()) == 1.0
         # the space's index builds over what was stored
         assert memory.store.maintain_index("default", memory.embedder.descriptor, force=True)
-        # a query the index cannot hold is refused too, never a raw server error
+        # a query the index cannot hold, handed to the store's reader: refused, never a raw
+        # server error
         memory.store.exact_below = 1
-        with pytest.raises(ValidationError) as err:
-            memory.search("loud harbour", 3)
+        query = np.zeros(DIMS, dtype=np.float32)
+        query[3] = 1e5
+        with memory.store.read() as reader, pytest.raises(ValidationError) as err:
+            reader.vector("default", memory.embedder.descriptor, query, 3)
         _refused(err, space)
         assert "the query" in str(err.value)
 
@@ -128,28 +135,6 @@ def test_a_space_that_is_not_normalised_takes_large_components(pg_url: str) -> N
         assert memory.store.maintain_index("default", memory.embedder.descriptor, force=True)
         memory.store.exact_below = 1
         assert memory.search("loud", 3).hits
-
-
-def test_a_snapshot_import_refuses_such_a_vector_and_imports_nothing(
-    pg_url: str, tmp_path: Path
-) -> None:
-    """A snapshot from a store that took the vector (the embedded store, which holds full
-    precision); with and without --merge. Whichever refuses it first, the host or the store,
-    nothing is imported."""
-    source = tmp_path / "source.sqlite3"
-    with rankseam.open_memory(source, embedder="loud", reranker=None) as memory:
-        memory.ingest([*RECORDS, {"id": "bad", "text": "a loud memory"}])
-        memory.export_snapshot(tmp_path / "snap")
-    with rankseam.open_memory(pg_url, embedder="loud", reranker=None) as memory:
-        with pytest.raises(RankseamError) as err:
-            memory.import_snapshot(tmp_path / "snap")
-        assert "100000" in str(err.value) and f"{HALF_MAX:g}" in str(err.value), str(err.value)
-        assert memory.stats()["memories"] == 0
-        memory.add("already here", memory_id="here")
-        with pytest.raises(RankseamError) as err:
-            memory.import_snapshot(tmp_path / "snap", merge=True)
-        assert "100000" in str(err.value) and f"{HALF_MAX:g}" in str(err.value), str(err.value)
-        assert [m.ref.memory_id for m in memory.list()] == ["here"]
 
 
 def test_a_failed_index_build_leaves_no_invalid_index_and_can_be_repeated(

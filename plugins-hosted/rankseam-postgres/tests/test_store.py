@@ -12,7 +12,7 @@ import pytest
 
 import rankseam
 from rankseam.errors import ConfigurationError, ValidationError
-from rankseam.plugin import MemoryNotFoundError
+from rankseam.plugin.stores import MemoryNotFoundError
 from rankseam.types import MemoryRef
 from rankseam_postgres.schema import SCHEMA_VERSION
 

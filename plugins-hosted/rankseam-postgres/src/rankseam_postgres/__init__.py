@@ -16,7 +16,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from rankseam.plugin import FactoryContext, StoreRegister, StoreTarget, hookimpl
+from rankseam.plugin import FactoryContext, StoreRegister, hookimpl
+from rankseam.plugin.stores import StoreTarget
 from rankseam_postgres.options import PostgresStoreOptions
 from rankseam_postgres.url import SCHEMES
 

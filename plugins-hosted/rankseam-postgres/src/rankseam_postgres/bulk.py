@@ -18,7 +18,7 @@ import numpy as np
 import psycopg
 
 from rankseam.errors import ValidationError
-from rankseam.plugin import (
+from rankseam.plugin.stores import (
     BulkRevision,
     MemoryHead,
     RevisionDigest,

@@ -1,5 +1,5 @@
 """A search's read snapshot of the PostgreSQL store: the reader protocols
-(``rankseam.plugin.StoreReader``) in PostgreSQL's dialect: BM25 over ``tsvector``, pgvector
+(``rankseam.plugin.stores.StoreReader``) in PostgreSQL's dialect: BM25 over ``tsvector``, pgvector
 cosine (exact, or through the space's HNSW index), importances and identities."""
 
 from __future__ import annotations
@@ -12,14 +12,15 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 from psycopg import sql
 
-from rankseam.plugin import (
-    EmbedderDescriptor,
+from rankseam.plugin.embedders import EmbedderDescriptor
+from rankseam.plugin.stores import (
+    Filter,
     Identities,
     LexicalQuery,
+    Neighbours,
     ScoredKeys,
     StoredMemory,
 )
-from rankseam.plugin.stores import Filter, Neighbours
 from rankseam.types import MemoryRef
 from rankseam_postgres.filters import compile_where
 from rankseam_postgres.schema import (
@@ -136,7 +137,7 @@ class _Facts(NamedTuple):
 
 class PostgresReader:
     """Read access bound to one read transaction (one snapshot): the reader protocols
-    (``rankseam.plugin.StoreReader``) in PostgreSQL's dialect. The host's candidate sources
+    (``rankseam.plugin.stores.StoreReader``) in PostgreSQL's dialect. The host's candidate sources
     run on it (:class:`~rankseam_postgres.siblings.ConcurrentPostgresReader` runs two of them
     side by side)."""
 

@@ -1,5 +1,5 @@
 """A search's reader that lends its snapshot to other threads
-(``rankseam.plugin.ConcurrentReader``), for ``concurrent_channels=true``: the host's lexical
+(``rankseam.plugin.stores.ConcurrentReader``), for ``concurrent_channels=true``: the host's lexical
 and vector channels then run side by side, each on a connection of its own in the one
 snapshot (docs/plugins/postgres.md, "Connections and pooling"). Never for Citus, whose workers
 an exported snapshot does not reach."""
@@ -100,11 +100,11 @@ class ConcurrentPostgresReader(PostgresReader):
 
     @contextmanager
     def siblings(self, n: int, /) -> Iterator[list[PostgresReader]]:
-        """``n`` readers of this snapshot for other threads (``rankseam.plugin.ConcurrentReader``):
-        this transaction's snapshot is exported (``pg_export_snapshot()``) and each sibling
-        begins a transaction in it on the same server, on a spare pooled connection, at its
-        first statement (with none to spare it shares this reader's connection). Their
-        transactions end when the context exits."""
+        """``n`` readers of this snapshot for other threads
+        (``rankseam.plugin.stores.ConcurrentReader``): this transaction's snapshot is exported
+        (``pg_export_snapshot()``) and each sibling begins a transaction in it on the same
+        server, on a spare pooled connection, at its first statement (with none to spare it
+        shares this reader's connection). Their transactions end when the context exits."""
         if n < 0:
             raise ValueError(f"n must be >= 0, not {n}")
         if n == 0:

@@ -35,8 +35,10 @@ import psycopg
 from psycopg_pool import PoolTimeout
 
 from rankseam.errors import ConfigurationError, ValidationError
-from rankseam.plugin import (
-    EmbedderDescriptor,
+from rankseam.plugin.embedders import EmbedderDescriptor
+from rankseam.plugin.stores import (
+    Filter,
+    Forgotten,
     MemoryNotFoundError,
     PageFetch,
     PendingText,
@@ -46,7 +48,6 @@ from rankseam.plugin import (
     pending_pages,
     store_stats,
 )
-from rankseam.plugin.stores import Filter, Forgotten
 from rankseam.types import MemoryRef
 from rankseam_postgres.filters import compile_where
 from rankseam_postgres.forget import forget_memories, forgotten_at, history, missing
@@ -354,8 +355,8 @@ class PostgresStore:
         return StoredMemory.from_row(row)
 
     def _page(self, query: Any, args: Callable[[int], Any]) -> PageFetch:
-        """A page query for :func:`~rankseam.plugin.memory_pages` and
-        :func:`~rankseam.plugin.pending_pages`, on a pooled connection per page."""
+        """A page query for :func:`~rankseam.plugin.stores.memory_pages` and
+        :func:`~rankseam.plugin.stores.pending_pages`, on a pooled connection per page."""
 
         def fetch(after: int) -> list[Any]:
             return list(self._fetch(query, args(after)))

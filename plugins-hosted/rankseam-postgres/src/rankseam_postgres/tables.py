@@ -11,9 +11,7 @@ import numpy as np
 import psycopg
 from psycopg import sql
 
-from rankseam.plugin import (
-    StoredMemory,
-)
+from rankseam.plugin.stores import StoredMemory
 
 __all__ = [
     "COLUMNS",

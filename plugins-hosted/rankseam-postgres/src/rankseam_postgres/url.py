@@ -34,7 +34,8 @@ from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit, urlunsp
 import attrs
 
 from rankseam.errors import ConfigurationError
-from rankseam.plugin import StoreTarget, parse_options
+from rankseam.plugin import parse_options
+from rankseam.plugin.stores import StoreTarget
 from rankseam_postgres.options import PostgresStoreOptions
 
 __all__ = ["SCHEMES", "StoreURL", "parse_url", "redact", "with_options"]

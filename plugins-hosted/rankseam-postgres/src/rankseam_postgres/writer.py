@@ -1,6 +1,6 @@
 """The rows of one PostgreSQL write transaction: revisions (with their ``tsvector`` and
 postings), vectors and heads, inserted together, and the namespaces' live counts and token
-totals. It is also the store's :class:`~rankseam.plugin.BatchWriter`: the host plans a
+totals. It is also the store's :class:`~rankseam.plugin.stores.BatchWriter`: the host plans a
 batch, this applies it."""
 
 from __future__ import annotations
@@ -13,12 +13,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import psycopg
 
-from rankseam.plugin import (
-    MemoryHead,
-    MemoryKey,
-    PreparedRecord,
-    WritePlan,
-)
+from rankseam.plugin.stores import MemoryHead, MemoryKey, PreparedRecord, WritePlan
 from rankseam_postgres.tables import copy_vectors, count_tokens, insert_revisions, retire_row
 
 if TYPE_CHECKING:
@@ -52,7 +47,7 @@ class RowWriter:
         self._pending: dict[int, tuple[str, int]] = {}
         self._rids: deque[int] = deque()
 
-    # -- the host's planned writes (rankseam.plugin.BatchWriter) ------------------------------
+    # -- the host's planned writes (rankseam.plugin.stores.BatchWriter) -----------------------
 
     def heads(self, keys: Sequence[MemoryKey], /) -> list[MemoryHead]:
         """The head of every memory of ``keys`` that exists (one statement); reserves a row

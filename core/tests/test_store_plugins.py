@@ -104,6 +104,10 @@ class MirrorStore(SQLiteStore):
     def location(self):
         return self.url if self.broken == "location" else self.path
 
+    @property
+    def reader_type(self):
+        return Lending if self.lend else SQLiteStore.reader_type
+
 
 def open_mirror(target, options, context):
     parts = urlsplit(target.url)
@@ -367,6 +371,7 @@ class Plain:
 
 class PlainStore(SQLiteStore):
     kind = "plain"
+    reader_type = Plain
 
     @contextmanager
     def read(self):

@@ -311,12 +311,13 @@ def open_store(parts: Assembly) -> Store:
 
 
 def store_channels(store: Store, parts: Assembly) -> tuple[tuple[str, CandidateSource], ...]:
-    """The channels of ``parts`` that run on ``store``: each reader capability a channel
-    declares (``CandidateSource.reads``) is checked on one read snapshot of the store (opened
-    only when a channel declares one outside the whole read contract, which every store's
-    reader has). A channel the user named in ``search.sources`` that the store cannot serve is
-    refused, naming both, so the mistake shows at open time rather than at the first search;
-    one that is there only by default (the default sources) is left out, with a log record."""
+    """The channels of ``parts`` that run on ``store``. Each reader capability a channel
+    declares (``CandidateSource.reads``) outside the whole read contract (which every store's
+    reader has) is checked against the class the store declares for its snapshots
+    (``reader_type``), or else on one read snapshot of the store. A channel the user named in
+    ``search.sources`` that the store cannot serve is refused, naming both, so the mistake
+    shows at open time rather than at the first search; one that is there only by default
+    (the default sources) is left out, with a log record."""
     wanted = [
         (name, protocol)
         for name, source in parts.sources
@@ -326,10 +327,16 @@ def store_channels(store: Store, parts: Assembly) -> tuple[tuple[str, CandidateS
     if not wanted:
         return parts.sources
     lacking: dict[str, type] = {}
-    with store.read() as reader:
+    declared = getattr(store, "reader_type", None)
+    if isinstance(declared, type):  # the store says what its snapshots are: no transaction
         for name, protocol in wanted:
-            if not isinstance(reader, protocol):
+            if not issubclass(declared, protocol):
                 lacking.setdefault(name, protocol)
+    else:
+        with store.read() as reader:
+            for name, protocol in wanted:
+                if not isinstance(reader, protocol):
+                    lacking.setdefault(name, protocol)
     if not lacking:
         return parts.sources
     named = parts.config.search.sources != DEFAULT_SOURCES

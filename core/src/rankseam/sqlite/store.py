@@ -301,6 +301,10 @@ class SQLiteStore:
         finally:
             conn.execute("COMMIT")
 
+    #: The class of the snapshots :meth:`read` yields: what the host checks a channel's reader
+    #: capabilities against when a Memory opens the store, without a read transaction.
+    reader_type: type = SQLiteReader
+
     @contextmanager
     def read(self) -> Iterator[SQLiteReader]:
         """One short read transaction (a consistent snapshot); never held while reranking."""

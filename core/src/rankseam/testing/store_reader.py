@@ -43,6 +43,18 @@ class ReaderContract(ContractBase):
     def memory(self, target: str, **overrides: Any) -> AbstractContextManager[Any]:
         raise NotImplementedError  # StoreContract's
 
+    def test_the_declared_reader_type_is_what_read_yields(self, store_target: str) -> None:
+        """A store that declares the class of its snapshots (``reader_type``: the host checks
+        channels' reader capabilities against it when a Memory opens the store) yields
+        instances of it from ``read()``."""
+        with self.memory(store_target) as m:
+            declared = getattr(m.store, "reader_type", None)
+            if declared is None:
+                pytest.skip("this store does not declare its reader_type")
+            assert isinstance(declared, type), declared
+            with m.store.read() as reader:
+                assert isinstance(reader, declared), (type(reader), declared)
+
     def test_siblings_read_the_readers_snapshot(self, store_target: str) -> None:
         """Siblings used from other threads answer every channel exactly as their reader
         does, and none sees what was committed after the reader's snapshot was taken."""

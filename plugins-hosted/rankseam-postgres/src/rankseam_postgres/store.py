@@ -210,6 +210,12 @@ class PostgresStore:
         ).fetchone()
         return int(row[0]) + 1  # type: ignore[index]
 
+    @property
+    def reader_type(self) -> type:
+        """The class of the snapshots :meth:`read` yields (the host checks a channel's reader
+        capabilities against it when a Memory opens the store, without a transaction)."""
+        return ConcurrentPostgresReader if self.url.concurrent_channels else PostgresReader
+
     @contextmanager
     def read(self) -> Iterator[PostgresReader]:
         """One short read transaction (a consistent snapshot) for a search, on a standby when

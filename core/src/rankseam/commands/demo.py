@@ -34,6 +34,7 @@ import click
 
 from rankseam.commands.common import open_store
 from rankseam.commands.search import print_hits
+from rankseam.errors import ConfigurationError
 
 if TYPE_CHECKING:
     from rankseam.memory import Memory
@@ -149,8 +150,9 @@ SEMANTIC_RERANK = Showcase(
     "model reads that the question asks where she lives, and her own address rises to the top.",
 )
 SEMANTIC_INSTALL = (
-    "semantic search is not installed: pip install rankseam-sentence-transformers (from a "
-    "checkout: -e plugins/rankseam-sentence-transformers; its README installs CPU torch first)"
+    "semantic search is not installed: pip install 'rankseam-sentence-transformers[torch]' "
+    "(from a checkout: -e 'plugins/rankseam-sentence-transformers[torch]'; its README installs "
+    "CPU torch first)"
 )
 
 
@@ -235,6 +237,13 @@ def _semantic(memory: Memory) -> None:
         click.echo(SEMANTIC_INSTALL)
         return
     click.echo("(loading the sentence model: a few seconds, more the first time)")
+    try:
+        _semantic_showcases(memory, rerankers, similarity)
+    except ConfigurationError as exc:  # e.g. the torch-free install: its rerankers need torch
+        click.echo(f"(the semantic showcases could not run: {exc})")
+
+
+def _semantic_showcases(memory: Memory, rerankers: Sequence[str], similarity: bool) -> None:
     if SEMANTIC_RERANK.reranker in rerankers:
         _showcase(memory, SEMANTIC_RERANK)
     if not similarity:

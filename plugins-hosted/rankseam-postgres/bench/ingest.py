@@ -51,14 +51,16 @@ def _postmaster(url: str) -> int | None:
     """The process id of the server's postmaster when it runs on this machine, else None:
     the parent of a backend (``pg_backend_pid()``)."""
     parsed = parse_url(url)
+    # read while the connection is open: its backend ends with it (on a loaded machine the
+    # process was sometimes gone before /proc was read)
     with psycopg.connect(parsed.conninfo, **parsed.connect_kwargs) as conn:
         (backend,) = conn.execute("SELECT pg_backend_pid()").fetchone()  # type: ignore[misc]
-    try:
-        with open(f"/proc/{backend}/comm") as f:
-            here = f.read().startswith("postgres")
-    except OSError:  # no such process here: the server runs elsewhere
-        return None
-    fields = _stat(backend) if here else None
+        try:
+            with open(f"/proc/{backend}/comm") as f:
+                here = f.read().startswith("postgres")
+        except OSError:  # no such process here: the server runs elsewhere
+            return None
+        fields = _stat(backend) if here else None
     return None if fields is None else int(fields[1])
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from rankseam.store.filters import SQL_OPERATORS, Condition, Filter, FilterCompiler
+from rankseam.store.filters import SQL_OPERATORS, AllOf, Condition, Filter, FilterCompiler
 
 __all__ = ["FIELD_COLUMNS", "allowed_rows", "compile_where"]
 
@@ -30,12 +30,31 @@ FIELD_COLUMNS: Mapping[str, str] = {
 
 def allowed_rows(node: Filter, namespace: str) -> tuple[str, dict[str, Any]]:
     """A query of the row keys of ``namespace``'s live revisions that pass ``node``, with its
-    parameters (named ``:f_N``; ``:f_ns`` is the namespace)."""
-    where, args = compile_where(node, namespace)
-    return (
-        f"SELECT r.rid FROM revisions r WHERE r.namespace = :f_ns AND r.live = 1 AND {where}",
-        args,
-    )
+    parameters (named ``:f_N``; ``:f_ns`` is the namespace).
+
+    A metadata condition is answered by its index alone (``metadata_values`` holds live
+    revisions only, by namespace, with the row key in the index); a filter that is all of
+    several conditions is driven by its first metadata condition, the others tested on the
+    rows it finds (``+`` keeps the planner from scanning the namespace's revisions instead)."""
+    compiler = _SQLiteFilter()
+    parts = node.parts if isinstance(node, AllOf) else (node,)
+    driver = next((p for p in parts if isinstance(p, Condition) and p.field is None), None)
+    if driver is None:
+        where, args = compiler.compile(node)
+        sql = f"SELECT r.rid FROM revisions r WHERE r.namespace = :f_ns AND r.live = 1 AND {where}"
+    else:
+        lookup = compiler.lookup(driver)
+        rest = [compiler.node(p) for p in parts if p is not driver]
+        if not rest:
+            sql = lookup
+        else:
+            sql = (
+                f"SELECT r.rid FROM revisions r WHERE r.rid IN ({lookup}) "
+                f"AND +r.namespace = :f_ns AND +r.live = 1 AND {' AND '.join(rest)}"
+            )
+        args = compiler.args
+    args["f_ns"] = namespace
+    return sql, args
 
 
 def compile_where(node: Filter, namespace: str) -> tuple[str, dict[str, Any]]:
@@ -67,10 +86,15 @@ class _SQLiteFilter(FilterCompiler):
         return f"({column} IS NOT NULL AND {column} {op} {self.bind(node.values[0])})"
 
     def metadata(self, node: Condition) -> str:
-        lookup = "r.rid IN (SELECT rid FROM metadata_values WHERE namespace = :f_ns AND key = "
+        return f"r.rid IN ({self.lookup(node)})"
+
+    def lookup(self, node: Condition) -> str:
+        """The row keys of the live revisions whose metadata passes ``node`` (a metadata
+        condition), from ``metadata_values`` and its indexes alone."""
+        select = "SELECT rid FROM metadata_values WHERE namespace = :f_ns AND key = "
         key = self.bind(node.key)
         if node.op == "exists":
-            return f"{lookup}{key})"
+            return f"{select}{key}"
         if node.op == "in":
             by_kind: dict[str, list[object]] = {}
             for value in node.values:
@@ -80,13 +104,13 @@ class _SQLiteFilter(FilterCompiler):
                 column = "text_value" if kind == "text" else "num_value"
                 marks = ", ".join(self.bind(v) for v in values)
                 parts.append(
-                    f"{lookup}{key} AND kind = {self.bind(kind)} AND {column} IN ({marks}))"
+                    f"{select}{key} AND kind = {self.bind(kind)} AND {column} IN ({marks})"
                 )
-            return "(" + " OR ".join(parts) + ")"
+            return " UNION ALL ".join(parts)
         value = node.values[0]
         kind = _kind(value)
         column = "text_value" if kind == "text" else "num_value"
         return (
-            f"{lookup}{key} AND kind = {self.bind(kind)} AND "
-            f"{column} {SQL_OPERATORS[node.op]} {self.bind(value)})"
+            f"{select}{key} AND kind = {self.bind(kind)} AND "
+            f"{column} {SQL_OPERATORS[node.op]} {self.bind(value)}"
         )

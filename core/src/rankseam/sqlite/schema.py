@@ -156,8 +156,9 @@ METADATA_VALUES = (
     "CREATE TABLE IF NOT EXISTS metadata_values (rid INTEGER NOT NULL, namespace TEXT NOT NULL, "
     "key TEXT NOT NULL, kind TEXT NOT NULL, text_value TEXT, num_value REAL); "
     "CREATE INDEX IF NOT EXISTS metadata_text ON metadata_values "
-    "(namespace, key, kind, text_value); "
-    "CREATE INDEX IF NOT EXISTS metadata_num ON metadata_values (namespace, key, kind, num_value); "
+    "(namespace, key, kind, text_value, rid); "
+    "CREATE INDEX IF NOT EXISTS metadata_num ON metadata_values "
+    "(namespace, key, kind, num_value, rid); "
     "CREATE INDEX IF NOT EXISTS metadata_rid ON metadata_values (rid)"
 )
 

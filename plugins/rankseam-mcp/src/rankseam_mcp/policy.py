@@ -138,11 +138,12 @@ class ToolPolicy:
         return cls(**kwargs)
 
     def check(
-        self, reranker: str | None, options: Mapping[str, Any] | None, default: str | None
+        self, reranker: str | None, options: Mapping[str, Any] | None, default: object
     ) -> None:
         """Refuse (``ValueError``, in plain words) a reranker or an option this policy does
-        not allow. ``reranker`` None means the configured ``default``, which always runs."""
-        name = default if reranker is None else (reranker.strip() or "none")
+        not allow. ``reranker`` None means the configured ``default``, which always runs (a
+        configured chain is named by its stages' names joined with commas)."""
+        name = _default_name(default) if reranker is None else (reranker.strip() or "none")
         if reranker is not None and name not in self.rerankers:
             allowed = ", ".join(repr(r) for r in self.rerankers) or "none"
             raise ValueError(
@@ -161,3 +162,13 @@ class ToolPolicy:
                 f"allowed: {list(allowed_options)}. The operator allows more in rankseam.toml "
                 "under [plugins.mcp] options"
             )
+
+
+def _default_name(default: object) -> str | None:
+    """The configured default reranker as the policy names it: its name, or a chain's stage
+    names joined with commas (``"decision,mmr"``)."""
+    if default is None or isinstance(default, str):
+        return default
+    if isinstance(default, list | tuple):
+        return ",".join(str(getattr(stage, "name", stage)) for stage in default)
+    return str(default)

@@ -12,12 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import rankseam
-from rankseam.cli import cli
 from rankseam.errors import ConfigurationError, RerankError, ValidationError
 from rankseam.governed import DecisionFailurePolicy
 from rankseam.loop import LoopRunner
@@ -356,40 +354,3 @@ def test_open_reranker_takes_a_chain() -> None:
         rankseam.open_reranker(["identity", "identity"], options={"x": 1})
     with pytest.raises(ConfigurationError, match="cannot be a stage"):
         rankseam.open_reranker(["identity", "none"])
-
-
-def _cli(*args: str) -> Any:
-    return CliRunner().invoke(cli, list(args), catch_exceptions=False)
-
-
-def test_the_cli_takes_a_chain_repeated_or_as_a_comma_list(tmp_path: Path) -> None:
-    db = str(tmp_path / "cli.sqlite3")
-    with rankseam.open_memory(db) as m:
-        for text in TEXTS:
-            m.add(text)
-    for flags in (["--rerank", "identity", "--rerank", "mmr"], ["--rerank", "identity,mmr"]):
-        out = _cli(
-            "search",
-            "flight to lisbon",
-            "--db",
-            db,
-            "--json",
-            "--trace",
-            *flags,
-            "--mmr-lambda",
-            "0.2",
-        )
-        assert out.exit_code == 0, out.output
-        stages = json.loads(out.output)["trace"]["rerank"]["stages"]
-        assert stages[0]["policy_id"] == "rankseam.rerank.identity.v1"
-        assert len(stages) == 2 and stages[1]["policy_id"].startswith("rankseam.rerank.mmr")
-        assert stages[1]["descriptor"].get("lambda") == 0.2
-    bad = CliRunner().invoke(
-        cli, ["search", "q", "--db", db, "--rerank", "identity", "--rerank", "mmr", "--x-y", "1"]
-    )
-    assert bad.exit_code == 2
-    assert "is not an option of any stage of the chosen chain ['identity', 'mmr']" in bad.output
-    one = _cli("search", "lisbon", "--db", db, "--json", "--trace", "--rerank", "none")
-    assert json.loads(one.output)["trace"]["rerank"] is None
-    spelt = _cli("search", "lisbon", "--db", db, "--rerank", "identity", "--on-error", "fail_open")
-    assert spelt.exit_code == 0

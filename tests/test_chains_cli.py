@@ -1,0 +1,60 @@
+"""Reranker chains from the command line, with a plugin's reranker as a stage (the mmr
+plugin is installed in this session): `--rerank a --rerank b` or `--rerank a,b`, each
+stage's options by its name (docs/seam.md, "Reranker chains")."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from click.testing import CliRunner
+
+import rankseam
+from rankseam.cli import cli
+
+TEXTS = [
+    "alice booked a flight to lisbon",
+    "bob adopted a grey cat named pixel",
+    "the flight to lisbon leaves at nine",
+    "carol runs a marathon in october",
+    "lisbon is sunny in may, said alice",
+    "the team moved standup to nine thirty",
+]
+
+
+def _cli(*args: str) -> Any:
+    return CliRunner().invoke(cli, list(args), catch_exceptions=False)
+
+
+def test_the_cli_takes_a_chain_repeated_or_as_a_comma_list(tmp_path: Path) -> None:
+    db = str(tmp_path / "cli.sqlite3")
+    with rankseam.open_memory(db) as m:
+        for text in TEXTS:
+            m.add(text)
+    for flags in (["--rerank", "identity", "--rerank", "mmr"], ["--rerank", "identity,mmr"]):
+        out = _cli(
+            "search",
+            "flight to lisbon",
+            "--db",
+            db,
+            "--json",
+            "--trace",
+            *flags,
+            "--mmr-lambda",
+            "0.2",
+        )
+        assert out.exit_code == 0, out.output
+        stages = json.loads(out.output)["trace"]["rerank"]["stages"]
+        assert stages[0]["policy_id"] == "rankseam.rerank.identity.v1"
+        assert len(stages) == 2 and stages[1]["policy_id"].startswith("rankseam.rerank.mmr")
+        assert stages[1]["descriptor"].get("lambda") == 0.2
+    bad = CliRunner().invoke(
+        cli, ["search", "q", "--db", db, "--rerank", "identity", "--rerank", "mmr", "--x-y", "1"]
+    )
+    assert bad.exit_code == 2
+    assert "is not an option of any stage of the chosen chain ['identity', 'mmr']" in bad.output
+    one = _cli("search", "lisbon", "--db", db, "--json", "--trace", "--rerank", "none")
+    assert json.loads(one.output)["trace"]["rerank"] is None
+    spelt = _cli("search", "lisbon", "--db", db, "--rerank", "identity", "--on-error", "fail_open")
+    assert spelt.exit_code == 0

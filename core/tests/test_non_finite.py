@@ -4,14 +4,17 @@ infinite, negative, or naming no configured source). Snapshot vectors: test_snap
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import Install
 
 from rankseam import ConfigurationError, open_memory
 from rankseam.embedding import EmbedderDescriptor
 from rankseam.search.fusion import ScoreSpec
+
+#: The ``install`` fixture (conftest.py) takes ``(entry_point_name, module_source)``.
+Install = Callable[..., None]
 
 # An embedder plugin that answers NaN, +inf or a value too large for float32 for texts that
 # contain a trigger word, and a sound vector otherwise.

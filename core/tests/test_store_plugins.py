@@ -59,6 +59,12 @@ class Lending:
 
         return locked if callable(value) else value
 
+    def neighbours(self, keys, before, after, /):
+        # written out, not through __getattr__: Python 3.12's protocol checks look methods up
+        # statically
+        with self._lock:
+            return self._reader.neighbours(keys, before, after)
+
     @contextmanager
     def siblings(self, n, /):
         if self._fresh is not None:  # ?broken=siblings: each call in a new snapshot

@@ -1,0 +1,3 @@
+"""The hooks of rankseam-learned (filled in as the components land)."""
+
+from __future__ import annotations

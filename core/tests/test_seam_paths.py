@@ -439,3 +439,47 @@ def test_trace_candidates_number_the_pool_from_one() -> None:
     assert [c.rank for c in shown] == [1, 2, 3]
     assert [c.text for c in shown] == [h.text for h in POOL[:3]]
     assert [c.text for c in trace_candidates(POOL[:2], text=False)] == [None, None]
+
+
+class Declares:
+    """A reranker that declares its own deadline and waits until the test releases it."""
+
+    policy_id = "test.declares.v1"
+
+    def __init__(self, deadline_s: Any) -> None:
+        self.deadline_s = deadline_s
+        self.cancelled = False
+
+    async def rerank(self, query: str, candidates: Any, limit: int, /) -> Any:
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            self.cancelled = True
+            raise
+
+
+def test_the_host_enforces_a_rerankers_own_deadline_below_the_searchs() -> None:
+    reranker = Declares(0.01)
+    stage = _stage(reranker, deadline_s=20.0)
+    assert stage.deadline_s == 0.01 and stage.own_deadline
+    with pytest.raises(RerankError) as info:
+        asyncio.run(stage.run())
+    assert reranker.cancelled and info.value.reason == "timeout"
+    assert str(info.value.__cause__) == (
+        "reranker 'test.declares.v1' did not answer within its own deadline of 0.01 s (the "
+        "reranker's deadline_s) (it was cancelled). Raise the reranker's deadline_s option (for "
+        "example [rerankers.decision] deadline_s), lower the pool size, or fix the reranker"
+    )
+    # the search's deadline, when lower, is the one that holds and is named
+    lower = _stage(Declares(30.0), deadline_s=0.01)
+    assert lower.deadline_s == 0.01 and not lower.own_deadline
+    with pytest.raises(RerankError, match=r"the rerank deadline of 0\.01 s"):
+        asyncio.run(lower.run())
+    assert _stage(Declares(None)).deadline_s == 20.0
+
+
+@pytest.mark.parametrize("declared", [0, -1.0, float("nan"), float("inf"), "5", True])
+def test_a_rerankers_bad_deadline_is_its_defect(declared: Any) -> None:
+    with pytest.raises(RerankError, match="test.declares.v1.*deadline_s") as info:
+        _stage(Declares(declared))
+    assert info.value.reason == "exception" and info.value.policy_id == "test.declares.v1"

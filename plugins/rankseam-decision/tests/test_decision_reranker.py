@@ -278,12 +278,22 @@ def test_caller_cancellation_propagates_and_leaves_no_task_running() -> None:
 
 
 def test_deadline_fails_closed_and_cancels_calls() -> None:
+    # The host enforces the reranker's deadline_s (the lower of it and the search's): the
+    # reranker wraps nothing in a deadline of its own.
     backend = ScriptedBackend(lambda r: Y, delays=lambda r: 5.0)
     started = time.perf_counter()
     with pytest.raises(RerankError) as info:
-        rerank(backend, 10, 3, window=2, deadline_s=0.05)
+        run_reranker(
+            DecisionReranker(backend, window=2, deadline_s=0.05),
+            "the query",
+            hits(10),
+            3,
+            on_error="raise",
+        )
     assert time.perf_counter() - started < 2.0
     assert info.value.reason == "timeout"
+    assert "its own deadline of 0.05 s" in str(info.value)
+    assert "deadline_s" in str(info.value)
     assert info.value.usage.calls == 2  # type: ignore[attr-defined]
     assert backend.in_flight == 0 and backend.cancelled == 2
     trace = run_reranker(

@@ -96,11 +96,21 @@ def _is_foreign(exc: BaseException | None) -> bool:
     return exc is not None and not isinstance(exc, Exception)
 
 
-def deadline_error(policy_id: str, deadline_s: float, detail: str) -> RerankError:
+def deadline_error(
+    policy_id: str, deadline_s: float, detail: str, *, own: bool = False
+) -> RerankError:
+    """The error of a rerank stage past its deadline: the search's (``[search]
+    rerank_deadline_s``), or the reranker's own (``own``: its ``deadline_s`` attribute, set by
+    its options)."""
+    if own:
+        what = f"its own deadline of {deadline_s:g} s (the reranker's deadline_s)"
+        fix = "Raise the reranker's deadline_s option (for example [rerankers.decision] deadline_s)"
+    else:
+        what = f"the rerank deadline of {deadline_s:g} s"
+        fix = "Raise [search] rerank_deadline_s (or search(..., rerank_deadline_s=...))"
     return RerankError(
-        f"reranker {policy_id!r} did not answer within the rerank deadline of {deadline_s:g} s "
-        f"({detail}). Raise [search] rerank_deadline_s (or search(..., rerank_deadline_s=...)), "
-        "lower the pool size, or fix the reranker",
+        f"reranker {policy_id!r} did not answer within {what} ({detail}). {fix}, lower the "
+        "pool size, or fix the reranker",
         policy_id=policy_id,
         reason="timeout",
     )

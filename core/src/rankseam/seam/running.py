@@ -225,6 +225,23 @@ def prepare_reranker(reranker: Any, *, strict: bool = True) -> SeamReranker:
     return SeamReranker(reranker, _SyncRerankerAdapter(reranker).rerank, False)
 
 
+def own_deadline(component: object, policy_id: str) -> float | None:
+    """The deadline a reranker declares for one rerank (its ``deadline_s`` attribute; ``None``:
+    none), checked: the host enforces the lower of it and the search's, so that a plugin never
+    wraps its own work in a deadline (docs/writing-plugins.md, "Attributes the host reads")."""
+    declared = getattr(component, "deadline_s", None)
+    if declared is None:
+        return None
+    try:
+        return validate_deadline(declared, f"reranker {policy_id!r}'s deadline_s")
+    except ValueError as exc:
+        raise RerankError(
+            f"{exc}; the reranker declares it, so fix the reranker (or its deadline_s option)",
+            policy_id=policy_id,
+            reason="exception",
+        ) from exc
+
+
 class RerankStage:
     """The rerank stage of one search: its arguments are checked by the caller (the search
     plan, or :func:`rerank_pool`), the pool is non-empty and a reranker is chosen.
@@ -242,6 +259,7 @@ class RerankStage:
         "descriptor",
         "k",
         "on_error",
+        "own_deadline",
         "policy_id",
         "pool",
         "query",
@@ -268,8 +286,12 @@ class RerankStage:
         self.k = min(limit, len(pool))
         self.reranker = reranker
         self.on_error = on_error
-        self.deadline_s = deadline_s
         self.policy_id = str(getattr(component, "policy_id", type(component).__name__))
+        own = own_deadline(component, self.policy_id)
+        #: the reranker's own bound, when it declares one below the search's: the host enforces
+        #: it (no plugin wraps its work in a deadline of its own)
+        self.own_deadline = own is not None and own < deadline_s
+        self.deadline_s = own if own is not None and self.own_deadline else deadline_s
         self.descriptor = describe(component)
         fetched = None
         if vectors is not None and getattr(component, "needs_embeddings", False):
@@ -282,6 +304,10 @@ class RerankStage:
             metadata=bool(getattr(component, "needs_metadata", False)),
             neighbours=neighbours if getattr(component, "needs_neighbours", None) else None,
         )
+
+    def deadline_error(self, detail: str) -> RerankError:
+        """The error of this stage past its deadline (the search's, or the reranker's own)."""
+        return deadline_error(self.policy_id, self.deadline_s, detail, own=self.own_deadline)
 
     def governed(self) -> Governed[Outcome]:
         """How this stage's call is governed: the search's policy and deadline, and every
@@ -334,7 +360,7 @@ class RerankStage:
             value = exc
         took = time.perf_counter() - outcomes.started
         if ok and took > self.deadline_s:
-            ok, value = False, deadline_error(self.policy_id, self.deadline_s, _late(took))
+            ok, value = False, self.deadline_error(_late(took))
         return self.governed().settle(ok, value, outcomes)
 
     def expired(self, waited_s: float) -> Outcome:
@@ -375,13 +401,11 @@ class _StageOutcomes:
         if original is not None:
             return foreign_base_exception(original, policy_id)
         if is_deadline(error):
-            named = deadline_error(policy_id, self.stage.deadline_s, "it was cancelled")
+            named = self.stage.deadline_error("it was cancelled")
             attach_usage(named, getattr(error, "usage", None))
             return named
         if isinstance(error, LoopTimeout):
-            return deadline_error(
-                policy_id,
-                self.stage.deadline_s,
+            return self.stage.deadline_error(
                 f"the search waited {self._ms() / 1000.0:.3g} s; the reranker blocked its event "
                 "loop, which was abandoned and replaced",
             )

@@ -14,7 +14,10 @@ Failure is closed (the rerank role gets the *unwrapped* backend):
 - a verdict with ``DecisionResult.used_fallback=True`` (a degraded backend) raises
   ``RerankError(reason="degraded_decision")`` -- it is not an abstain;
 - an answer that is not a ``DecisionResult`` raises ``InvalidOutputError``;
-- the per-search deadline (``deadline_s``) raises ``RerankError(reason="timeout")``.
+- the deadline (``deadline_s``, the reranker's declared bound on one rerank): the host's
+  governed call enforces it (the lower of it and the search's ``rerank_deadline_s``), cancels
+  the rerank and raises ``RerankError(reason="timeout")``, naming this option; the reranker
+  wraps nothing in a deadline of its own.
 
 Every failure first cancels and awaits the calls still running, and carries the cost so far as
 its ``usage`` attribute (the seam reports it in a degraded trace); so does the
@@ -221,27 +224,12 @@ class DecisionReranker:
         k = min(limit, n)
         scan = _Scan(n)
         started = time.perf_counter()
-        deadline = asyncio.timeout(self.deadline_s)
         try:
-            async with deadline:
-                await self._run(scan, query, candidates, k)
-        except TimeoutError as exc:
-            if not deadline.expired():
-                _attach_usage(exc, scan.usage("cancelled: a call failed"))
-                raise  # a backend's own TimeoutError propagates as it is
-            error = RerankError(
-                f"the decision reranker passed its deadline of {self.deadline_s}s after "
-                f"{len(scan.tasks)} decision call(s) for {n} candidates; the search failed "
-                "closed. Raise [rerankers.decision] deadline_s, raise window to run calls "
-                "concurrently, lower the pool size, or use a faster decision backend",
-                policy_id=self.policy_id,
-                reason="timeout",
-            )
-            _attach_usage(error, scan.usage("cancelled: deadline passed"))
-            raise error from exc
+            await self._run(scan, query, candidates, k)
         except asyncio.CancelledError as exc:
-            # Cancelled from outside (the seam's own deadline, the caller): what the calls sent
-            # is still spent; it travels on the cancellation for whoever reports it.
+            # Cancelled from outside (the host at this reranker's deadline or the search's, the
+            # caller): what the calls sent is still spent; it travels on the cancellation for
+            # whoever reports it.
             if all(task.done() for task in scan.tasks):
                 _attach_usage(exc, scan.usage("cancelled: the rerank was cancelled"))
             raise

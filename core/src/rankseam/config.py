@@ -42,6 +42,7 @@ from rankseam.seam import (
     validate_pool_size,
 )
 from rankseam.search.fusion import DEFAULT_FUSION, FUSION_METHODS, SCALES
+from rankseam.store.feedback import DEFAULT_FEEDBACK_CAP
 from rankseam.store.target import redact
 from rankseam.types import frozen_mapping
 
@@ -239,6 +240,23 @@ def _gate_policy(_inst: object, _attr: attrs.Attribute[Any], value: object) -> N
 _SECRET_OPTION = re.compile(r"pass(word|wd)?|secret|token|api_?key|credential", re.IGNORECASE)
 
 
+def _feedback(value: object, source: str) -> dict[str, Any]:
+    """The ``[feedback]`` table: ``max_records``."""
+    if not isinstance(value, Mapping) or set(value) - {"max_records"}:
+        raise ConfigurationError(
+            f"{source}: [feedback] must be a table whose one key is max_records, got {value!r}"
+        )
+    return {"feedback_max_records": value["max_records"]} if "max_records" in value else {}
+
+
+def _feedback_cap(_inst: object, _attr: attrs.Attribute[Any], value: object) -> None:
+    if not is_int(value) or not 1 <= value <= 10_000_000:
+        raise ConfigurationError(
+            "feedback.max_records must be a whole number of records in 1..10000000 (feedback "
+            f"each namespace keeps), got {value!r}"
+        )
+
+
 def _masked(value: Any) -> Any:
     """``value`` (the components' option tables) with secret-looking string options masked."""
     if isinstance(value, Mapping):
@@ -331,6 +349,9 @@ class Config:
     #: names, :meth:`from_toml` none; a :class:`Config` built directly, those whose values
     #: differ from the defaults.
     set_in_code: frozenset[str] = attrs.field(eq=False, repr=False, converter=_settings)
+    #: ``[feedback] max_records``: feedback records each namespace keeps; a write past it
+    #: drops the oldest (docs/store.md, "Feedback").
+    feedback_max_records: int = attrs.field(default=DEFAULT_FEEDBACK_CAP, validator=_feedback_cap)
 
     @set_in_code.default
     def _values_that_differ_from_the_defaults(self) -> frozenset[str]:
@@ -361,6 +382,7 @@ class Config:
             "search",
             "write_gate",
             "plugins",
+            "feedback",
             *TABLE_FOR_KIND.values(),
         }
         unknown = sorted(set(data) - known_top)
@@ -408,6 +430,7 @@ class Config:
                 components=components,
                 plugins={k: frozen_mapping(v) for k, v in plugins.items()},
                 **gate,
+                **_feedback(data.get("feedback", {}), source),
                 set_in_code=named & ENV_SETTINGS if in_code else (),
             )
         except ConfigurationError as exc:

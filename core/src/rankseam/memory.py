@@ -29,8 +29,9 @@ from rankseam.embedding import Embedder, EmbedderDescriptor
 from rankseam.errors import ConfigurationError
 from rankseam.loop import LoopRunner
 from rankseam.memory_async import AsyncMethods
+from rankseam.memory_feedback import FeedbackMethods
 from rankseam.memory_lifecycle import Forgotten, LifecycleMethods
-from rankseam.resolve import resolve_config
+from rankseam.resolve import resolve_config, warn_if_likely_typo
 from rankseam.seam import RerankerSpec, check_reranker
 from rankseam.search.channels.base import CandidateSource
 from rankseam.search.pipeline import (
@@ -87,7 +88,7 @@ def open_memory(
     *,
     config: Config | Mapping[str, Any] | None = None,
     config_file: str | os.PathLike[str] | None = None,
-    create: bool = True,
+    create: bool | None = None,
     **overrides: Any,
 ) -> Memory:
     """Open (or, with ``create=True``, create) a memory store and assemble its search.
@@ -102,8 +103,15 @@ def open_memory(
     ``embedder``, ``pool``, ``reranker``, ``fusion``, ``sources``, ``on_error``, ...) win over
     everything; then what ``config`` sets, in code; then the environment (``RANKSEAM_*``, see
     :meth:`Config.with_env`); then ``config_file``; then the defaults (docs/configuration.md,
-    "Which switch wins"). ``create=False`` refuses to create a missing database (read-only
-    commands use it).
+    "Which switch wins").
+
+    A missing store is created (as :func:`sqlite3.connect` creates a missing file), and
+    ``create`` says how: left out, a plain path with no file yet whose name is close to a file
+    beside it (``memoreis.sqlite3`` next to ``memories.sqlite3``) is created with a
+    ``UserWarning`` naming both, since a typo would otherwise open an empty store whose
+    searches find nothing; ``create=True`` creates without that check; ``create=False``
+    refuses a missing store (a :class:`ConfigurationError` naming the path; read-only
+    commands use it) — docs/store.md, "Opening a store".
     """
     default_reranker = None
     chosen = overrides.get("reranker")
@@ -125,7 +133,9 @@ def open_memory(
                 ) from None
         overrides = {**overrides, "reranker": None}  # the objects, not a configured name
     cfg = resolve_config(target, config, config_file, overrides)
-    parts = assemble(cfg, create=create)
+    if create is None and cfg.db is not None:
+        warn_if_likely_typo(cfg.db)
+    parts = assemble(cfg, create=create is not False)
     store = open_store(parts)
     try:
         sources = store_channels(store, parts)
@@ -154,13 +164,16 @@ def _where(scope: Mapping[str, Any]) -> Filter | None:
     )
 
 
-class Memory(LifecycleMethods, AsyncMethods):
+class Memory(LifecycleMethods, FeedbackMethods, AsyncMethods):
     """A memory store with search. Thread-safe. Create it with :func:`open_memory`.
 
     A memory's ``history``, ``forget`` (a hard delete) and ``reset`` (of a whole namespace)
-    are in :mod:`rankseam.memory_lifecycle`. Every operation has an async twin for
+    are in :mod:`rankseam.memory_lifecycle`; feedback on search results (``feedback``,
+    ``feedback_records``, ``export_feedback``, ``delete_feedback``) in
+    :mod:`rankseam.memory_feedback`. Every operation has an async twin for
     event-loop code: ``asearch``, ``aadd``, ``aupdate``, ``aget``, ``adelete``, ``aingest``,
-    ``ahistory``, ``aforget``, ``areset`` (:mod:`rankseam.memory_async`, docs/async.md)."""
+    ``ahistory``, ``aforget``, ``areset``, ``afeedback``, ``afeedback_records``,
+    ``adelete_feedback`` (:mod:`rankseam.memory_async`, docs/async.md)."""
 
     def __init__(
         self,

@@ -11,7 +11,7 @@ thread completes (all or nothing, as its sync twin), so re-read before retrying.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
     from rankseam.store.records import StoredMemory
     from rankseam.store.rows import Forgotten
-    from rankseam.types import MemoryRef
+    from rankseam.types import FeedbackRecord, MemoryRef, SearchResult
     from rankseam.writing.ingest import AddResult, IngestReport
 
 __all__ = ["AsyncMethods"]
@@ -44,6 +44,12 @@ class _Operations(Protocol):
     def forget(self) -> Callable[..., Forgotten]: ...
     @property
     def reset(self) -> Callable[..., Forgotten]: ...
+    @property
+    def feedback(self) -> Callable[..., FeedbackRecord]: ...
+    @property
+    def feedback_records(self) -> Callable[..., list[FeedbackRecord]]: ...
+    @property
+    def delete_feedback(self) -> Callable[..., int]: ...
 
 
 async def _in_thread(fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
@@ -53,8 +59,9 @@ async def _in_thread(fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> An
 
 
 class AsyncMethods:
-    """``aadd``, ``aupdate``, ``aget``, ``adelete``, ``aingest``, ``ahistory``, ``aforget``
-    and ``areset`` of :class:`Memory`."""
+    """``aadd``, ``aupdate``, ``aget``, ``adelete``, ``aingest``, ``ahistory``, ``aforget``,
+    ``areset``, ``afeedback``, ``afeedback_records`` and ``adelete_feedback`` of
+    :class:`Memory`."""
 
     async def aadd(
         self: _Operations,
@@ -168,3 +175,51 @@ class AsyncMethods:
         ``confirm=True``, as ``reset``)."""
         done: Forgotten = await _in_thread(self.reset, namespace, confirm=confirm)
         return done
+
+    async def afeedback(
+        self: _Operations,
+        result: SearchResult,
+        used: Iterable[str] = (),
+        *,
+        note: str | None = None,
+    ) -> FeedbackRecord:
+        """:meth:`~rankseam.memory.Memory.feedback` for async code."""
+        record: FeedbackRecord = await _in_thread(self.feedback, result, used, note=note)
+        return record
+
+    async def afeedback_records(
+        self: _Operations,
+        namespace: str | None = None,
+        *,
+        since: object = None,
+        limit: int | None = None,
+        all_namespaces: bool = False,
+    ) -> list[FeedbackRecord]:
+        """:meth:`~rankseam.memory.Memory.feedback_records` for async code."""
+        records: list[FeedbackRecord] = await _in_thread(
+            self.feedback_records,
+            namespace,
+            since=since,
+            limit=limit,
+            all_namespaces=all_namespaces,
+        )
+        return records
+
+    async def adelete_feedback(
+        self: _Operations,
+        feedback_ids: Sequence[str] | None = None,
+        *,
+        namespace: str | None = None,
+        all_namespaces: bool = False,
+        confirm: bool = False,
+    ) -> int:
+        """:meth:`~rankseam.memory.Memory.delete_feedback` for async code (refused without
+        ``confirm=True`` for a namespace or all, as ``delete_feedback``)."""
+        count: int = await _in_thread(
+            self.delete_feedback,
+            feedback_ids,
+            namespace=namespace,
+            all_namespaces=all_namespaces,
+            confirm=confirm,
+        )
+        return count

@@ -17,7 +17,14 @@ from rankseam.errors import ConfigurationError
 from rankseam.seam import reranker_choice
 from rankseam.store.target import parse_target
 
-__all__ = ["CONFIG_NAME", "find_config", "load_config", "resolve_config", "user_config_dir"]
+__all__ = [
+    "CONFIG_NAME",
+    "find_config",
+    "load_config",
+    "resolve_config",
+    "user_config_dir",
+    "warn_if_likely_typo",
+]
 
 _TOP_OVERRIDES = {
     "db",
@@ -27,6 +34,7 @@ _TOP_OVERRIDES = {
     "write_gate_backend",
     "write_gate_timeout_s",
     "write_gate_failure_policy",
+    "feedback_max_records",
 }
 _SEARCH_OVERRIDES = {f.name for f in attrs.fields(SearchConfig)}
 
@@ -150,3 +158,37 @@ def find_config(
         return local
     user = user_config_dir() / CONFIG_NAME
     return user if user.is_file() else None
+
+
+def warn_if_likely_typo(db: str) -> None:
+    """Warn (``UserWarning``) when ``db`` is a plain path with no file yet while a file of
+    the same suffix and a close name lies beside it: ``memoreis.sqlite3`` next to
+    ``memories.sqlite3`` is a typo far more often than a new store. Nothing else is checked
+    and nothing is opened: a first store, or one in an empty folder, is created silently."""
+    if db == ":memory:" or not parse_target(db).is_path:
+        return
+    path = Path(db)
+    if path.exists():
+        return
+    import difflib  # on first use: only when a store is about to be created
+    import warnings
+
+    try:
+        with os.scandir(path.parent if str(path.parent) else ".") as entries:
+            siblings = [
+                e.name
+                for e in entries
+                if e.name.endswith(path.suffix) and e.name != path.name and e.is_file()
+            ][:10_000]
+    except OSError:
+        return  # no folder (the store's creation says so) or an unreadable one
+    close = difflib.get_close_matches(path.name, siblings, n=3, cutoff=0.8)
+    if close:
+        warnings.warn(
+            f"no rankseam store at {str(path.resolve())!r}: a new, empty one is created there; "
+            f"did you mean {' or '.join(repr(str(path.parent / c)) for c in close)}? "
+            "Pass create=False to refuse a missing store, or create=True to create it without "
+            "this check",
+            UserWarning,
+            stacklevel=3,
+        )

@@ -20,6 +20,8 @@ from rankseam.checks import is_int
 __all__ = [
     "Candidate",
     "CandidateRecord",
+    "FeedbackHit",
+    "FeedbackRecord",
     "Hit",
     "MemoryRef",
     "Neighbour",
@@ -121,6 +123,10 @@ def _finite(_inst: object, attribute: attrs.Attribute[Any], value: float) -> Non
         raise ValueError(f"{attribute.name} must be a finite number, got {value!r}")
 
 
+#: The largest revision (and count) a store holds: SQLite's INTEGER is a signed 64-bit number.
+MAX_INT64 = 2**63 - 1
+
+
 @attrs.frozen(order=True)
 class MemoryRef:
     """The identity of one immutable revision of a memory: what a hit cites."""
@@ -136,6 +142,11 @@ class MemoryRef:
             raise ValueError("MemoryRef.memory_id must not be empty")
         if self.revision < 1:
             raise ValueError(f"MemoryRef.revision starts at 1, got {self.revision}")
+        if self.revision > MAX_INT64:
+            raise ValueError(
+                f"MemoryRef.revision is at most {MAX_INT64} (a signed 64-bit integer, the "
+                f"largest a store holds), got {self.revision}"
+            )
 
     def sort_key(self) -> bytes:
         """Deterministic tie-break key: the UTF-8 bytes of the identity."""
@@ -547,6 +558,119 @@ class SearchResult:
 
     def to_dict(self, *, text: bool = True) -> dict[str, Any]:
         return {"hits": [h.to_dict(text=text) for h in self.hits], "trace": self.trace.to_dict()}
+
+
+def _feedback_hits(value: Iterable[FeedbackHit]) -> tuple[FeedbackHit, ...]:
+    return tuple(value)
+
+
+def _optional_str(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is not None and not isinstance(value, str):
+        raise ValueError(f"{attribute.name} must be a string or None, got {value!r}")
+
+
+@attrs.frozen
+class FeedbackHit:
+    """One hit a search showed, as a :class:`FeedbackRecord` keeps it: its rank in the
+    result (1 = first), the memory and revision it cited, and its score."""
+
+    rank: int = attrs.field(validator=_non_negative_int)
+    memory_id: str = attrs.field(validator=attrs.validators.instance_of(str))
+    revision: int = attrs.field(validator=_non_negative_int)
+    score: float = attrs.field(converter=to_float, validator=_finite)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "rank": self.rank,
+            "memory_id": self.memory_id,
+            "revision": self.revision,
+            "score": round(self.score, 6),
+        }
+
+
+@attrs.frozen
+class FeedbackRecord:
+    """What an application said about one search result: which of the hits it showed it
+    used (``Memory.feedback``; docs/store.md, "Feedback"). Kept in a table of its own beside
+    the memories: never memory state, never searched, bounded per namespace, and left out of
+    snapshots unless asked.
+
+    ``shown`` holds the result's hits in rank order (ranks ``1..n``); ``used`` the memory ids
+    the application used, each one of ``shown``, in the order it gave them (empty: it used
+    none). ``where`` is the search's filter as checked (with its thread and time scope) and
+    ``min_score`` its cut-off, both None when the search had none; ``policy_id`` the
+    reranker's (None: the coarse order). ``created_at`` is POSIX seconds."""
+
+    feedback_id: str = attrs.field(validator=attrs.validators.instance_of(str))
+    namespace: str = attrs.field(validator=attrs.validators.instance_of(str))
+    query: str = attrs.field(validator=attrs.validators.instance_of(str))
+    shown: tuple[FeedbackHit, ...] = attrs.field(converter=_feedback_hits)
+    used: tuple[str, ...] = attrs.field(converter=_str_tuple)
+    created_at: float = attrs.field(converter=to_float, validator=_finite)
+    where: Mapping[str, Any] | None = attrs.field(
+        default=None, converter=_optional_mapping, eq=False
+    )
+    min_score: float | None = attrs.field(default=None, converter=_optional_float)
+    policy_id: str | None = attrs.field(default=None, validator=_optional_str)
+    note: str | None = attrs.field(default=None, validator=_optional_str)
+
+    def __attrs_post_init__(self) -> None:
+        if not self.feedback_id or not self.namespace:
+            raise ValueError("FeedbackRecord.feedback_id and .namespace must not be empty")
+        ranks = [hit.rank for hit in self.shown]
+        if ranks != list(range(1, len(ranks) + 1)):
+            raise ValueError(f"FeedbackRecord.shown must be ranked 1..n in order, got {ranks}")
+        shown = {hit.memory_id for hit in self.shown}
+        for memory_id in self.used:
+            if memory_id not in shown:
+                raise ValueError(
+                    f"FeedbackRecord.used names {memory_id!r}, which is not among the hits "
+                    f"shown ({sorted(shown)})"
+                )
+        if len(set(self.used)) != len(self.used):
+            raise ValueError(f"FeedbackRecord.used names an id twice: {list(self.used)}")
+
+    @property
+    def used_ranks(self) -> tuple[int, ...]:
+        """The ranks of the used hits, in the order of ``used``."""
+        rank_of = {hit.memory_id: hit.rank for hit in self.shown}
+        return tuple(rank_of[memory_id] for memory_id in self.used)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The record as JSON-ready values (one line of a feedback export)."""
+        return {
+            "feedback_id": self.feedback_id,
+            "namespace": self.namespace,
+            "query": self.query,
+            "shown": [hit.to_dict() for hit in self.shown],
+            "used": list(self.used),
+            "created_at": self.created_at,
+            "where": None if self.where is None else _jsonable(self.where),
+            "min_score": self.min_score,
+            "policy_id": self.policy_id,
+            "note": self.note,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> FeedbackRecord:
+        """The record :meth:`to_dict` wrote; a :class:`ValueError` naming what is wrong."""
+        try:
+            return cls(
+                feedback_id=data["feedback_id"],
+                namespace=data["namespace"],
+                query=data["query"],
+                shown=[FeedbackHit(**hit) for hit in data["shown"]],
+                used=data["used"],
+                created_at=data["created_at"],
+                where=data.get("where"),
+                min_score=data.get("min_score"),
+                policy_id=data.get("policy_id"),
+                note=data.get("note"),
+            )
+        except KeyError as exc:
+            raise ValueError(f"a feedback record needs the key {exc.args[0]!r}") from None
+        except TypeError as exc:
+            raise ValueError(f"not a feedback record: {exc}") from None
 
 
 def _jsonable(value: Any) -> Any:

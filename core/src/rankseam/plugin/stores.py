@@ -11,6 +11,7 @@ plugin imports them from.
 from __future__ import annotations
 
 from rankseam.store.contract import BatchWriter, BulkReader, BulkWriter, Store, StoreReader, Vectors
+from rankseam.store.feedback import FeedbackStore, FeedbackWritten
 from rankseam.store.filters import (
     FIELDS,
     SQL_OPERATORS,
@@ -62,6 +63,8 @@ __all__ = [
     "BulkWriter",
     "ConcurrentReader",
     "Condition",
+    "FeedbackStore",
+    "FeedbackWritten",
     "Filter",
     "FilterCompiler",
     "Forgotten",

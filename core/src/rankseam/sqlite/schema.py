@@ -8,7 +8,7 @@ To change the schema: add a function ``_migrate_N_to_N1(conn)`` to :data:`MIGRAT
 ``N`` and bump ``SCHEMA_VERSION``. Migrations only ever add (tables, columns, indexes) or copy;
 revision rows are immutable and are never rewritten.
 
-Tables (version 6):
+Tables (version 7):
 
 - ``meta(key, value)``: schema version, FTS tokenizer, creation time.
 - ``namespaces(name, version, vector_epoch)``: ``version`` increments on every committed write
@@ -35,6 +35,10 @@ Tables (version 6):
 - ``forgotten(namespace, memory_id, forgotten_at)`` (since version 6): what a hard delete
   (``forget``, ``reset``) leaves of a memory: its id and the time, nothing else
   (docs/store.md, "Forgetting").
+- ``feedback(seq, feedback_id, namespace, created_at, record)`` (since version 7): what
+  applications said about search results (``Memory.feedback``), a table of its own that no
+  search, history or snapshot reads (:mod:`rankseam.sqlite.feedback`; docs/store.md,
+  "Feedback").
 - ``spaces(key, descriptor)`` and ``vectors(space, rid, vector)``: float32 vectors per embedder
   space; a vector is only ever compared with vectors of its own space. Since version 2 a
   plain rowid table with a unique ``(space, rid)`` index: version 1 declared it ``WITHOUT
@@ -52,11 +56,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 from rankseam.errors import ConfigurationError
+from rankseam.sqlite.feedback import FEEDBACK
 from rankseam.sqlite.rows import INDEX_VALUES
 
 __all__ = ["SCHEMA_VERSION", "TOKENIZERS", "check_identity", "ensure_schema"]
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 #: Page size of new stores (see the module docstring).
 PAGE_SIZE = 8192
 
@@ -120,6 +125,7 @@ def _create(conn: sqlite3.Connection, tokenizer: str) -> None:
         ) WITHOUT ROWID;
         {METADATA_VALUES};
         {FORGOTTEN};
+        {FEEDBACK};
         CREATE VIRTUAL TABLE fts USING fts5(
             text, content='revisions', content_rowid='rid', tokenize='{TOKENIZERS[tokenizer]}'
         );
@@ -220,6 +226,12 @@ def _migrate_5_to_6(conn: sqlite3.Connection) -> None:
     conn.execute(FORGOTTEN)
 
 
+def _migrate_6_to_7(conn: sqlite3.Connection) -> None:
+    """Add the feedback table (see :data:`~rankseam.sqlite.feedback.FEEDBACK`)."""
+    for statement in FEEDBACK.split(";"):
+        conn.execute(statement)
+
+
 #: version N -> function migrating a version-N store to N+1.
 MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
     1: _migrate_1_to_2,
@@ -227,6 +239,7 @@ MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
     3: _migrate_3_to_4,
     4: _migrate_4_to_5,
     5: _migrate_5_to_6,
+    6: _migrate_6_to_7,
 }
 
 

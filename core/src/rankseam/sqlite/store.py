@@ -32,6 +32,7 @@ from rankseam.errors import ConfigurationError, StoreError, ValidationError
 from rankseam.sqlite import ann as ann_module
 from rankseam.sqlite.ann import AnnIndexes, AnnManifest
 from rankseam.sqlite.bulk import SQLiteBulkReader, SQLiteBulkWriter
+from rankseam.sqlite.feedback import SQLiteFeedback
 from rankseam.sqlite.filters import compile_where
 from rankseam.sqlite.forget import checkpoint, forget_memories, forgotten_at
 from rankseam.sqlite.reader import FactsCache, SQLiteReader, chunks
@@ -90,9 +91,10 @@ def storage_error(exc: sqlite3.DatabaseError, path: str) -> StoreError | None:
     return None
 
 
-class SQLiteStore:
+class SQLiteStore(SQLiteFeedback):
     """The embedded store in one SQLite file. Thread-safe; one connection per thread.
-    Implements :class:`rankseam.store.contract.Store`."""
+    Implements :class:`rankseam.store.contract.Store` and, with :class:`SQLiteFeedback`,
+    :class:`rankseam.store.feedback.FeedbackStore`."""
 
     kind = "sqlite"
     schema_version = SCHEMA_VERSION

@@ -14,55 +14,11 @@ from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, Field, model_validator
 
 from rankseam import Memory
-from rankseam.plugin.adapters import (
-    FILTER_ARGUMENTS,
-    check_filter,
-    hits_metadata,
-    search_arguments,
-)
+from rankseam.plugin.adapters import check_filter, hits_metadata, search_arguments
 from rankseam.types import SearchResult
+from rankseam_langchain.arguments import CALL_ARGUMENTS, search_settings
 
 __all__ = ["RankseamRetriever"]
-
-#: What ``invoke``/``ainvoke`` accept as keyword arguments for one call, and what
-#: ``search_kwargs`` may hold; each overrides the retriever's attribute of the same name for
-#: that call only (``filter``, LangChain's word for a filter, is ``where``).
-CALL_ARGUMENTS = (
-    "k",
-    "namespace",
-    "reranker",
-    "reranker_options",
-    "pool",
-    "on_error",
-    *FILTER_ARGUMENTS,
-)
-#: LangChain's word for a filter (``search_kwargs={"filter": ...}``, ``invoke(q, filter=...)``).
-FILTER = "filter"
-#: Keyword arguments LangChain itself passes through ``invoke`` (read by its callbacks).
-_LANGCHAIN_ARGUMENTS = frozenset({"verbose"})
-
-
-def _settings(given: Mapping[str, Any], where: str) -> dict[str, Any]:
-    """``given`` (``search_kwargs`` or a call's keywords) checked and with ``filter`` named
-    ``where``: an unknown key is a ``TypeError``, a filter given twice too, and a filter is
-    checked at once (a mistake is a ``rankseam.ValidationError`` naming its place)."""
-    unknown = sorted(set(given) - {*CALL_ARGUMENTS, FILTER} - _LANGCHAIN_ARGUMENTS)
-    if unknown:
-        raise TypeError(
-            f"RankseamRetriever got unexpected {where} {unknown}; it accepts "
-            f"{[*CALL_ARGUMENTS, FILTER]} (filter is LangChain's name for where)"
-        )
-    out = {k: v for k, v in given.items() if k in CALL_ARGUMENTS}
-    if FILTER in given:
-        if "where" in given:
-            raise TypeError(
-                f"RankseamRetriever got both filter and where in {where}; give one (filter is "
-                "LangChain's name for where)"
-            )
-        out["where"] = check_filter(given[FILTER], FILTER)
-    elif "where" in out:
-        out["where"] = check_filter(out["where"], "where")
-    return out
 
 
 class RankseamRetriever(BaseRetriever):
@@ -118,14 +74,14 @@ class RankseamRetriever(BaseRetriever):
         """A filter mistake, or an unknown ``search_kwargs`` key, fails when the retriever is
         made, not in its first query."""
         check_filter(self.where, "where")
-        _settings(self.search_kwargs, "search_kwargs")
+        search_settings(self.search_kwargs, "search_kwargs")
         return self
 
     def _search(self, overrides: Mapping[str, Any]) -> tuple[int, dict[str, Any]]:
         """``k`` and the ``Memory.search`` keywords of one call: the retriever's settings,
         overridden by ``search_kwargs``, overridden by the call's keywords."""
-        call = _settings(overrides, "keyword argument(s)")
-        configured = _settings(self.search_kwargs, "search_kwargs")
+        call = search_settings(overrides, "keyword argument(s)")
+        configured = search_settings(self.search_kwargs, "search_kwargs")
         settings = {
             name: call.get(name, configured.get(name, getattr(self, name)))
             for name in CALL_ARGUMENTS

@@ -451,11 +451,14 @@ class Memory(LifecycleMethods, FeedbackMethods, AsyncMethods):
 
     # -- snapshots (docs/snapshots.md) -----------------------------------------------------
 
-    def export_snapshot(self, out: str | os.PathLike[str], *, gzip: bool = False) -> ExportReport:
-        """Write a portable snapshot of the whole store into the new folder ``out``."""
+    def export_snapshot(
+        self, out: str | os.PathLike[str], *, gzip: bool = False, include_feedback: bool = False
+    ) -> ExportReport:
+        """Write a portable snapshot of the whole store into the new folder ``out``; with
+        ``include_feedback=True``, its feedback records too (left out otherwise)."""
         from rankseam.snapshot import export_snapshot
 
-        return export_snapshot(self._store, out, gzip=gzip)
+        return export_snapshot(self._store, out, gzip=gzip, include_feedback=include_feedback)
 
     @staticmethod
     def verify_snapshot(path: str | os.PathLike[str]) -> VerifyReport:
@@ -466,10 +469,17 @@ class Memory(LifecycleMethods, FeedbackMethods, AsyncMethods):
 
     def import_snapshot(self, path: str | os.PathLike[str], *, merge: bool = False) -> ImportReport:
         """Hydrate this store from a snapshot in one transaction. The store must be empty
-        unless ``merge=True``; a merge never overwrites a revision the store holds."""
+        unless ``merge=True``; a merge never overwrites a revision the store holds. Feedback
+        records the snapshot holds are imported too (after the memories)."""
         from rankseam.snapshot import import_snapshot
 
-        return import_snapshot(self._store, path, merge=merge, active_space=self._space)
+        return import_snapshot(
+            self._store,
+            path,
+            merge=merge,
+            active_space=self._space,
+            feedback_cap=self._config.feedback_max_records,
+        )
 
     # -- search ----------------------------------------------------------------------------
 

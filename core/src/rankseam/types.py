@@ -584,7 +584,7 @@ class FeedbackHit:
             "rank": self.rank,
             "memory_id": self.memory_id,
             "revision": self.revision,
-            "score": round(self.score, 6),
+            "score": self.score,
         }
 
 

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from rankseam.checks import json_shape
+from rankseam.snapshot.feedback import write_feedback
 from rankseam.snapshot.format import (
     DATA_NAME,
     FORMAT_NAME,
@@ -73,10 +74,16 @@ def _check_store(bulk: BulkReader, spaces: Sequence[str]) -> None:
 
 
 def export_snapshot(
-    store: Store, out: str | os.PathLike[str], *, gzip: bool = False
+    store: Store,
+    out: str | os.PathLike[str],
+    *,
+    gzip: bool = False,
+    include_feedback: bool = False,
 ) -> ExportReport:
     """Write a snapshot of ``store`` into the new folder ``out``. The store is read in one read
-    transaction (writers are not blocked); the folder appears complete or not at all."""
+    transaction (writers are not blocked); the folder appears complete or not at all.
+    ``include_feedback``: also write the store's feedback records (:mod:`.feedback`; read
+    after the memories, in a transaction of its own)."""
     started = time.perf_counter()
     out_path = Path(out).expanduser()
     try:
@@ -135,6 +142,8 @@ def export_snapshot(
             ],
         }
         manifest["snapshot_id"] = snapshot_id(manifest)
+        if include_feedback:  # not memory state: the snapshot id does not cover it
+            manifest["feedback"] = write_feedback(store, tmp)
         manifest["exported_at"] = datetime.now(UTC).isoformat(timespec="seconds")
         manifest["created_by"] = _created_by()
         (tmp / MANIFEST).write_text(
@@ -158,6 +167,7 @@ def export_snapshot(
         vectors=sum(vectors.values()),
         bytes=size,
         seconds=time.perf_counter() - started,
+        feedback=manifest["feedback"]["records"] if include_feedback else None,
     )
     log.info(
         "snapshot exported",

@@ -11,10 +11,12 @@ import time
 import attrs
 
 from rankseam.embedding import EmbedderDescriptor
+from rankseam.snapshot.feedback import read_feedback
 from rankseam.snapshot.format import SnapshotError
 from rankseam.snapshot.reports import ImportReport
 from rankseam.snapshot.verify import RecordReader, open_snapshot
 from rankseam.store.contract import BulkWriter, Store
+from rankseam.store.feedback import DEFAULT_FEEDBACK_CAP, FeedbackStore
 from rankseam.store.records import MemoryRows
 from rankseam.store.rows import RevisionDigest
 
@@ -74,12 +76,15 @@ def import_snapshot(
     *,
     merge: bool = False,
     active_space: EmbedderDescriptor | None = None,
+    feedback_cap: int = DEFAULT_FEEDBACK_CAP,
 ) -> ImportReport:
     """Hydrate ``store`` from a snapshot in ONE write transaction. The store must hold no
     memories unless ``merge=True``; a merge adds what the store lacks and never overwrites a
     revision it holds. Any problem raises :class:`SnapshotError` and leaves the store exactly as
     it was. ``active_space``: the embedder space searches use; the report notes when the
-    snapshot holds no vectors of it."""
+    snapshot holds no vectors of it. Feedback the snapshot holds (:mod:`.feedback`) is
+    checked before anything is written and written after the memories, in a transaction of
+    its own, each namespace kept within ``feedback_cap`` records."""
     started = time.perf_counter()
     snap = open_snapshot(path)
     tokenizer = snap.manifest["store"]["tokenizer"]
@@ -92,6 +97,7 @@ def import_snapshot(
             f"with tokenizer {tokenizer!r}",
             reason="tokenizer",
         )
+    feedback = read_feedback(snap.folder, snap.manifest)
     counts = _MergeCounts()
     reader = RecordReader(snap)
     with store.bulk_write() as bulk:  # one transaction: all or nothing
@@ -114,6 +120,14 @@ def import_snapshot(
     if not merge:
         counts.added = reader.memories
     notes = []
+    feedback_written = 0
+    if feedback and isinstance(store, FeedbackStore):
+        feedback_written = store.write_feedback(feedback, cap=feedback_cap).written
+    elif feedback:
+        notes.append(
+            f"the snapshot holds {len(feedback)} feedback records; this {store.kind!r} store "
+            "keeps no feedback, so they were not imported"
+        )
     if kind != store.kind:
         notes.append(
             f"the snapshot comes from a {kind!r} store, this is a {store.kind!r} store: every id, "
@@ -138,6 +152,8 @@ def import_snapshot(
         vectors_written=bulk.vectors_written,
         seconds=time.perf_counter() - started,
         notes=tuple(notes),
+        feedback=None if feedback is None else len(feedback),
+        feedback_written=feedback_written,
     )
     log.info(
         "snapshot imported",

@@ -23,6 +23,8 @@ class ExportReport:
     vectors: int
     bytes: int
     seconds: float
+    #: Feedback records written (``include_feedback=True``); None: feedback was left out.
+    feedback: int | None = None
 
     @property
     def memories_per_second(self) -> float | None:
@@ -39,6 +41,7 @@ class ExportReport:
             "bytes": self.bytes,
             "seconds": round(self.seconds, 3),
             "memories_per_second": self.memories_per_second,
+            "feedback": self.feedback,
         }
 
 
@@ -95,6 +98,9 @@ class ImportReport:
     vectors_written: int
     seconds: float
     notes: tuple[str, ...] = ()
+    #: Feedback records the snapshot held (None: none) and how many were written.
+    feedback: int | None = None
+    feedback_written: int = 0
 
     @property
     def memories_per_second(self) -> float | None:
@@ -116,4 +122,6 @@ class ImportReport:
             "seconds": round(self.seconds, 3),
             "memories_per_second": self.memories_per_second,
             "notes": list(self.notes),
+            "feedback": self.feedback,
+            "feedback_written": self.feedback_written,
         }

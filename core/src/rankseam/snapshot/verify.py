@@ -21,6 +21,7 @@ import numpy as np
 from rankseam.checks import is_int, is_real, parse_json
 from rankseam.embedding import EmbedderDescriptor, unnormalised_row
 from rankseam.errors import ValidationError
+from rankseam.snapshot.feedback import read_feedback
 from rankseam.snapshot.format import (
     CHUNK,
     DATA_NAME,
@@ -488,6 +489,7 @@ def verify_snapshot(path: str | os.PathLike[str]) -> VerifyReport:
     for _record in reader:
         pass
     reader.finish()
+    read_feedback(snap.folder, snap.manifest)  # checked too, when it holds feedback
     return VerifyReport(
         path=str(snap.folder),
         snapshot_id=snap.snapshot_id,

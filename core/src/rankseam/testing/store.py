@@ -25,7 +25,9 @@ other threads; :mod:`rankseam.testing.store_reader`), a memory's thread, positio
 source stored exactly and its reader's neighbours in thread order from its own snapshot
 (:mod:`rankseam.testing.store_structure`), a memory's history and the hard deletes (``forget``
 and ``reset`` leave no row, text, vector or index entry of it, and no trace in a later
-snapshot; :mod:`rankseam.testing.store_forget`), and snapshot round trips through the
+snapshot; :mod:`rankseam.testing.store_forget`), feedback on search results (stored
+exactly, never memory state, bounded, deletable, in snapshots only when asked;
+:mod:`rankseam.testing.store_feedback`), and snapshot round trips through the
 embedded SQLite store in both directions (every id, revision, text, tombstone and vector
 kept; same searches on a clone of the same kind).
 
@@ -49,6 +51,7 @@ import pytest
 from rankseam.errors import ValidationError
 from rankseam.store.target import parse_target
 from rankseam.testing.base import Capability
+from rankseam.testing.store_feedback import FeedbackContract
 from rankseam.testing.store_filters import FilterContract
 from rankseam.testing.store_forget import ForgetContract
 from rankseam.testing.store_ranking import check_same_ranking
@@ -85,6 +88,7 @@ class StoreContract(
     StructureContract,
     FilterContract,
     ForgetContract,
+    FeedbackContract,
     VectorLimitContract,
     ReembedContract,
 ):

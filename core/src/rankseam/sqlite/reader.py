@@ -13,6 +13,7 @@ import numpy as np
 
 from rankseam.embedding import EmbedderDescriptor
 from rankseam.sqlite import ann as ann_module
+from rankseam.sqlite.blas import matvec
 from rankseam.sqlite.filters import allowed_rows
 from rankseam.sqlite.rows import vector_state
 from rankseam.sqlite.vector_cache import top_k
@@ -343,7 +344,7 @@ class SQLiteReader:
     def _scores(matrix: np.ndarray, q: np.ndarray, descriptor: EmbedderDescriptor) -> np.ndarray:
         if matrix.shape[0] == 0:
             return np.zeros(0, dtype=np.float32)
-        scores = matrix @ q
+        scores = matvec(matrix, q)  # numpy's BLAS pool held to one thread (sqlite.blas)
         if descriptor.normalization != "l2":
             norms = np.linalg.norm(matrix, axis=1)
             scores = np.divide(scores, norms, out=np.zeros_like(scores), where=norms > 0)

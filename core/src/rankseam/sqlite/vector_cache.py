@@ -19,6 +19,7 @@ from collections.abc import Sequence
 import attrs
 import numpy as np
 
+from rankseam.sqlite.blas import matvec
 from rankseam.store.readers import ScoredKeys
 
 __all__ = [
@@ -92,7 +93,7 @@ class VectorMatrix:
         return int(rb.nbytes + mb.nbytes + (self.alive.nbytes if self.alive is not None else 0))
 
     def scores(self, query: np.ndarray) -> np.ndarray:
-        scores = self.matrix @ query
+        scores = matvec(self.matrix, query)
         if self.alive is not None:
             scores = np.where(self.alive, scores, -np.inf).astype(np.float32)
         return scores

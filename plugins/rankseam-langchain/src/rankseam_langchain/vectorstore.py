@@ -50,8 +50,9 @@ class RankseamVectorStore(VectorStore):
     it: docs/filters.md) and rankseam's search keywords (``namespace``, ``reranker``,
     ``reranker_options``, ``pool``, ``on_error``, ``where``, ``thread``, ``since``,
     ``until``, ``min_score``); a call's keyword overrides the store's setting of the same
-    name. ``reranker=None`` (default) is the memory's configured reranker; ``"none"`` the
-    coarse order. A score is the hit's: the reranker's when it gave one, else the coarse
+    name (a call's ``reranker`` comes without the store's ``reranker_options``).
+    ``reranker=None`` (default) is the memory's configured reranker; ``"none"`` the coarse
+    order. A score is the hit's: the reranker's when it gave one, else the coarse
     (fused) score, higher is better.
 
     ``memory``: an open ``Memory`` you own and close; or let :meth:`open` / :meth:`from_texts`
@@ -338,6 +339,8 @@ class RankseamVectorStore(VectorStore):
             given, "keyword argument(s)", owner=_OWNER, accepted=SEARCH_ARGUMENTS
         )
         settings = {name: call.get(name, getattr(self, name, None)) for name in SEARCH_ARGUMENTS}
+        if "reranker" in call and "reranker_options" not in call:
+            settings["reranker_options"] = None  # the store's options are its reranker's
         return search_arguments(**settings)
 
     def similarity_search_with_score(

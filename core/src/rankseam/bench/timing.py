@@ -28,6 +28,7 @@ __all__ = [
     "blas_threads",
     "call_stats",
     "cpu_stats",
+    "maxrss_mib",
     "peak_rss_mib",
     "progress_bar",
     "ratio",
@@ -89,10 +90,32 @@ def ratio(top: Mapping[str, Any] | None, bottom: Mapping[str, Any] | None, key: 
 
 
 def peak_rss_mib() -> float:
-    """Peak resident set size of this process so far, MiB."""
+    """Peak resident set size of this process so far, MiB: its own (``VmHWM`` of
+    ``/proc/self/status``, Linux), else ``resource.getrusage``'s ``ru_maxrss`` (which on
+    Linux keeps the parent's peak across fork and exec: a search child spawned by a
+    benchmark that had held 500 MiB reported 500 MiB, measuring 51 on its own)."""
+    own = _vm_hwm_kib()
+    if own is not None:
+        return round(own / 1024, 1)
+    return maxrss_mib()
+
+
+def maxrss_mib() -> float:
+    """``ru_maxrss`` of this process, MiB (inherited across fork and exec on Linux)."""
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     # Linux reports KiB, macOS bytes.
     return round(rss / (1024 * 1024) if sys.platform == "darwin" else rss / 1024, 1)
+
+
+def _vm_hwm_kib() -> int | None:
+    try:
+        with open("/proc/self/status", encoding="ascii", errors="replace") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
 
 
 def progress_bar(total: int, desc: str, enabled: bool) -> Any:

@@ -10,8 +10,9 @@ search records its wall time and its CPU time (:mod:`rankseam.bench.timing`); ra
 (``none_to_floor``, ``cpu_none_to_floor``), all on p50s.
 
 Each size is ingested in one child process (throughput in memories/s) and searched in
-another, so that each peak RSS (``resource.getrusage``) belongs to that step alone; the search
-child also times opening the store and its first search. The corpus is ``locomo`` (LoCoMo dev
+another, each a fresh interpreter whose peak RSS is its own (``VmHWM``:
+:func:`~rankseam.bench.timing.peak_rss_mib`; ``ru_maxrss`` would carry the parent's peak across
+fork and exec) and so that step's alone; the search child also times opening the store and its first search. The corpus is ``locomo`` (LoCoMo dev
 memories, then memories spliced from their turns; LoCoMo questions) or ``synthetic``
 (pseudo-words).
 """

@@ -19,8 +19,9 @@ FIRST_PARTY = {
     "openai": {"decision_backend": ["openai"], "generation_backend": ["openai"]},
     # the store only: the host's lexical, vector and importance channels run on it
     "postgres": {"store": ["postgres"]},
-    # integrations: they add classes for LangChain / LlamaIndex and a command, no components
-    "langchain": {},
+    # integrations: they add classes for LangChain / LlamaIndex and a command; the LangChain
+    # one also registers an embedder (a LangChain Embeddings object as rankseam's embedder)
+    "langchain": {"embedder": ["langchain"]},
     "llamaindex": {},
     "mcp": {},
 }

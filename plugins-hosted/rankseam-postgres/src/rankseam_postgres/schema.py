@@ -32,6 +32,9 @@ A store written by a newer rankseam-postgres, or a schema that holds tables but 
 - version 4: the GIN index over the live revisions' metadata as jsonb (metadata filters).
 - version 5: ``forgotten (namespace, memory_id, forgotten_at)``: what a hard delete
   (``forget``, ``reset``) leaves of a memory, its id and the time (:mod:`.forget`).
+- version 6: ``feedback (namespace, feedback_id, seq, created_at, record)``: what
+  applications said about search results (``Memory.feedback``), a table of its own that no
+  search, history or snapshot reads (:mod:`.feedback`; docs/store.md, "Feedback").
 """
 
 from __future__ import annotations
@@ -45,6 +48,7 @@ import psycopg
 from psycopg import sql
 
 from rankseam.errors import ConfigurationError, ValidationError
+from rankseam_postgres.feedback import FEEDBACK
 from rankseam_postgres.forget import FORGOTTEN
 from rankseam_postgres.tables import Executes
 
@@ -71,7 +75,7 @@ IndexKind: TypeAlias = Literal["halfvec", "vector"]
 _KINDS: tuple[IndexKind, ...] = ("halfvec", "vector")
 
 #: The version this rankseam-postgres writes (the ``meta`` table's ``schema_version``).
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 #: The most dimensions pgvector's HNSW index takes, per kind (:func:`index_kind`); a space
 #: with more is searched exactly.
 HNSW_MAX_DIMS: dict[IndexKind, int] = {"halfvec": 4000, "vector": 2000}
@@ -184,7 +188,7 @@ CREATE INDEX IF NOT EXISTS revisions_metadata ON {s}.revisions
 """
 
 #: Migrations: MIGRATIONS[v] brings a store from version v to v + 1.
-MIGRATIONS: dict[int, str] = {0: _V1, 1: _V2, 2: _V3, 3: _V4, 4: FORGOTTEN}
+MIGRATIONS: dict[int, str] = {0: _V1, 1: _V2, 2: _V3, 3: _V4, 4: FORGOTTEN, 5: FEEDBACK}
 
 
 def _exists(conn: psycopg.Connection[Any], schema: str, table: str) -> bool:

@@ -49,6 +49,7 @@ from rankseam.plugin.stores import (
     store_stats,
 )
 from rankseam.types import MemoryRef
+from rankseam_postgres.feedback import PostgresFeedback
 from rankseam_postgres.filters import compile_where
 from rankseam_postgres.forget import forget_memories, forgotten_at, history, missing
 from rankseam_postgres.pools import Router, configuration_error
@@ -73,7 +74,7 @@ __all__ = ["PostgresStore"]
 _PAGE = 500
 
 
-class PostgresStore:
+class PostgresStore(PostgresFeedback):
     """A rankseam store in a PostgreSQL database. Thread-safe: a connection pool serves the
     threads of a process; any number of processes and machines may open the same URL."""
 

@@ -188,6 +188,7 @@ class Tables:
         "postings",
         "rid_seq",
         "forgotten",
+        "feedback",
     )
 
     def __init__(self, schema: str) -> None:

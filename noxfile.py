@@ -6,7 +6,7 @@ itself installed, so a plugin that forgets to declare a dependency fails here.
     nox -l                      # list sessions
     nox -s "tests(rankseam)"    # one distribution
     nox -s integration          # everything installed together, tests/ at the root
-    nox -s langchain-standard   # LangChain's standard retriever suite against our retriever
+    nox -s langchain-standard   # LangChain's standard retriever + vector store suites
     nox -s lint                 # ruff + mypy
     nox -s wheels               # build every wheel + sdist, twine check, install from wheels
     nox -s compat-3.12          # core + integration tests on Python 3.12 (also 3.13)
@@ -128,9 +128,10 @@ def integration(session: nox.Session) -> None:
 
 @nox.session(name="langchain-standard", python="3.11")
 def langchain_standard(session: nox.Session) -> None:
-    """LangChain's standard retriever suite (langchain-tests' RetrieversIntegrationTests, the
-    version pinned in rankseam-langchain's `standard` extra) against RankseamRetriever over a
-    real store, in the coarse order and with the mmr reranker."""
+    """LangChain's standard suites (langchain-tests, the version pinned in rankseam-langchain's
+    `standard` extra) over a real store: RetrieversIntegrationTests against RankseamRetriever,
+    in the coarse order and with the mmr reranker, and VectorStoreIntegrationTests against
+    RankseamVectorStore, with the suite's embeddings and with rankseam's."""
     path = DISTS["rankseam-langchain"]
     session.install(
         "-e",

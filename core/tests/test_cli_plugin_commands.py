@@ -175,7 +175,8 @@ def test_after_a_double_dash_everything_is_the_query(db: Path) -> None:
     [
         (("--keeper-keep", "2", "cat"), "no reranker is chosen"),
         (("--rerank", "keeper", "cat", "--keeper-keep"), "needs a value"),
-        (("--rerank", "keeper", "--other-x", "1", "cat"), "not an option of the chosen reranker"),
+        (("--rerank", "identity", "--keeper-keep", "1", "cat"), "not an option of the chosen"),
+        (("--rerank", "keeper", "--other-x", "1", "cat"), "No such option '--other-x'"),
     ],
 )
 def test_search_component_option_mistakes_are_usage_errors(

@@ -11,16 +11,25 @@ thread completes (all or nothing, as its sync twin), so re-read before retrying.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+import builtins
+import sys
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from itertools import islice
 from typing import TYPE_CHECKING, Any, Protocol
+
+from rankseam.checks import is_int
+from rankseam.errors import ValidationError
+from rankseam.types import MAX_INT64
 
 if TYPE_CHECKING:
     from datetime import datetime
 
+    from rankseam.embedding import Embedder
     from rankseam.store.records import StoredMemory
     from rankseam.store.rows import Forgotten
     from rankseam.types import FeedbackRecord, MemoryRef, SearchResult
     from rankseam.writing.ingest import AddResult, IngestReport
+    from rankseam.writing.reembed import ReembedProgress, ReembedReport
 
 __all__ = ["AsyncMethods"]
 
@@ -39,6 +48,10 @@ class _Operations(Protocol):
     @property
     def ingest(self) -> Callable[..., IngestReport]: ...
     @property
+    def stats(self) -> Callable[[], dict[str, Any]]: ...
+    @property
+    def reembed(self) -> Callable[..., ReembedReport]: ...
+    @property
     def history(self) -> Callable[..., list[StoredMemory]]: ...
     @property
     def forget(self) -> Callable[..., Forgotten]: ...
@@ -52,6 +65,14 @@ class _Operations(Protocol):
     def delete_feedback(self) -> Callable[..., int]: ...
 
 
+class _Listing(Protocol):
+    """``list``, which :meth:`AsyncMethods.alist` pages (a name the class above cannot hold:
+    it would shadow the builtin in its annotations)."""
+
+    @property
+    def list(self) -> Callable[..., Iterator[StoredMemory]]: ...
+
+
 async def _in_thread(fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
     import asyncio  # on first use: synchronous callers never import asyncio
 
@@ -59,9 +80,9 @@ async def _in_thread(fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> An
 
 
 class AsyncMethods:
-    """``aadd``, ``aupdate``, ``aget``, ``adelete``, ``aingest``, ``ahistory``, ``aforget``,
-    ``areset``, ``afeedback``, ``afeedback_records`` and ``adelete_feedback`` of
-    :class:`Memory`."""
+    """``aadd``, ``aupdate``, ``aget``, ``adelete``, ``aingest``, ``alist``, ``astats``,
+    ``areembed``, ``ahistory``, ``aforget``, ``areset``, ``afeedback``, ``afeedback_records``
+    and ``adelete_feedback`` of :class:`Memory`."""
 
     async def aadd(
         self: _Operations,
@@ -150,6 +171,70 @@ class AsyncMethods:
             namespace=namespace,
             batch_size=batch_size,
             progress=progress,
+        )
+        return report
+
+    async def alist(
+        self: _Listing,
+        namespace: str | None = None,
+        *,
+        include_deleted: bool = False,
+        where: Mapping[str, Any] | None = None,
+        thread: str | None = None,
+        since: Any = None,
+        until: Any = None,
+        offset: int = 0,
+        limit: int | None = None,
+    ) -> builtins.list[StoredMemory]:
+        """:meth:`~rankseam.memory.Memory.list` for async code, one page: the memories from
+        ``offset`` on (0 = the first), at most ``limit`` of them (``None``: all, held in
+        memory at once, so page a large namespace), read in one worker thread. The next
+        page starts at ``offset + len(page)``; a short page is the last."""
+        if not is_int(offset) or not 0 <= offset <= MAX_INT64:
+            raise ValidationError(f"offset must be an integer in 0..{MAX_INT64}, got {offset!r}")
+        if limit is not None and (not is_int(limit) or not 1 <= limit <= MAX_INT64):
+            raise ValidationError(
+                f"limit must be None or an integer in 1..{MAX_INT64}, got {limit!r}"
+            )
+        stop = None if limit is None else min(offset + limit, sys.maxsize)
+        scope = {"where": where, "thread": thread, "since": since, "until": until}
+
+        def page() -> builtins.list[StoredMemory]:
+            stream = self.list(namespace, include_deleted=include_deleted, **scope)
+            try:
+                return builtins.list(islice(stream, min(offset, sys.maxsize), stop))
+            finally:
+                close = getattr(stream, "close", None)
+                if close is not None:
+                    close()  # a page that stops early releases the store's cursor now
+
+        memories: builtins.list[StoredMemory] = await _in_thread(page)
+        return memories
+
+    async def astats(self: _Operations) -> dict[str, Any]:
+        """:meth:`~rankseam.memory.Memory.stats` for async code."""
+        stats: dict[str, Any] = await _in_thread(self.stats)
+        return stats
+
+    async def areembed(
+        self: _Operations,
+        embedder: str | Embedder | None = None,
+        *,
+        batch_size: int = 500,
+        progress: bool | Callable[[ReembedProgress], None] = False,
+        max_memories: int | None = None,
+        switch: bool = False,
+    ) -> ReembedReport:
+        """:meth:`~rankseam.memory.Memory.reembed` for async code: the passes run in a worker
+        thread, a ``progress`` callable is called there (cancelling the wait does not stop
+        the batch in hand; what is stored stays, and a later call resumes)."""
+        report: ReembedReport = await _in_thread(
+            self.reembed,
+            embedder,
+            batch_size=batch_size,
+            progress=progress,
+            max_memories=max_memories,
+            switch=switch,
         )
         return report
 

@@ -184,9 +184,10 @@ def warn_if_likely_typo(db: str) -> None:
         return  # no folder (the store's creation says so) or an unreadable one
     close = difflib.get_close_matches(path.name, siblings, n=3, cutoff=0.8)
     if close:
+        near = " or ".join(repr(str(path.resolve().parent / c)) for c in close)
         warnings.warn(
             f"no rankseam store at {str(path.resolve())!r}: a new, empty one is created there; "
-            f"did you mean {' or '.join(repr(str(path.parent / c)) for c in close)}? "
+            f"did you mean {near}? "
             "Pass create=False to refuse a missing store, or create=True to create it without "
             "this check",
             UserWarning,

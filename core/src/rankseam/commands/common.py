@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
@@ -190,14 +190,36 @@ json_option = click.option("--json", "as_json", is_flag=True, help="Print the re
 
 
 def open_store(
-    db: str | None, config_file: str | None, *, create: bool = True, **overrides: Any
+    db: str | None,
+    config_file: str | None,
+    *,
+    create: bool = True,
+    tables: Mapping[str, Mapping[str, Mapping[str, Any]]] | None = None,
+    **overrides: Any,
 ) -> Memory:
     """The store of ``--db``/``--config``; ``create=False`` for read-only commands. Without
-    ``--config`` the configuration file is discovered (:func:`rankseam.resolve.find_config`)."""
+    ``--config`` the configuration file is discovered (:func:`rankseam.resolve.find_config`).
+    ``tables`` (``-o TABLE.NAME.KEY=VALUE``) set component options over the file's. A
+    configuration error names the file in use (``--config``, ``RANKSEAM_CONFIG`` or the one
+    found) when its message does not already."""
+    from rankseam.errors import ConfigurationError
     from rankseam.memory import open_memory  # on first use: a command's --help stays light
     from rankseam.resolve import find_config
 
-    return open_memory(db, config_file=find_config(config_file), create=create, **overrides)
+    path = find_config(config_file)
+    try:
+        if not tables:
+            return open_memory(db, config_file=path, create=create, **overrides)
+        from rankseam.commands.component_options import config_with_options
+        from rankseam.config import Config
+
+        config = Config.from_toml(path) if path is not None else Config(set_in_code=())
+        config = config_with_options(config, tables)
+        return open_memory(db, config=config, create=create, **overrides)
+    except ConfigurationError as exc:
+        if path is None or str(path) in str(exc):
+            raise
+        raise ConfigurationError(f"{exc} (configuration file in use: {path})") from None
 
 
 def echo_json(value: Any) -> None:

@@ -7,6 +7,7 @@ Each takes ``--db``/``--config`` (see :mod:`rankseam.commands.common`), ``--name
 from __future__ import annotations
 
 import os
+import sys
 from itertools import islice
 from typing import Any
 
@@ -22,7 +23,7 @@ from rankseam.commands.common import (
     store_options,
     structure_options,
 )
-from rankseam.types import MemoryRef
+from rankseam.types import MAX_INT64, MemoryRef
 
 __all__ = ["delete", "get", "list_", "update"]
 
@@ -59,7 +60,12 @@ def _metadata(value: str | None) -> dict[str, Any] | None:
 @click.argument("memory_id")
 @store_options
 @namespace_option
-@click.option("--revision", type=click.IntRange(min=1), default=None, help="An exact revision.")
+@click.option(
+    "--revision",
+    type=click.IntRange(1, MAX_INT64),
+    default=None,
+    help="An exact revision (1 up to 2**63 - 1).",
+)
 @json_option
 def get(
     memory_id: str,
@@ -97,7 +103,7 @@ def get(
     help="Memories per page.",
 )  # fmt: skip
 @click.option(
-    "--offset", type=click.IntRange(min=0), default=0, show_default=True,
+    "--offset", type=click.IntRange(0, MAX_INT64), default=0, show_default=True,
     help="Memories to skip (the previous page's next offset).",
 )  # fmt: skip
 @click.option("--include-deleted", is_flag=True, help="Also list deleted memories.")
@@ -130,7 +136,8 @@ def list_(
             since=since,
             until=until,
         )
-        page = [m.to_dict() for m in islice(stream, offset, offset + limit + 1)]
+        stop = min(offset + limit + 1, sys.maxsize)  # islice's bound
+        page = [m.to_dict() for m in islice(stream, offset, stop)]
     more = len(page) > limit
     page = page[:limit]
     next_offset = offset + limit if more else None

@@ -34,6 +34,7 @@ from rankseam.commands.search import (
 )
 from rankseam.errors import RankseamError, StoreError, ValidationError
 from rankseam.memory import IngestError, ReembedProgress
+from rankseam.types import MAX_INT64
 from rankseam.writing.ingest import MAX_LINE_BYTES
 
 __all__ = [
@@ -186,7 +187,7 @@ def _ingest_failure(committed: int, lines_of: list[int], where: str, reason: str
 @click.argument("file", type=click.Path(dir_okay=False, allow_dash=True))
 @store_options
 @click.option("--namespace", "-n", default=None, help="Namespace of records that name none.")
-@click.option("--batch-size", type=click.IntRange(min=1), default=500, show_default=True)
+@click.option("--batch-size", type=click.IntRange(1, MAX_INT64), default=500, show_default=True)
 @click.option(
     "--progress/--no-progress",
     default=None,
@@ -303,7 +304,7 @@ def stats(db: str | None, config_file: str | None) -> None:
 @click.option("--embedder", default=None, help="Embedder name (default: the configured one).")
 @click.option(
     "--batch-size",
-    type=click.IntRange(1),
+    type=click.IntRange(1, MAX_INT64),
     default=500,
     show_default=True,
     help="Memories embedded and stored per transaction.",
@@ -311,7 +312,7 @@ def stats(db: str | None, config_file: str | None) -> None:
 @click.option(
     "--max",
     "max_memories",
-    type=click.IntRange(1),
+    type=click.IntRange(1, MAX_INT64),
     default=None,
     help="Stop after embedding this many memories (run again to continue).",
 )

@@ -32,7 +32,7 @@ from rankseam.store.records import (
     prepare,
 )
 from rankseam.store.rows import VectorItem
-from rankseam.types import MemoryRef
+from rankseam.types import MAX_INT64, MemoryRef
 from rankseam.writing.gate import GateVerdict
 from rankseam.writing.plan import add_memory, delete_memory, update_memory, write_batch
 from rankseam.writing.reembed import (
@@ -272,8 +272,7 @@ class Writer:
         progress: bool | Callable[[int], None],
     ) -> IngestReport:
         """Bulk-write records, one transaction per batch (see :meth:`Memory.ingest`)."""
-        if not is_int(batch_size) or batch_size < 1:
-            raise ValidationError(f"batch_size must be an integer >= 1, got {batch_size!r}")
+        check_batch_size(batch_size)
         tick, done_bar = _progress(progress)
         started = time.perf_counter()
         totals = [0, 0, 0, 0]
@@ -387,8 +386,7 @@ class Writer:
         Writer's writes store a vector in that space as well. ``switch``: called with
         ``embedder`` once the space is complete, before any further write of this Writer;
         it becomes the active embedder."""
-        if not is_int(batch_size) or batch_size < 1:
-            raise ValidationError(f"batch_size must be an integer >= 1, got {batch_size!r}")
+        check_batch_size(batch_size)
         if max_memories is not None and (not is_int(max_memories) or max_memories < 1):
             raise ValidationError(
                 f"max_memories must be None or an integer >= 1, got {max_memories!r}"
@@ -438,6 +436,16 @@ class Writer:
             done_bar()
         embedded = counts[0]
         return ReembedReport(space, embedded, time.perf_counter() - started, complete, switched)
+
+
+def check_batch_size(batch_size: object) -> None:
+    """A batch size is an integer in 1..2**63 - 1 (a page of a store's query: SQLite's LIMIT
+    is a signed 64-bit integer)."""
+    if not is_int(batch_size) or not 1 <= batch_size <= MAX_INT64:
+        raise ValidationError(
+            f"batch_size must be an integer in 1..{MAX_INT64} (memories per transaction; "
+            f"a few hundred is usual), got {batch_size!r}"
+        )
 
 
 def _progress(

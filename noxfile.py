@@ -180,7 +180,9 @@ def docs(session: nox.Session) -> None:
     error, then its links, the README's and the API reference's coverage of the public names
     checked, offline.
     `nox -s docs -- DIR` keeps the site in DIR."""
-    session.install("mkdocs>=1.6,<2", "mkdocstrings[python]>=0.29", "pymdown-extensions>=10")
+    session.install(
+        "mkdocs>=1.6,<2", "mkdocstrings[python]>=0.29", "pymdown-extensions>=10", "pygments>=2.12"
+    )
     site = session.posargs[0] if session.posargs else str(Path(session.create_tmp()) / "site")
     config = str(ROOT / "mkdocs.yml")
     session.run("mkdocs", "build", "--strict", "--clean", "-f", config, "-d", site)

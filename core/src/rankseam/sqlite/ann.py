@@ -52,7 +52,7 @@ import numpy as np
 
 from rankseam.checks import decimal_int
 from rankseam.errors import ConfigurationError, StoreError
-from rankseam.sqlite import ann_files
+from rankseam.sqlite import ann_files, ann_vectors
 from rankseam.sqlite.ann_background import Background, MaintenanceCancelled
 
 __all__ = [
@@ -151,6 +151,10 @@ class AnnIndexes:
         # one maintenance at a time per index in this process: a caller's maintain waits for
         # a background one (and then usually finds nothing left to merge)
         self._maintain_locks: dict[tuple[str, str], threading.Lock] = {}
+        # the vector files (:mod:`.ann_vectors`) loaded, and the indexes a filtered search
+        # asked to keep one for
+        self._vector_files: dict[tuple[str, str], ann_vectors.VectorFile | None] = {}
+        self._wanted: set[tuple[str, str]] = set()
         #: background maintenance: its threads, its stop, its back-off (and that one's clock)
         self.background = Background(clock)
 
@@ -230,6 +234,29 @@ class AnnIndexes:
         matches = base.index.search(query, count, threads=1)
         return np.asarray(matches.keys, dtype=np.int64)
 
+    def vectors(self, namespace: str, space: str) -> ann_vectors.VectorFile | None:
+        """The vector file of ``namespace`` × ``space`` (:mod:`.ann_vectors`: the stored
+        vectors, memory-mapped in row-key order), reloaded when its manifest was replaced, or
+        ``None``."""
+        key = (namespace, space)
+        cached = self._vector_files.get(key)
+        found = ann_vectors.load(self.folder, _slug(namespace, space), namespace, space, cached)
+        if found is not cached:
+            with self._lock:
+                self._vector_files[key] = found
+        return found
+
+    def want_vectors(self, namespace: str, space: str) -> bool:
+        """Ask maintenance to keep a vector file for ``namespace`` × ``space`` from now on;
+        ``True`` the first time (the caller schedules the maintenance that writes it)."""
+        key = (namespace, space)
+        if key in self._wanted:
+            return False
+        with self._lock:
+            first = key not in self._wanted
+            self._wanted.add(key)
+        return first
+
     # -- maintenance -----------------------------------------------------------------------
 
     def needs_maintenance(self, base: _Base | None, live: int, delta: int, retired: int) -> bool:
@@ -262,11 +289,14 @@ class AnnIndexes:
         with self._lock:
             for space in spaces:
                 self._bases.pop((namespace, space), None)
+                self._vector_files.pop((namespace, space), None)
                 slug = _slug(namespace, space)
                 ann_files.discard(self._manifest_path(namespace, space))
+                ann_files.discard(ann_vectors.manifest_path(self.folder, slug))
                 if self.folder.is_dir():
-                    for path in self.folder.glob(f"{slug}.*.usearch"):
-                        ann_files.discard(path)
+                    for pattern in (f"{slug}.*.usearch", f"{slug}.*.vectors"):
+                        for path in self.folder.glob(pattern):
+                            ann_files.discard(path)
 
     def close(self) -> None:
         self.background.stop()  # a running maintenance stops at its next slice
@@ -342,6 +372,7 @@ class AnnIndexes:
                     max_rid,
                 )
             ):
+                self._keep_vectors(conn, namespace, space, dims, epoch, version, max_rid)
                 return old.manifest  # nothing was written since
             if usable:
                 assert old is not None
@@ -396,6 +427,7 @@ class AnnIndexes:
                     end = start + ADD_SLICE
                     index.add(keys[start:end], block[start:end], threads=os.cpu_count() or 1)
             self.background.check_running()
+            self._keep_vectors(conn, namespace, space, dims, epoch, version, max_rid)
         finally:
             conn.execute("COMMIT")
         return self._publish(
@@ -409,6 +441,27 @@ class AnnIndexes:
             max_rid,
             None if old is None else old.manifest.file,
         )
+
+    def _keep_vectors(
+        self,
+        conn: sqlite3.Connection,
+        namespace: str,
+        space: str,
+        dims: int,
+        epoch: int,
+        version: int,
+        max_rid: int,
+    ) -> None:
+        """Write the vector file of ``namespace`` × ``space`` at this snapshot (``conn``'s
+        read transaction) when a filtered search asked for one or one is kept already."""
+        current = self.vectors(namespace, space)
+        if current is None and (namespace, space) not in self._wanted:
+            return
+        state = ann_vectors.VectorFileManifest.of(namespace, space, dims, epoch, version, max_rid)
+        if ann_vectors.write_unless_current(
+            conn, self.folder, _slug(namespace, space), state, current
+        ):
+            self.vectors(namespace, space)  # loaded now, not by the next search
 
     def _publish(
         self,

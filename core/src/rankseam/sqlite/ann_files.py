@@ -162,12 +162,20 @@ def discard(path: Path) -> None:
     _unlink(path)
 
 
-def sweep(folder: Path, slug: str, keep: str, replaced: str | None) -> None:
+def sweep(
+    folder: Path,
+    slug: str,
+    keep: str,
+    replaced: str | None,
+    patterns: tuple[str, ...] = (),
+) -> None:
     """Remove the base a maintenance replaced, and files of the index ``slug`` that no
     manifest names and that are old enough not to be another process's work in progress (the
-    leftovers of a killed maintenance)."""
+    leftovers of a killed maintenance). ``patterns``: the files to sweep (default: the bases
+    and the manifests' temporary files; a vector file, :mod:`.ann_vectors`, names its own)."""
     now = time.time()
-    leftovers = [*folder.glob(f"{slug}.*.usearch*"), *folder.glob(f"{slug}.*.json.tmp")]
+    patterns = patterns or (f"{slug}.*.usearch*", f"{slug}.*.json.tmp")
+    leftovers = [path for pattern in patterns for path in folder.glob(pattern)]
     for path in leftovers:
         if path.name == keep:
             continue

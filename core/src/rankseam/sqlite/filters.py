@@ -13,9 +13,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import attrs
+import numpy as np
+
 from rankseam.store.filters import SQL_OPERATORS, AllOf, Condition, Filter, FilterCompiler
 
-__all__ = ["FIELD_COLUMNS", "allowed_rows", "compile_where"]
+__all__ = ["FIELD_COLUMNS", "AllowedRows", "allowed_rows", "compile_where"]
 
 #: The column of ``r`` that holds each field a filter may name.
 FIELD_COLUMNS: Mapping[str, str] = {
@@ -26,6 +29,22 @@ FIELD_COLUMNS: Mapping[str, str] = {
     "importance": "r.importance",
     "memory_id": "r.memory_id",
 }
+
+
+@attrs.frozen(eq=False)
+class AllowedRows:
+    """The row keys a filter passes in one snapshot: ascending (``rids``, for numpy) and as a
+    JSON array (``json``, for SQL's ``json_each``)."""
+
+    rids: np.ndarray  # int64, ascending
+    json: str
+
+    @classmethod
+    def parse(cls, text: str) -> AllowedRows:
+        """The keys of ``text``, decimal row keys joined by commas (``group_concat``)."""
+        rids = np.fromstring(text, dtype=np.int64, sep=",") if text else np.zeros(0, np.int64)
+        rids.sort()
+        return cls(rids, f"[{text}]")
 
 
 def allowed_rows(node: Filter, namespace: str) -> tuple[str, dict[str, Any]]:

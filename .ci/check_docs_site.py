@@ -6,7 +6,10 @@
    an #anchor an element of the built page;
 3. the API reference documents every name of `rankseam.__all__`, `rankseam.plugin.__all__`, each
    role module's (`rankseam.plugin.stores.__all__` ...) and `rankseam.testing.__all__` (read from
-   the sources, nothing is imported).
+   the sources, nothing is imported);
+4. no page loads a script, a stylesheet, a font or an image from another host, and no
+   stylesheet of the site imports one (`url(...)`, `@import`): the site reads the same offline
+   (code is highlighted at build time by Pygments, not by a script from a CDN).
 
     python .ci/check_docs_site.py SITE_DIR
 """
@@ -41,6 +44,8 @@ class Page(HTMLParser):
         super().__init__(convert_charrefs=True)
         self.ids: set[str] = set()
         self.links: list[str] = []
+        #: what the browser loads with the page: scripts, stylesheets, icons, images
+        self.loads: list[str] = []
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         for name, value in attrs:
@@ -48,6 +53,12 @@ class Page(HTMLParser):
                 self.ids.add(value)
             if name in ("href", "src") and value and tag in ("a", "img", "script", "link"):
                 self.links.append(value)
+        given = dict(attrs)
+        rel = set((given.get("rel") or "").lower().split())
+        if tag in ("script", "img", "iframe", "source") and given.get("src"):
+            self.loads.append(given["src"] or "")
+        elif tag == "link" and rel & {"stylesheet", "icon", "preload", "modulepreload"}:
+            self.loads.append(given.get("href") or "")
 
 
 def parse(path: Path) -> Page:
@@ -127,13 +138,39 @@ def api_coverage(site: Path, pages: dict[Path, Page]) -> list[str]:
     return problems
 
 
+#: ``url(...)`` and ``@import "..."`` in a stylesheet.
+CSS_LOADS = re.compile(r"""url\(\s*['"]?([^'")\s]+)|@import\s+['"]([^'"]+)""")
+
+
+def offline(site: Path, pages: dict[Path, Page]) -> list[str]:
+    """What would be fetched from another host: a page's scripts, stylesheets, icons and
+    images, and what the site's stylesheets import."""
+    problems = [
+        f"{path.relative_to(site)}: loads {url} from another host"
+        for path, page in pages.items()
+        for url in page.loads
+        if external(url)
+    ]
+    for css in sorted(site.rglob("*.css")):
+        for match in CSS_LOADS.finditer(css.read_text(encoding="utf-8", errors="replace")):
+            url = match.group(1) or match.group(2)
+            if external(url) and not url.startswith("data:"):
+                problems.append(f"{css.relative_to(site)}: loads {url} from another host")
+    return problems
+
+
 def main(site: Path) -> int:
     site = site.resolve()
     pages = {path.resolve(): parse(path) for path in site.rglob("*.html")}
     if len(pages) < 10:
         print(f"{site} holds {len(pages)} pages: build the site first (mkdocs build)")
         return 1
-    problems = site_links(site, pages) + readme_links(site, pages) + api_coverage(site, pages)
+    problems = (
+        site_links(site, pages)
+        + readme_links(site, pages)
+        + api_coverage(site, pages)
+        + offline(site, pages)
+    )
     for problem in problems:
         print(problem)
     links = sum(len(p.links) for p in pages.values())

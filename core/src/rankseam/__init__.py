@@ -43,6 +43,8 @@ if TYPE_CHECKING:
         SearchTrace,
         Usage,
     )
+    from rankseam.writing.ingest import AddResult, IngestReport
+    from rankseam.writing.reembed import ReembedReport
 
 
 #: Where each public name lives; imported on first access (PEP 562 ``__getattr__``).
@@ -79,6 +81,8 @@ _HOMES: dict[str, str] = {
         ),
         "rankseam.types",
     ),
+    **dict.fromkeys(("AddResult", "IngestReport"), "rankseam.writing.ingest"),
+    "ReembedReport": "rankseam.writing.reembed",
     "hookimpl": "rankseam.hookspecs",
     "Memory": "rankseam.memory",
     "open_memory": "rankseam.memory",
@@ -89,6 +93,7 @@ _HOMES: dict[str, str] = {
 }
 
 __all__ = [
+    "AddResult",
     "BackendError",
     "BackendTimeoutError",
     "BackendUnavailableError",
@@ -98,11 +103,13 @@ __all__ = [
     "DocumentReranker",
     "DocumentResult",
     "Hit",
+    "IngestReport",
     "InvalidOutputError",
     "Memory",
     "MemoryRef",
     "PluginError",
     "RankseamError",
+    "ReembedReport",
     "RerankDecision",
     "RerankError",
     "RerankStatus",

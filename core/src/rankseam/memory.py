@@ -91,7 +91,7 @@ def open_memory(
     create: bool | None = None,
     **overrides: Any,
 ) -> Memory:
-    """Open (or, with ``create=True``, create) a memory store and assemble its search.
+    """Open a memory store (created when missing: see ``create`` below) and assemble its search.
 
     The store is ``target``, else the configuration's ``db``, else ``RANKSEAM_DB``, else the
     platform default (:func:`default_db_path`). A target is a plain path (the embedded SQLite

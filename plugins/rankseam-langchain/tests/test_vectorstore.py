@@ -136,6 +136,11 @@ def test_delete_tombstones_and_forget_hard_deletes(
 def test_get_by_ids_keeps_the_order_given(store: RankseamVectorStore) -> None:
     store.add_documents(DOCS, ids=["d1", "d2", "s1"])
     assert ids_of(store.get_by_ids(["s1", "missing", "d1"])) == ["s1", "d1"]
+    assert ids_of(store.get_by_ids(["d1", "d1"])) == ["d1"]  # each once
+    many = [f"x{i}" for i in range(1500)] + ["d2", "s1"]  # rankseam's $in takes 1,000 at most
+    assert ids_of(store.get_by_ids(many)) == ["d2", "s1"]
+    assert ids_of(asyncio.run(store.aget_by_ids(many))) == ["d2", "s1"]
+    assert store.get_by_ids([]) == []
 
 
 def test_scores_are_the_searchs_and_relevance_uses_them(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from langchain_core.documents import Document
@@ -250,21 +250,6 @@ class RankseamVectorStore(VectorStore):
         self.memory.ingest(records, namespace=self.namespace)
         return out_ids
 
-    async def aadd_texts(
-        self,
-        texts: Iterable[str],
-        metadatas: list[dict[str, Any]] | None = None,
-        *,
-        ids: list[str] | None = None,
-        importance: float | Sequence[float] | None = None,
-        **kwargs: Any,
-    ) -> list[str]:
-        """:meth:`add_texts` on the memory's async twin (``Memory.aingest``)."""
-        _no_extra("aadd_texts", kwargs)
-        out_ids, records = self._records(list(texts), metadatas, ids, importance)
-        await self.memory.aingest(records, namespace=self.namespace)
-        return out_ids
-
     async def aadd_documents(self, documents: list[Document], **kwargs: Any) -> list[str]:
         """:meth:`add_documents` on the memory's async twin."""
         out_ids, records = self._documents_records(documents, kwargs)
@@ -277,55 +262,33 @@ class RankseamVectorStore(VectorStore):
         them, their revisions stay readable through rankseam (``Memory.history``);
         ``forget=True`` hard-deletes them (text, metadata and vectors leave the store and
         its indexes: ``Memory.forget``)."""
-        forget = _delete_arguments(ids, kwargs)
-        remove = self.memory.forget if forget else self.memory.delete
+        remove = self.memory.forget if _delete_arguments(ids, kwargs) else self.memory.delete
         for memory_id in ids or ():
-            try:
-                remove(memory_id, namespace=self.namespace)
-            except KeyError as exc:  # not stored, or already deleted: nothing to do
-                _not_found(exc)
+            _unless_missing(remove, memory_id, self.namespace)
         return True
 
     async def adelete(self, ids: list[str] | None = None, **kwargs: Any) -> bool | None:
         """:meth:`delete` on the memory's async twins (``Memory.adelete`` / ``aforget``)."""
-        forget = _delete_arguments(ids, kwargs)
-        remove = self.memory.aforget if forget else self.memory.adelete
+        remove = self.memory.aforget if _delete_arguments(ids, kwargs) else self.memory.adelete
         for memory_id in ids or ():
-            try:
-                await remove(memory_id, namespace=self.namespace)
-            except KeyError as exc:
-                _not_found(exc)
-                continue
+            await _aunless_missing(remove(memory_id, namespace=self.namespace))
         return True
 
     # -- reads -----------------------------------------------------------------------------
 
     def get_by_ids(self, ids: Sequence[str], /) -> list[Document]:
         """The stored documents of ``ids`` (current revisions), in the order given; an id
-        that is not stored, or deleted, is left out."""
-        found = []
-        for memory_id in ids:
-            try:
-                stored = self.memory.get(memory_id, namespace=self.namespace)
-            except KeyError as exc:
-                _not_found(exc)
-                continue
-            if not stored.deleted:
-                found.append(_document(memory_id, stored.text, stored.metadata))
-        return found
+        that is not stored, or deleted, is left out. One listing per 1,000 ids."""
+        listed = self.memory.list
+        found = [m for where in _id_filters(ids) for m in listed(self.namespace, where=where)]
+        return _in_order(ids, found)
 
     async def aget_by_ids(self, ids: Sequence[str], /) -> list[Document]:
-        """:meth:`get_by_ids` on the memory's async twin (``Memory.aget``)."""
-        found = []
-        for memory_id in ids:
-            try:
-                stored = await self.memory.aget(memory_id, namespace=self.namespace)
-            except KeyError as exc:
-                _not_found(exc)
-                continue
-            if not stored.deleted:
-                found.append(_document(memory_id, stored.text, stored.metadata))
-        return found
+        """:meth:`get_by_ids` on the memory's async twin (``Memory.alist``)."""
+        found: list[Any] = []
+        for where in _id_filters(ids):
+            found += await self.memory.alist(self.namespace, where=where)
+        return _in_order(ids, found)
 
     def _search_kwargs(
         self, filter: Mapping[str, Any] | None, kwargs: Mapping[str, Any]
@@ -475,11 +438,43 @@ _BY_VECTOR = (
 )
 
 
-def _not_found(exc: KeyError) -> None:
+def _missing(exc: KeyError) -> None:
     """Re-raise ``exc`` unless it is rankseam's "no such memory" (``MemoryNotFoundError``,
-    a ``ValidationError`` and a ``KeyError``)."""
+    a ``ValidationError`` and a ``KeyError``): deleting what is not stored does nothing."""
     if not isinstance(exc, ValidationError):
         raise exc
+
+
+def _unless_missing(remove: Callable[..., object], memory_id: str, namespace: str | None) -> None:
+    try:
+        remove(memory_id, namespace=namespace)
+    except KeyError as exc:
+        _missing(exc)
+
+
+async def _aunless_missing(removing: Awaitable[object]) -> None:
+    try:
+        await removing
+    except KeyError as exc:
+        _missing(exc)
+
+
+#: How many values rankseam's ``$in`` takes at most (docs/filters.md).
+_IN_MAX = 1000
+
+
+def _id_filters(ids: Sequence[str]) -> list[dict[str, Any]]:
+    """The ``where`` filters that list the memories ``ids``, 1,000 ids each."""
+    unique = list(dict.fromkeys(ids))
+    return [{"memory_id": {"$in": unique[i : i + _IN_MAX]}} for i in range(0, len(unique), _IN_MAX)]
+
+
+def _in_order(ids: Sequence[str], found: Iterable[Any]) -> list[Document]:
+    """The listed memories as documents, in the order of ``ids``."""
+    by_id = {m.ref.memory_id: m for m in found}
+    return [
+        _document(i, by_id[i].text, by_id[i].metadata) for i in dict.fromkeys(ids) if i in by_id
+    ]
 
 
 def _same(score: float) -> float:

@@ -298,6 +298,15 @@ def _sizes(value: str | None) -> list[int] | None:
     "figures on a busy machine.",
 )
 @click.option(
+    "--default-pool/--no-default-pool",
+    "default_pool",
+    default=False,
+    show_default=True,
+    help="Also time the default search, the floor and bm25s with numpy's own BLAS pool (rows "
+    "'NAME [default pool]'; each one's searches in a block, so that what idle BLAS threads "
+    "spin after a search is billed to the next of its kind).",
+)
+@click.option(
     "--out",
     "out",
     type=click.Path(file_okay=False, path_type=Path),
@@ -316,12 +325,13 @@ def latency(
     corpus: str | None,
     store_dir: Path | None,
     blas_threads: int,
+    default_pool: bool,
     out: Path | None,
     progress: bool,
     plot: bool,
 ) -> None:
     """Rerank-stage and whole-search p50/p95, whole searches in wall and CPU time (next to a
-    numpy + FTS5 floor), ingest throughput, store open and first search, peak RSS,
+    numpy + FTS5 floor and bm25s + numpy), ingest throughput, store open and first search, peak RSS,
     disabled-path ratio."""
     from rankseam.bench.latency import DEFAULT_SIZES, QUICK_SIZES, run_latency
     from rankseam.bench.policies import component_options
@@ -350,6 +360,7 @@ def latency(
         corpus=corpus,
         store_dir=store_dir,
         blas=blas_threads or None,
+        default_pool=default_pool,
     )
     body["configuration"]["quick"] = quick
     report = finish_report(body, command=command_record())

@@ -84,13 +84,16 @@ def run_latency(
     corpus: str | None = None,
     store_dir: str | Path | None = None,
     blas: int | None = 1,
+    default_pool: bool = False,
 ) -> dict[str, Any]:
     """The whole latency benchmark; returns the report body. ``options`` maps a reranker name
     to the options it is built with; ``config`` holds other components' options
     (``{"decision_backends": {NAME: {...}}}``). ``search_policies``: ``none`` and reranker
     names timed in whole searches. ``corpus``: ``locomo`` or ``synthetic`` (default: locomo
     when its data is found). ``store_dir``: keep the stores there and reuse them. ``blas``:
-    numpy's BLAS threads during whole searches (``None``: numpy's own number)."""
+    numpy's BLAS threads during whole searches (``None``: numpy's own number);
+    ``default_pool``: the default search and the references timed again with numpy's own
+    pool."""
     from rankseam.plugins import get_registry
 
     say = echo or (lambda _msg: None)
@@ -143,6 +146,7 @@ def run_latency(
             corpus=corpus,
             store_dir=store_dir,
             blas=blas,
+            default_pool=default_pool,
         )
     disabled: dict[str, Any] = {}
     for n, m in stage.get("none", {}).items():
@@ -160,6 +164,8 @@ def run_latency(
         for key, label in (
             ("none_to_floor", "none/floor"),
             ("cpu_none_to_floor", "none/floor cpu"),
+            ("none_to_bm25s", "none/bm25s"),
+            ("cpu_none_to_bm25s", "none/bm25s cpu"),
         ):
             if key in row:
                 to_floor[f"search@{size} {label}"] = row[key]
@@ -176,6 +182,7 @@ def run_latency(
             "repeats": repeats,
             "queries": queries,
             "blas_threads": blas,
+            "default_pool": default_pool,
             "search_policies": list(search_policies),
             "reranker_options": reranker_options,
             "components": {k: dict(v) for k, v in (config or {}).items()},

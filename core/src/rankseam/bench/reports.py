@@ -286,8 +286,11 @@ def latency_markdown(report: Mapping[str, Any]) -> str:
         ]
         parts.append(
             "`floor` = a numpy cosine over all vectors plus the same FTS5 query, fused by RRF "
-            "(the least a search can cost); none / floor = p50 ratio, of wall time and of CPU "
-            "time (the same searches, interleaved). Open and first search: "
+            "(the least a search can cost); `bm25s` = the same with bm25s in place of FTS5 "
+            "(where bm25s is installed); none / floor = p50 ratio, of wall time and of CPU "
+            "time (the same searches, interleaved). `NAME [default pool]`: with numpy's own "
+            "BLAS pool, each one's searches in a block (what idle BLAS threads spin after a "
+            "search is billed to the next of its kind). Open and first search: "
             "`open_memory` and the first `search` of a fresh process; then the store's files "
             "are read once (warm read) so the timed searches meet the file cache of a store in "
             "use."

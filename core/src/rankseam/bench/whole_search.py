@@ -2,19 +2,23 @@
 the floor, plus ingest, store open, first search, peak RSS and the ANN index's recall.
 
 Policies (``none`` = no reranker, the default search; else a reranker name, e.g.
-``identity``) and the **floor** (:class:`FloorSearch`: a plain numpy cosine over the store's
-vectors plus the same FTS5 query, fused by RRF, the least a search of that store can cost) are
-interleaved query by query, so a swing in the machine's load reaches all of them. Each timed
-search records its wall time and its CPU time (:mod:`rankseam.bench.timing`); ratios are to
-``none`` (``ratio_to_none``, ``cpu_ratio_to_none``) and ``none`` to the floor
-(``none_to_floor``, ``cpu_none_to_floor``), all on p50s.
+``identity``) and the references (:data:`REFERENCES`: the **floor**, :class:`FloorSearch`, a
+plain numpy cosine over the store's vectors plus the same FTS5 query, fused by RRF, the least
+a search of that store can cost; and **bm25s**, :class:`Bm25sSearch`, the same with bm25s in
+place of FTS5, where bm25s is installed) are interleaved query by query, so a swing in the
+machine's load reaches all of them. Each timed search records its wall time and its CPU time
+(:mod:`rankseam.bench.timing`); ratios are to ``none`` (``ratio_to_none``,
+``cpu_ratio_to_none``) and ``none`` to each reference (``none_to_floor``,
+``cpu_none_to_floor``, ``none_to_bm25s``, ...), all on p50s. The searches run with numpy's
+BLAS pool held to one thread; with ``default_pool`` the default search and the references
+run again with numpy's own pool (rows ``NAME [default pool]``).
 
 Each size is ingested in one child process (throughput in memories/s) and searched in
 another, each a fresh interpreter whose peak RSS is its own (``VmHWM``:
-:func:`~rankseam.bench.timing.peak_rss_mib`; ``ru_maxrss`` would carry the parent's peak across
-fork and exec) and so that step's alone; the search child also times opening the store and its first search. The corpus is ``locomo`` (LoCoMo dev
-memories, then memories spliced from their turns; LoCoMo questions) or ``synthetic``
-(pseudo-words).
+:func:`~rankseam.bench.timing.peak_rss_mib`; ``ru_maxrss`` would carry the parent's peak
+across fork and exec), so that step's alone; the search child also times opening the store
+and its first search. The corpus is ``locomo`` (LoCoMo dev memories, then memories spliced
+from their turns; LoCoMo questions) or ``synthetic`` (pseudo-words).
 """
 
 from __future__ import annotations
@@ -47,10 +51,14 @@ from rankseam.errors import ConfigurationError
 
 __all__ = [
     "CORPORA",
+    "DEFAULT_POOL",
     "FILTER_BUCKETS",
     "FLOOR_MAX_SIZE",
+    "REFERENCES",
     "SEARCH_POLICIES",
+    "Bm25sSearch",
     "FloorSearch",
+    "bm25s_missing",
     "check_corpus",
     "corpus_queries",
     "corpus_texts",
@@ -68,6 +76,10 @@ FLOOR_MAX_SIZE = 300_000
 #: overhead), and the default search under a metadata-equality filter that 1 % of the
 #: memories pass (``filtered``).
 SEARCH_POLICIES = ("none", "identity", "filtered")
+#: The searches a user could write instead (:class:`FloorSearch`, :class:`Bm25sSearch`).
+REFERENCES = ("floor", "bm25s")
+#: The suffix of the rows timed with numpy's default BLAS pool.
+DEFAULT_POOL = " [default pool]"
 #: Every memory of a benchmark store has the metadata ``{"bucket": n % FILTER_BUCKETS}``; the
 #: ``filtered`` policy searches with ``where={"bucket": b}``, a different ``b`` each query.
 FILTER_BUCKETS = 100
@@ -124,28 +136,73 @@ class FloorSearch:
         self._matrix = np.frombuffer(b"".join(v for _r, v in rows), dtype="<f4").reshape(-1, dims)
 
     def search(self, query: str, k: int, limit: int) -> list[tuple[int, str]]:
-        from rankseam.search.terms import query_terms
-        from rankseam.sqlite.reader import or_joined
-
         scores = self._matrix @ self._embedder.embed([query])[0]
         top = np.argpartition(-scores, min(k, len(scores) - 1))[:k]
         top = top[np.argsort(-scores[top])]
         fused: dict[int, float] = {}
         for rank, rid in enumerate(self._rids[top].tolist(), 1):
             fused[rid] = 1.0 / (60 + rank)
-        match = or_joined(query_terms(query)) or None
-        if match:
-            sql = "SELECT rowid FROM fts WHERE fts MATCH ? ORDER BY bm25(fts) LIMIT ?"
-            for rank, (rid,) in enumerate(self._conn.execute(sql, (match, k)), 1):
-                fused[rid] = fused.get(rid, 0.0) + 1.0 / (60 + rank)
+        for rank, rid in enumerate(self.lexical(query, k), 1):
+            fused[rid] = fused.get(rid, 0.0) + 1.0 / (60 + rank)
         best = sorted(fused, key=lambda r: -fused[r])[:limit]
         marks = ",".join("?" * len(best))
         sql = f"SELECT rid, text FROM revisions WHERE rid IN ({marks})"
         texts = dict(self._conn.execute(sql, best).fetchall())
         return [(rid, texts[rid]) for rid in best]
 
+    def lexical(self, query: str, k: int) -> list[int]:
+        """The best ``k`` row keys for ``query`` by BM25: the lexical channel's FTS5 query."""
+        from rankseam.search.terms import query_terms
+        from rankseam.sqlite.reader import or_joined
+
+        match = or_joined(query_terms(query))
+        if not match:
+            return []
+        sql = "SELECT rowid FROM fts WHERE fts MATCH ? ORDER BY bm25(fts) LIMIT ?"
+        return [rid for (rid,) in self._conn.execute(sql, (match, k))]
+
     def close(self) -> None:
         self._conn.close()
+
+
+def bm25s_missing() -> str | None:
+    """Why the ``bm25s`` reference cannot run here (None: it can)."""
+    try:
+        import bm25s  # noqa: F401
+    except ImportError:
+        return "bm25s is not installed (pip install 'rankseam[bench-reference]')"
+    return None
+
+
+class Bm25sSearch(FloorSearch):
+    """The floor with bm25s (a BM25 over scipy sparse matrices, its own English stop words)
+    in place of FTS5: the live texts indexed once (untimed), the question's best ``k`` by
+    bm25s, fused by RRF with the same numpy cosine; what a user who picked bm25s + numpy
+    would write."""
+
+    def __init__(self, path: str, embedder: Any) -> None:
+        import bm25s
+
+        super().__init__(path, embedder)
+        sql = "SELECT rid, text FROM revisions WHERE live = 1"
+        texts = dict(self._conn.execute(sql).fetchall())
+        self._bm25s = bm25s
+        self._retriever = bm25s.BM25()
+        self._retriever.index(
+            bm25s.tokenize(
+                [texts[r] for r in self._rids.tolist()], stopwords="en", show_progress=False
+            ),
+            show_progress=False,
+        )
+
+    def lexical(self, query: str, k: int) -> list[int]:
+        tokens = self._bm25s.tokenize([query], stopwords="en", show_progress=False)
+        if not tokens.ids or not tokens.ids[0]:
+            return []
+        docs, scores = self._retriever.retrieve(
+            tokens, k=min(k, len(self._rids)), show_progress=False
+        )
+        return [int(self._rids[i]) for i, s in zip(docs[0], scores[0], strict=True) if s > 0]
 
 
 def _ingest_child(path: str, size: int, corpus: str, progress: bool) -> dict[str, Any]:
@@ -215,7 +272,12 @@ def _timed_searches(
     config: Mapping[str, Any],
     corpus: str = "synthetic",
     floor: bool = False,
+    in_blocks: bool = False,
 ) -> dict[str, Any]:
+    """Each policy, the floor and (where bm25s is installed) the bm25s reference, interleaved
+    query by query; ``in_blocks``: each one's searches one after another instead (with
+    numpy's default pool, where what BLAS threads spin after a search is billed to the next
+    search, which is then one of the same kind)."""
     import rankseam
     from rankseam.bench.policies import parse_search
     from rankseam.search.channels.base import over_fetch
@@ -246,49 +308,56 @@ def _timed_searches(
         "warm_read_s": round(warm_file_cache(path), 2),
     }
     names = list(policies)
-    floor_search = None
+    references: dict[str, FloorSearch] = {}
     if floor:
-        floor_search = FloorSearch(path, memory.embedder)
-        names.append("floor")
+        references["floor"] = FloorSearch(path, memory.embedder)
+        if bm25s_missing() is None:
+            references["bm25s"] = Bm25sSearch(path, memory.embedder)
+        names += list(references)
     times: dict[str, list[float]] = {p: [] for p in names}
     cpu: dict[str, list[float]] = {p: [] for p in names}
     calls: dict[str, list[float]] = {p: [] for p in names}
-    bar = progress_bar(len(qs), "search", progress)
+    if in_blocks:  # each name's searches one after another
+        schedule = [(i, q, name) for name in names for i, q in enumerate(qs)]
+    else:  # query by query, the names rotated
+        schedule = [
+            (i, q, name)
+            for i, q in enumerate(qs)
+            for name in names[i % len(names) :] + names[: i % len(names)]
+        ]
+    bar = progress_bar(len(schedule), "search", progress)
     try:
-        for i, q in enumerate(qs):
-            rotated = names[i % len(names) :] + names[: i % len(names)]
-            for name in rotated:
-                gc.collect(1)
-                clock = Clock.now()
-                if name == "floor":
-                    assert floor_search is not None
-                    floor_search.search(q, over_fetch(pool), limit)
-                    result = None
-                elif name == "filtered":
-                    result = memory.search(
-                        q,
-                        limit=limit,
-                        reranker=None,
-                        pool=pool,
-                        where={"bucket": i % FILTER_BUCKETS},
-                    )
-                else:
-                    base, _at, variant = name.partition("@")
-                    reranker = None if base == "none" else base
-                    result = memories[variant].search(q, limit=limit, reranker=reranker, pool=pool)
-                wall_ms, cpu_ms = clock.since()
-                if i >= 3:  # the first queries warm caches
-                    times[name].append(wall_ms)
-                    cpu[name].append(cpu_ms)
-                    if result is not None and result.trace.rerank is not None:
-                        calls[name].append(result.trace.rerank.latency_ms)
+        for i, q, name in schedule:
+            gc.collect(1)
+            clock = Clock.now()
+            if name in references:
+                references[name].search(q, over_fetch(pool), limit)
+                result = None
+            elif name == "filtered":
+                result = memory.search(
+                    q,
+                    limit=limit,
+                    reranker=None,
+                    pool=pool,
+                    where={"bucket": i % FILTER_BUCKETS},
+                )
+            else:
+                base, _at, variant = name.partition("@")
+                reranker = None if base == "none" else base
+                result = memories[variant].search(q, limit=limit, reranker=reranker, pool=pool)
+            wall_ms, cpu_ms = clock.since()
+            if i >= 3:  # the first queries warm caches
+                times[name].append(wall_ms)
+                cpu[name].append(cpu_ms)
+                if result is not None and result.trace.rerank is not None:
+                    calls[name].append(result.trace.rerank.latency_ms)
             if bar is not None:
                 bar.update(1)
     finally:
         if bar is not None:
             bar.close()
-        if floor_search is not None:
-            floor_search.close()
+        for reference in references.values():
+            reference.close()
         for each in memories.values():
             each.close()
     out: dict[str, Any] = {p: {**stats(t), **cpu_stats(cpu[p])} for p, t in times.items()}
@@ -391,6 +460,7 @@ def time_whole_search(
     store_dir: str | Path | None = None,
     floor_max_size: int = FLOOR_MAX_SIZE,
     blas: int | None = 1,
+    default_pool: bool = False,
 ) -> dict[str, dict[str, Any]]:
     """p50/p95 of ``Memory.search`` per policy (``none`` = no reranker, else a reranker name,
     built from ``config`` in the ``rankseam.toml`` layout) and of the floor
@@ -398,7 +468,10 @@ def time_whole_search(
     interleaved query by query, wall and CPU time; for a reranker also its call inside the
     search (``call_*``). ``store_dir`` keeps the stores (and reuses them in later runs); else
     they are temporary. ``blas``: numpy's BLAS threads while searching (``None``: numpy's own
-    number; one by default, see :mod:`rankseam.bench.timing`)."""
+    number; one by default, see :mod:`rankseam.bench.timing`). ``default_pool``: then the
+    default search (``none``), the floor and the bm25s reference once more in a child with
+    numpy's BLAS pool as numpy sets it, each one's searches in a block (rows ``NAME [default
+    pool]``: the BLAS threads' spinning after a search is billed to the next of its kind)."""
     check_corpus(corpus)
     out: dict[str, dict[str, Any]] = {}
     with tempfile.TemporaryDirectory(prefix="rankseam-latency-", dir=workdir) as tmp:
@@ -421,6 +494,24 @@ def time_whole_search(
                     size <= floor_max_size,
                 )
             )
+            if default_pool:
+                pooled = _in_child(
+                    _search_child,
+                    None,
+                    path,
+                    ["none"],
+                    queries,
+                    limit,
+                    pool,
+                    progress,
+                    dict(config or {}),
+                    corpus,
+                    size <= floor_max_size,
+                    True,
+                )
+                for name in ("none", *REFERENCES):
+                    if isinstance(pooled.get(name), dict):
+                        row[f"{name}{DEFAULT_POOL}"] = pooled[name]
             recall = _in_child(_ann_recall_child, path, corpus, queries, pool)
             if recall:
                 row["ann_recall"] = recall
@@ -431,20 +522,24 @@ def time_whole_search(
 
 def _add_ratios(row: dict[str, Any], policies: Sequence[str]) -> None:
     """Wall and CPU ratios of one size's row, on p50s: ``none`` to the floor
-    (``none_to_floor``, ``cpu_none_to_floor``) and each policy and the floor to ``none``
-    (``ratio_to_none``, ``cpu_ratio_to_none``). A ratio without its divisor is left out."""
+    (``none_to_floor``, ``cpu_none_to_floor``) and to bm25s (``none_to_bm25s``,
+    ``cpu_none_to_bm25s``), each policy and reference to ``none`` (``ratio_to_none``,
+    ``cpu_ratio_to_none``), and a row of the default pool to ``none`` of the default pool.
+    A ratio without its divisor is left out."""
     base = row.get("none")
-    floor = row.get("floor")
-    ratios = {"none_to_floor": "p50_ms", "cpu_none_to_floor": "cpu_p50_ms"}
-    for key, field in ratios.items():
-        value = ratio(base, floor if isinstance(floor, dict) else None, field)
-        if value is not None:
-            row[key] = value
-    for name in [*policies, "floor"]:
+    for ref in REFERENCES:
+        other = row.get(ref)
+        for key, field in ((f"none_to_{ref}", "p50_ms"), (f"cpu_none_to_{ref}", "cpu_p50_ms")):
+            value = ratio(base, other if isinstance(other, dict) else None, field)
+            if value is not None:
+                row[key] = value
+    pooled = row.get(f"none{DEFAULT_POOL}")
+    for name in [*policies, *REFERENCES, *(f"{n}{DEFAULT_POOL}" for n in ("none", *REFERENCES))]:
         m = row.get(name)
         if not isinstance(m, dict):
             continue
+        divisor = pooled if name.endswith(DEFAULT_POOL) else base
         for key, field in (("ratio_to_none", "p50_ms"), ("cpu_ratio_to_none", "cpu_p50_ms")):
-            value = ratio(m, base, field)
+            value = ratio(m, divisor, field)
             if value is not None:
                 m[key] = value

@@ -37,6 +37,7 @@ LAZY_COMMANDS: dict[str, str] = {
     "history": "rankseam.commands.lifecycle:history",
     "forget": "rankseam.commands.lifecycle:forget",
     "reset": "rankseam.commands.lifecycle:reset",
+    "feedback": "rankseam.commands.feedback:feedback",
     "stats": "rankseam.commands.store:stats",
     "reembed": "rankseam.commands.store:reembed",
     "demo": "rankseam.commands.demo:demo",
@@ -62,6 +63,7 @@ LAZY_HELP: dict[str, str] = {
     "history": "Show every revision of a memory, oldest first (and whether it is deleted).",
     "forget": "Hard-delete a memory: every revision's text, metadata and vectors, for good.",
     "reset": "Forget every memory of a namespace, for good (asks first; --yes does not).",
+    "feedback": "List, export or delete the feedback applications recorded on search results.",
     "stats": "Print store statistics as JSON.",
     "reembed": "Embed every live memory that lacks a vector in an embedder's space.",
     "demo": (

@@ -1,6 +1,7 @@
 """Snapshot commands: ``export``, ``verify``, ``import``. See docs/snapshots.md.
 
-``rankseam export --db PATH OUT [--gzip]`` writes the snapshot folder ``OUT``;
+``rankseam export --db PATH OUT [--gzip] [--include-feedback]`` writes the snapshot folder
+``OUT`` (with the store's feedback records only when asked);
 ``rankseam verify OUT`` checks it completely; ``rankseam import OUT --db NEW [--merge]``
 hydrates a store in one transaction. A refused snapshot exits with status 1 and one line
 saying what is wrong and what to do; an import that fails leaves no new store file behind.
@@ -47,13 +48,23 @@ def _remove_store(path: Path) -> None:
 @click.argument("out", type=click.Path(file_okay=False))
 @store_options
 @click.option("--gzip", "use_gzip", is_flag=True, help="Compress the data file (gzip).")
+@click.option(
+    "--include-feedback",
+    is_flag=True,
+    help="Also write the feedback recorded on search results (left out otherwise).",
+)
 @json_option
 def export(
-    out: str, db: str | None, config_file: str | None, use_gzip: bool, as_json: bool
+    out: str,
+    db: str | None,
+    config_file: str | None,
+    use_gzip: bool,
+    include_feedback: bool,
+    as_json: bool,
 ) -> None:
     """Write a portable snapshot of the store into the new folder OUT."""
     with open_store(db, config_file, create=False) as memory:
-        report = memory.export_snapshot(out, gzip=use_gzip)
+        report = memory.export_snapshot(out, gzip=use_gzip, include_feedback=include_feedback)
     echo_report(
         report.to_dict(),
         as_json,
@@ -61,6 +72,7 @@ def export(
             f"exported {report.memories} memories ({report.revisions} revisions, "
             f"{report.vectors} vectors) to {report.path}",
             f"snapshot id {report.snapshot_id}",
+            *([f"with {report.feedback} feedback record(s)"] if include_feedback else []),
         ],
     )
 

@@ -98,13 +98,21 @@ def test_the_channel_takes_its_options(tmp_path: Path) -> None:
         )
 
 
-def test_the_pool_stays_within_its_size(chat) -> None:
-    for pool in (1, 2, 3):
-        result = chat.search("lighthouse museum", 1, reranker=None, pool=pool)
-        assert len(result.trace.coarse) <= pool
-    # pool 2: the question, then its neighbours at 0.8 of its score displace weaker hits
+def test_the_stage_drops_nothing_and_at_most_doubles_the_pool(chat, tmp_path: Path) -> None:
+    grown = False
+    with rankseam.open_memory(tmp_path / "chat.sqlite3", config=WITHOUT_CONTEXT) as fused_only:
+        for query in ("lighthouse museum", "lighthouse museum Porto weekend", "bicycle tyre"):
+            for pool in (1, 2, 3, 30):
+                coarse = chat.search(query, 1, reranker=None, pool=pool).trace.coarse
+                fused = fused_only.search(query, 1, reranker=None, pool=pool).trace.coarse
+                assert len(coarse) <= 2 * pool
+                assert {c.ref for c in fused} <= {c.ref for c in coarse}  # nothing dropped
+                grown = grown or len(coarse) > pool
+    assert grown  # the neighbours joined the pool rather than displacing what fusion found
+    # pool 2: the question first, then its neighbours at 0.8 of its score
     result = chat.search("lighthouse museum Porto weekend", 2, reranker=None, pool=2)
     assert result.trace.coarse[0].ref.memory_id == "s1:1"
+    assert "s1:2" in _coarse(result)
 
 
 def test_documents_without_threads_answer_exactly_as_without_the_stage(tmp_path: Path) -> None:

@@ -586,12 +586,14 @@ class SearchPipeline:
             return fused
         outside = [k for k, _s in answered if k not in refs]
         more = reader.identities(outside) if outside else {}
+        # the stage drops nothing the channels found and adds at most the pool size: the pool
+        # at most doubles (docs/store.md, "The context stage")
         return widen(
             fused,
             name,
             answered,
             lambda k: refs[k] if k in refs else more.get(k),
-            plan.pool,
+            len(fused) + plan.pool,
         )
 
     def _score_specs(self, space: EmbedderDescriptor) -> tuple[ScoreSpec, ...]:

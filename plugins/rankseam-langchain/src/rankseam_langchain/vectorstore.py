@@ -395,22 +395,10 @@ class RankseamVectorStore(VectorStore):
         """Maximal marginal relevance through rankseam's ``mmr`` reranker (the rankseam-mmr
         plugin; a clear error without it): the coarse pool of ``fetch_k`` candidates (at most
         200), reranked for ``k`` documents, ``lambda_mult`` 1 = pure relevance, 0 = pure
-        diversity (LangChain's direction), over the memories' stored vectors."""
+        diversity (LangChain's direction), over the memories' stored vectors. Its async twin
+        is LangChain's (this method in an executor thread)."""
         arguments = self._mmr_kwargs(k, fetch_k, lambda_mult, filter, kwargs)
         return [doc for doc, _ in _scored(self.memory.search(query, k, **arguments))]
-
-    async def amax_marginal_relevance_search(
-        self,
-        query: str,
-        k: int = 4,
-        fetch_k: int = 20,
-        lambda_mult: float = 0.5,
-        filter: Mapping[str, Any] | None = None,
-        **kwargs: Any,
-    ) -> list[Document]:
-        """:meth:`max_marginal_relevance_search` on ``Memory.asearch``."""
-        arguments = self._mmr_kwargs(k, fetch_k, lambda_mult, filter, kwargs)
-        return [doc for doc, _ in _scored(await self.memory.asearch(query, k, **arguments))]
 
     def similarity_search_by_vector(
         self, embedding: list[float], k: int = 4, **kwargs: Any

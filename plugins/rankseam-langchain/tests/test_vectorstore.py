@@ -214,8 +214,10 @@ def test_mmr_search_runs_the_mmr_reranker(tmp_path: Path) -> None:
         )
         cats = store.max_marginal_relevance_search(query, k=2, filter={"source": "test"})
         assert len(cats) == 2
-        with pytest.raises(TypeError, match="runs the 'mmr' reranker with lambda_mult"):
+        with pytest.raises(TypeError, match=r"got \[.reranker.\]: it runs the .mmr. reranker"):
             store.max_marginal_relevance_search(query, reranker="identity")
+        with pytest.raises(TypeError, match=r"got \['pool'\]"):
+            store.max_marginal_relevance_search(query, pool=10)  # fetch_k is the pool
         with pytest.raises(rankseam.ValidationError):
             store.max_marginal_relevance_search(query, fetch_k=201)  # the pool's bound
         fetched = asyncio.run(store.amax_marginal_relevance_search(query, k=2, lambda_mult=0.0))

@@ -348,7 +348,7 @@ class RankseamVectorStore(VectorStore):
         found = await self.asimilarity_search_with_score(query, k, filter, **kwargs)
         return [doc for doc, _ in found]
 
-    def _select_relevance_score_fn(self) -> Any:
+    def _select_relevance_score_fn(self) -> Callable[[float], float]:
         """A hit's score is already a relevance (higher is better; the fused coarse score is
         in [0, 1]): ``similarity_search_with_relevance_scores`` and the
         ``similarity_score_threshold`` retriever use it as it is."""
@@ -362,26 +362,24 @@ class RankseamVectorStore(VectorStore):
         filter: Mapping[str, Any] | None,
         kwargs: Mapping[str, Any],
     ) -> dict[str, Any]:
-        if "reranker" in kwargs or "reranker_options" in kwargs:
+        taken = sorted({"reranker", "reranker_options", "pool"} & set(kwargs))
+        if taken:
             raise TypeError(
-                f"{_OWNER}.max_marginal_relevance_search runs the {MMR!r} reranker with "
-                "lambda_mult; use similarity_search(..., reranker=...) for another reranker"
+                f"{_OWNER}.max_marginal_relevance_search got {taken}: it runs the {MMR!r} "
+                "reranker with lambda_mult over a pool of fetch_k; use similarity_search(..., "
+                "reranker=...) for another reranker"
             )
         if MMR not in self.memory.context.available("reranker"):
             raise ConfigurationError(
                 f"{_OWNER}.max_marginal_relevance_search runs rankseam's {MMR!r} reranker, "
                 "which is not installed: pip install rankseam-mmr"
             )
-        arguments = self._search_kwargs(
-            filter,
-            {
-                **kwargs,
-                "reranker": MMR,
-                "reranker_options": {"lambda": lambda_mult},
-                "pool": max(fetch_k, k),
-            },
-        )
-        return arguments
+        mmr = {
+            "reranker": MMR,
+            "reranker_options": {"lambda": lambda_mult},
+            "pool": max(fetch_k, k),
+        }
+        return self._search_kwargs(filter, {**kwargs, **mmr})
 
     def max_marginal_relevance_search(
         self,

@@ -14,6 +14,7 @@ from __future__ import annotations
 from rankseam.embedding import DEFAULT_FUSION_SCALE, DEFAULT_FUSION_WEIGHT
 from rankseam.search.channels.base import CandidateSource, ScoredKey, SourceRequest
 from rankseam.search.fusion import ScoreSpec
+from rankseam.search.neighbours import ThreadNeighbours, thread_neighbours
 from rankseam.search.terms import MAX_TERMS, STOPWORDS, query_terms
 
 __all__ = [
@@ -25,5 +26,7 @@ __all__ = [
     "ScoreSpec",
     "ScoredKey",
     "SourceRequest",
+    "ThreadNeighbours",
     "query_terms",
+    "thread_neighbours",
 ]

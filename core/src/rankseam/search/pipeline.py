@@ -19,10 +19,10 @@ from typing import Any
 import attrs
 
 from rankseam.assembly import ComponentContext
-from rankseam.checks import is_int, is_real
+from rankseam.checks import is_real
 from rankseam.config import SearchConfig
 from rankseam.embedding import Embedder, EmbedderDescriptor, embed_checked
-from rankseam.errors import ConfigurationError, ValidationError
+from rankseam.errors import ValidationError
 from rankseam.loop import LoopRunner
 from rankseam.seam import (
     MAX_POOL,
@@ -49,12 +49,12 @@ from rankseam.search.channels.base import (
     over_fetch,
 )
 from rankseam.search.fusion import ChannelList, Fused, ScoreSpec, fuse, score_spec_of, widen
+from rankseam.search.neighbours import neighbour_window, read_neighbours
 from rankseam.search.selection import spread_sources
 from rankseam.store.contract import Store
 from rankseam.store.filters import Filter
 from rankseam.store.readers import (
     ConcurrentReader,
-    NeighbourReader,
     ScoredKey,
     ScoredKeys,
     StoreReader,
@@ -72,7 +72,6 @@ from rankseam.types import (
 
 __all__ = [
     "CONFIG_DEFAULT",
-    "MAX_NEIGHBOURS",
     "MAX_QUERY_BYTES",
     "Pooled",
     "RerankerChooser",
@@ -80,8 +79,6 @@ __all__ = [
     "SearchPlan",
     "check_query",
     "check_reranker_options",
-    "neighbour_window",
-    "read_neighbours",
 ]
 
 #: Longest query accepted, in UTF-8 bytes.
@@ -248,94 +245,6 @@ class Pooled:
         self.hit = hit
         self.key = key
         self.neighbours = neighbours
-
-
-#: Most neighbours a reranker may ask for on each side of a candidate.
-MAX_NEIGHBOURS = 20
-
-
-def _window(value: object, owner: object) -> tuple[int, int]:
-    """A reranker's ``needs_neighbours`` as ``(before, after)``: an int ``n`` is ``(n, n)``."""
-    pair = (value, value) if is_int(value) else value
-    if (
-        not isinstance(pair, tuple)
-        or len(pair) != 2
-        or not all(is_int(n) and 0 <= n <= MAX_NEIGHBOURS for n in pair)
-    ):
-        raise ValidationError(
-            f"reranker {getattr(owner, 'policy_id', type(owner).__name__)!r} declares "
-            f"needs_neighbours = {value!r}; declare an integer N (N before and N after each "
-            f"candidate) or a pair (BEFORE, AFTER), each 0..{MAX_NEIGHBOURS}"
-        )
-    return (int(pair[0]), int(pair[1]))  # type: ignore[arg-type]
-
-
-def neighbour_window(reranker: Any) -> tuple[tuple[int, int] | None, bool]:
-    """How many neighbours the reranker (or chain) of a search asks for on each side of a
-    candidate (the most any stage asks; None: no stage asks), and whether any stage asks for
-    metadata (``needs_metadata``), which the neighbours then carry too."""
-    links = getattr(reranker, "links", None)
-    components = (
-        [reranker.component] if links is None else [link.reranker.component for link in links]
-    )
-    window: tuple[int, int] | None = None
-    metadata = False
-    for component in components:
-        metadata = metadata or bool(getattr(component, "needs_metadata", False))
-        wanted = getattr(component, "needs_neighbours", None)
-        if wanted is None or wanted is False:
-            continue
-        before, after = _window(wanted, component)
-        if window is not None:
-            before, after = max(before, window[0]), max(after, window[1])
-        window = (before, after)
-    return window, metadata
-
-
-def read_neighbours(
-    reader: StoreReader,
-    store: Store,
-    keys: Sequence[int],
-    window: tuple[int, int],
-    *,
-    max_chars: int,
-    metadata: bool,
-) -> dict[int, tuple[Neighbour, ...]]:
-    """The neighbours of the revisions ``keys`` (live ones with a thread), read in the
-    snapshot of ``reader`` (:class:`~rankseam.store.readers.NeighbourReader`): row key ->
-    :class:`Neighbour` s in thread order, each text cut to ``max_chars``."""
-    if not isinstance(reader, NeighbourReader):
-        raise ConfigurationError(
-            f"the search's reranker asks for neighbours (needs_neighbours) but the "
-            f"{store.kind!r} store's reader offers no NeighbourReader; use a store that knows "
-            "threads, or a reranker that does not ask for them"
-        )
-    found = reader.neighbours(keys, *window)
-    rows = reader.memories(sorted({k for n in found.values() for k in n.keys()}))
-    out: dict[int, tuple[Neighbour, ...]] = {}
-    for key in keys:
-        around = found.get(key)
-        if around is None:
-            out[key] = ()
-            continue
-        placed = [(-i, k) for i, k in enumerate(reversed(around.before), start=1)][::-1]
-        placed += [(i, k) for i, k in enumerate(around.after, start=1)]
-        out[key] = tuple(
-            Neighbour(
-                offset=offset,
-                ref=rows[k].ref,
-                text=rows[k].text[:max_chars],
-                thread=rows[k].thread,
-                position=rows[k].position,
-                derived_from=rows[k].derived_from,
-                importance=rows[k].importance,
-                created_at=rows[k].created_at,
-                metadata=rows[k].metadata if metadata else None,
-            )
-            for offset, k in placed
-            if k in rows
-        )
-    return out
 
 
 def _admitting_answers(
@@ -553,6 +462,7 @@ class SearchPipeline:
                         window,
                         max_chars=self._settings.max_chars,
                         metadata=metadata,
+                        where=plan.where,
                     )
         if window is None:
             pooled = [Pooled(_hit(rows[f.key], f), f.key) for f in fused]

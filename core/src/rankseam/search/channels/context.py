@@ -20,13 +20,13 @@ development data: docs/benchmarks.md, "Conversation structure", has the sweep an
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, cast
+from typing import Any
 
 import attrs
 
 from rankseam.plugin import CandidateSourceRegister, hookimpl, option, parse_options
-from rankseam.plugin.channels import ScoredKey, SourceRequest
-from rankseam.plugin.stores import NeighbourReader, ScoredKeys, StoredMemory, matches
+from rankseam.plugin.channels import ScoredKey, SourceRequest, thread_neighbours
+from rankseam.plugin.stores import NeighbourReader, ScoredKeys
 
 __all__ = ["ContextOptions", "ContextSource"]
 
@@ -80,23 +80,15 @@ class ContextSource:
             return ScoredKeys.empty()
         top = pool.row_keys[: self.strongest].tolist()
         scores = dict(zip(top, pool.scores[: len(top)].tolist(), strict=True))
-        reader = cast(NeighbourReader, request.reader)  # checked when the store was opened
+        # the reader offers NeighbourReader (checked when the store was opened); a neighbour
+        # the search's filter rejects is left out, as every channel's own candidates are
+        near = thread_neighbours(request.reader, top, self.before, self.after, where=request.where)
         found: dict[int, float] = {}
-        for key, around in reader.neighbours(top, self.before, self.after).items():
+        for key, placed in near.placed.items():
             score = self.weight * scores[key]
-            for neighbour in around.keys():
+            for _offset, neighbour in placed:
                 if score > found.get(neighbour, -1.0):
                     found[neighbour] = score
-        if found and request.where is not None:
-            # a neighbour enters the pool only if it passes the search's filter, as every
-            # channel's own candidates do (the rows read in this snapshot, tested by the
-            # filter's reference meaning)
-            rows = request.reader.memories(list(found))
-            found = {
-                key: score
-                for key, score in found.items()
-                if key in rows and matches(request.where, rows[key].metadata, _fields(rows[key]))
-            }
         if not found:
             return ScoredKeys.empty()
         # best first, ties by key; at most the pool size
@@ -109,18 +101,6 @@ class ContextSource:
         if not isinstance(options, ContextOptions):
             options = parse_options(ContextOptions, options, "sources.context")
         return cls(**attrs.asdict(options, recurse=False))
-
-
-def _fields(memory: StoredMemory) -> dict[str, Any]:
-    """A stored memory's fields, as a filter names them (``rankseam.plugin.stores.FIELDS``)."""
-    return {
-        "thread": memory.thread,
-        "position": memory.position,
-        "derived_from": memory.derived_from,
-        "created_at": memory.created_at,
-        "importance": memory.importance,
-        "memory_id": memory.ref.memory_id,
-    }
 
 
 def _context(options: ContextOptions, context: object) -> ContextSource:

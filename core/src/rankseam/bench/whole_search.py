@@ -479,36 +479,33 @@ def time_whole_search(
         folder.mkdir(parents=True, exist_ok=True)
         for size in sizes:
             path, row = prepared_store(folder, corpus, size, progress)
-            row.update(
-                _in_child(
+            floor = size <= floor_max_size
+
+            def searched(
+                threads: int | None,
+                names: list[str],
+                in_blocks: bool,
+                path: str = path,
+                floor: bool = floor,
+            ) -> Any:
+                return _in_child(
                     _search_child,
-                    blas,
+                    threads,
                     path,
-                    list(policies),
+                    names,
                     queries,
                     limit,
                     pool,
                     progress,
                     dict(config or {}),
                     corpus,
-                    size <= floor_max_size,
+                    floor,
+                    in_blocks,
                 )
-            )
+
+            row.update(searched(blas, list(policies), False))
             if default_pool:
-                pooled = _in_child(
-                    _search_child,
-                    None,
-                    path,
-                    ["none"],
-                    queries,
-                    limit,
-                    pool,
-                    progress,
-                    dict(config or {}),
-                    corpus,
-                    size <= floor_max_size,
-                    True,
-                )
+                pooled = searched(None, ["none"], True)
                 for name in ("none", *REFERENCES):
                     if isinstance(pooled.get(name), dict):
                         row[f"{name}{DEFAULT_POOL}"] = pooled[name]

@@ -420,7 +420,8 @@ class SearchPipeline:
                     request = SourceRequest(
                         reader, plan.namespace, plan.query, k, qvec, space, admitted, plan.where
                     )
-                    results[name] = list(src.candidates(request))
+                    found = src.candidates(request)  # a reader's arrays are kept as they are
+                    results[name] = found if isinstance(found, ScoredKeys) else list(found)
             refs = reader.identities(admitted)
             # Every admitted key has an identity (the usual case): no list needs filtering
             # (fusion ranks only the keys the admitting channels list). Otherwise the

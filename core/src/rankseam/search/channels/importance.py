@@ -9,13 +9,14 @@ ranked exactly as without it. It runs on every store (``rankseam.plugin.stores.I
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from operator import itemgetter
 from typing import Any
+
+import numpy as np
 
 from rankseam.plugin import CandidateSourceRegister, hookimpl
 from rankseam.plugin.channels import ScoredKey, ScoreSpec, SourceRequest
 from rankseam.plugin.embedders import EmbedderDescriptor
-from rankseam.plugin.stores import ImportanceReader
+from rankseam.plugin.stores import ImportanceReader, ScoredKeys
 
 __all__ = ["IMPORTANCE_WEIGHT", "ImportanceSource"]
 
@@ -36,10 +37,13 @@ class ImportanceSource:
         if not request.admitted:
             return []
         scores = request.reader.importance(request.admitted)
-        # best first, ties by key: by key, then (stable) by importance
-        ranked = sorted(scores.items(), key=itemgetter(0))
-        ranked.sort(key=itemgetter(1), reverse=True)
-        return ranked
+        if not scores:
+            return ScoredKeys.empty()
+        keys = np.fromiter(scores, dtype=np.int64, count=len(scores))
+        values = np.fromiter(scores.values(), dtype=np.float64, count=len(scores))
+        # best first, ties by key (as sorting by key, then stably by importance descending)
+        order = np.lexsort((keys, -values))
+        return ScoredKeys(keys[order], values[order])
 
     @classmethod
     def from_options(cls, options: Mapping[str, Any]) -> ImportanceSource:

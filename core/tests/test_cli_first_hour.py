@@ -4,7 +4,8 @@ an unknown flag gets click's "did you mean" while real component flags keep work
 ``search --help``, a configuration error that names the file in use, and integer arguments
 bounded with a clear error (on the command line and in the Python API).
 
-A plugin here is a real distribution (the ``install`` fixture) with a typed options class;
+A plugin here is a real distribution (the ``install`` fixture): cli_plugins.KEEPER, whose option
+is declared with a type, bounds and help;
 the command runs in-process through click's runner, and one case of each kind also through
 the real console script.
 """
@@ -19,10 +20,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner, Result
+from cli_plugins import ids, invoke, keeper_store
 
 import rankseam
-from rankseam.cli import cli
 from rankseam.errors import ValidationError
 from rankseam.types import MAX_INT64, MemoryRef
 
@@ -30,64 +30,15 @@ Install = Callable[..., None]
 RANKSEAM = str(Path(sys.executable).with_name("rankseam"))
 TOO_BIG = str(MAX_INT64 + 1)  # 9223372036854775808: one past SQLite's INTEGER
 
-#: A reranker whose option ``keep`` is declared with a type, bounds and help: it keeps the
-#: first ``keep`` candidates, reversed.
-TRIMMER = """
-import attrs
-import rankseam
-from rankseam.plugin import option
-from rankseam.types import RerankDecision
-
-
-@attrs.frozen
-class TrimOptions:
-    keep: int = option(3, ge=1, le=50, help="how many coarse candidates to keep")
-
-
-class Trimmer:
-    policy_id = "test.trimmer.v1"
-
-    def __init__(self, keep):
-        self.keep = keep
-
-    async def rerank(self, query, candidates, limit, /):
-        ranks = [c.rank for c in candidates][: self.keep]
-        return RerankDecision(tuple(reversed(ranks))[:limit])
-
-
-@rankseam.hookimpl
-def register_rerankers(register):
-    register(
-        "trimmer",
-        lambda options, context: Trimmer(options.keep),
-        summary="keeps the first `keep` candidates, reversed",
-        options=TrimOptions,
-    )
-"""
-
-
-def invoke(*args: str) -> Result:
-    return CliRunner().invoke(cli, list(args), prog_name="rankseam")
-
 
 @pytest.fixture
 def db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, install: Install) -> Path:
-    for var in ("RANKSEAM_CONFIG", "RANKSEAM_DB", "RANKSEAM_RERANK", "RANKSEAM_EMBEDDER"):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "no-user-config"))
-    monkeypatch.chdir(tmp_path)
-    install("trimmer", TRIMMER)
-    path = tmp_path / "m.sqlite3"
-    texts = ["the cat sat", "the cat ran", "a cat slept", "cat food", "we had pasta for dinner"]
-    for i, text in enumerate(texts):
-        added = invoke("add", "--db", str(path), "--id", f"c{i}", text)
-        assert added.exit_code == 0, added.output
-    return path
-
-
-def _ids(result: Result) -> list[str]:
-    assert result.exit_code == 0, result.output
-    return [hit["memory_id"] for hit in json.loads(result.output)["hits"]]
+    return keeper_store(
+        tmp_path,
+        monkeypatch,
+        install,
+        ["the cat sat", "the cat ran", "a cat slept", "cat food", "we had pasta for dinner"],
+    )
 
 
 # -- unknown flags ---------------------------------------------------------------------------
@@ -100,7 +51,7 @@ def _ids(result: Result) -> list[str]:
         (("dinner", "--trce"), "'--trace'"),
         (("--trce", "dinner"), "'--trace'"),  # the query after it is not taken as its value
         (("dinner", "--namespce", "x"), "'--namespace'"),
-        (("cat", "--rerank", "trimmer", "--trimer-keep", "2"), "'--trimmer-keep'"),  # a plugin's
+        (("cat", "--rerank", "keeper", "--keper-keep", "2"), "'--keeper-keep'"),  # a plugin's
     ],
 )
 def test_an_unknown_flag_close_to_a_real_one_is_refused_with_did_you_mean(
@@ -118,20 +69,18 @@ def test_an_unknown_flag_close_to_nothing_says_what_a_component_flag_is(db: Path
     result = invoke("search", "--db", str(db), "cat", "--xyzzy-quux", "1")
     assert result.exit_code == 2, result.output
     assert "No such option: --xyzzy-quux" in result.output
-    assert "--NAME-OPTION VALUE" in result.output and "trimmer" in result.output
+    assert "--NAME-OPTION VALUE" in result.output and "keeper" in result.output
 
 
 def test_real_component_flags_keep_working(db: Path) -> None:
-    baseline = _ids(invoke("search", "cat", "--db", str(db), "--json"))
-    for flags in (["--trimmer-keep", "2"], ["--trimmer-keep=2"]):
-        got = _ids(
-            invoke("search", "cat", "--db", str(db), "--json", "--rerank", "trimmer", *flags)
-        )
+    baseline = ids(invoke("search", "cat", "--db", str(db), "--json"))
+    for flags in (["--keeper-keep", "2"], ["--keeper-keep=2"]):
+        got = ids(invoke("search", "cat", "--db", str(db), "--json", "--rerank", "keeper", *flags))
         assert got == [baseline[1], baseline[0]]
 
 
 def test_a_misspelt_option_of_a_chosen_reranker_is_named_with_its_options(db: Path) -> None:
-    result = invoke("search", "cat", "--db", str(db), "--rerank", "trimmer", "--trimmer-kep", "2")
+    result = invoke("search", "cat", "--db", str(db), "--rerank", "keeper", "--keeper-kep", "2")
     assert result.exit_code == 1, result.output
     assert "kep is not an option" in result.output and "keep" in result.output
 
@@ -157,36 +106,36 @@ def test_the_real_console_script_suggests_the_flag(db: Path) -> None:
 @pytest.mark.parametrize(
     "option",
     [
-        ["-o", "trimmer.keep=2"],
-        ["--option", "trimmer.keep=2"],
-        ["--option=rerankers.trimmer.keep=2"],  # TABLE.NAME.KEY=VALUE, as bench takes it
-        ["-o", "trimmer.keep=9", "--trimmer-keep", "2"],  # the flag wins
+        ["-o", "keeper.keep=2"],
+        ["--option", "keeper.keep=2"],
+        ["--option=rerankers.keeper.keep=2"],  # TABLE.NAME.KEY=VALUE, as bench takes it
+        ["-o", "keeper.keep=9", "--keeper-keep", "2"],  # the flag wins
     ],
 )
 def test_option_sets_a_reranker_option_as_in_bench(db: Path, option: list[str]) -> None:
-    baseline = _ids(invoke("search", "cat", "--db", str(db), "--json"))
-    got = _ids(invoke("search", "cat", "--db", str(db), "--json", "--rerank", "trimmer", *option))
+    baseline = ids(invoke("search", "cat", "--db", str(db), "--json"))
+    got = ids(invoke("search", "cat", "--db", str(db), "--json", "--rerank", "keeper", *option))
     assert got == [baseline[1], baseline[0]]
 
 
 def test_option_reaches_a_configured_reranker_over_its_file(db: Path) -> None:
-    (db.parent / "rankseam.toml").write_text('[search]\nreranker = "trimmer"\n')
-    baseline = _ids(invoke("search", "cat", "--db", str(db), "--json", "--rerank", "none"))
-    got = _ids(invoke("search", "cat", "--db", str(db), "--json", "-o", "trimmer.keep=2"))
+    (db.parent / "rankseam.toml").write_text('[search]\nreranker = "keeper"\n')
+    baseline = ids(invoke("search", "cat", "--db", str(db), "--json", "--rerank", "none"))
+    got = ids(invoke("search", "cat", "--db", str(db), "--json", "-o", "keeper.keep=2"))
     assert got == [baseline[1], baseline[0]]
 
 
 @pytest.mark.parametrize(
     ("option", "message"),
     [
-        ("trimmer", "is neither NAME.KEY=VALUE"),  # bench's parser, bench's words
-        ("trimmer.keep", "is neither NAME.KEY=VALUE"),
-        ("trimmer.kep=2", "kep is not an option"),
-        ("trimmer.keep=0", "keep"),  # its bound, checked by the options class
+        ("keeper", "is neither NAME.KEY=VALUE"),  # bench's parser, bench's words
+        ("keeper.keep", "is neither NAME.KEY=VALUE"),
+        ("keeper.kep=2", "kep is not an option"),
+        ("keeper.keep=0", "[rerankers.keeper] keep must be"),  # its bound, from its options class
     ],
 )
 def test_a_bad_option_is_refused_with_its_reason(db: Path, option: str, message: str) -> None:
-    result = invoke("search", "cat", "--db", str(db), "--rerank", "trimmer", "-o", option)
+    result = invoke("search", "cat", "--db", str(db), "--rerank", "keeper", "-o", option)
     assert result.exit_code in (1, 2), result.output
     assert message in result.output and "Traceback" not in result.output
 
@@ -197,8 +146,8 @@ def test_a_bad_option_is_refused_with_its_reason(db: Path, option: str, message:
 def test_search_help_lists_each_installed_rerankers_flags(db: Path) -> None:
     helped = invoke("search", "--help")
     assert helped.exit_code == 0, helped.output
-    section = helped.output[helped.output.index("Options of reranker trimmer") :]
-    assert "--trimmer-keep VALUE" in section
+    section = helped.output[helped.output.index("Options of reranker keeper") :]
+    assert "--keeper-keep VALUE" in section
     assert "how many coarse candidates to keep" in section and "[default: 3]" in section
     assert "-o, --option [TABLE.]NAME.KEY=VALUE" in helped.output
 
@@ -209,9 +158,9 @@ def test_search_help_lists_each_installed_rerankers_flags(db: Path) -> None:
 @pytest.mark.parametrize(
     ("toml", "key"),
     [
-        ('[search]\nreranker = "trimmer"\n[rerankers.trimmer]\nkep = 2\n', "kep"),
+        ('[search]\nreranker = "keeper"\n[rerankers.keeper]\nkep = 2\n', "kep"),
         ('embedder = "hashd"\n', "hashd"),
-        ('[search]\nreranker = "trimer"\n', "trimer"),
+        ('[search]\nreranker = "keper"\n', "keper"),
         ("[serach]\npool = 5\n", "serach"),
         ("[search]\npool = 500\n", "search.pool"),
     ],
@@ -227,9 +176,9 @@ def test_a_configuration_error_names_the_file_and_the_key(db: Path, toml: str, k
 
 
 def test_an_error_with_no_configuration_file_names_none(db: Path) -> None:
-    result = invoke("search", "cat", "--db", str(db), "--rerank", "trimer")
+    result = invoke("search", "cat", "--db", str(db), "--rerank", "keper")
     assert result.exit_code == 1, result.output
-    assert "configuration file" not in result.output and "trimer" in result.output
+    assert "configuration file" not in result.output and "keper" in result.output
 
 
 # -- integer arguments are bounded -------------------------------------------------------------

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import click
 import pytest
-from click.testing import CliRunner, Result
+from cli_plugins import ids, invoke, keeper_store
 
 from rankseam.cli import cli
 from rankseam.errors import PluginError
@@ -46,33 +46,6 @@ def register_commands(cli):
         \"\"\"Added before the hook fails.\"\"\"
     raise RuntimeError("the command module needs a newer click")
 """
-
-#: A reranker with one option, ``keep``: it keeps the first ``keep`` candidates, reversed.
-KEEPER = """
-import rankseam
-from rankseam.types import RerankDecision
-
-class Keeper:
-    policy_id = "test.keeper.v1"
-    def __init__(self, keep):
-        self.keep = keep
-    async def rerank(self, query, candidates, limit, /):
-        ranks = [c.rank for c in candidates][: self.keep]
-        return RerankDecision(tuple(reversed(ranks))[:limit])
-
-@rankseam.hookimpl
-def register_rerankers(register):
-    register(
-        "keeper",
-        lambda options, context: Keeper(int(options.get("keep", 3))),
-        summary="keeps the first `keep` candidates, reversed",
-        options=("keep",),
-    )
-"""
-
-
-def invoke(*args: str) -> Result:
-    return CliRunner().invoke(cli, list(args), prog_name="rankseam")
 
 
 def test_a_raising_register_commands_hook_leaves_help_and_other_plugins_working(
@@ -120,21 +93,9 @@ def test_plugin_commands_follow_a_reload_of_the_plugins(install: Install) -> Non
 
 @pytest.fixture
 def db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, install: Install) -> Path:
-    for var in ("RANKSEAM_CONFIG", "RANKSEAM_DB", "RANKSEAM_RERANKER"):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "no-user-config"))
-    monkeypatch.chdir(tmp_path)
-    install("keeper", KEEPER)
-    path = tmp_path / "m.sqlite3"
-    for i, text in enumerate(["the cat sat", "the cat ran", "a cat slept", "cat food"]):
-        added = invoke("add", "--db", str(path), "--id", f"c{i}", text)
-        assert added.exit_code == 0, added.output
-    return path
-
-
-def _ids(result: Result) -> list[str]:
-    assert result.exit_code == 0, result.output
-    return [hit["memory_id"] for hit in json.loads(result.output)["hits"]]
+    return keeper_store(
+        tmp_path, monkeypatch, install, ["the cat sat", "the cat ran", "a cat slept", "cat food"]
+    )
 
 
 @pytest.mark.parametrize(
@@ -150,9 +111,9 @@ def _ids(result: Result) -> list[str]:
 def test_search_takes_component_options_before_or_after_the_query(
     db: Path, args: tuple[str, ...]
 ) -> None:
-    baseline = _ids(invoke("search", "cat", "--db", str(db), "--json"))
+    baseline = ids(invoke("search", "cat", "--db", str(db), "--json"))
     assert len(baseline) == 4
-    reranked = _ids(invoke("search", "--db", str(db), "--json", *args))
+    reranked = ids(invoke("search", "--db", str(db), "--json", *args))
     assert reranked == [baseline[1], baseline[0]]  # keep=2 reached the reranker
 
 

@@ -14,12 +14,6 @@ import rankseam
 from rankseam.errors import ConfigurationError
 
 
-@pytest.fixture(autouse=True)
-def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    for var in ("RANKSEAM_DB", "RANKSEAM_CONFIG", "RANKSEAM_NAMESPACE", "RANKSEAM_EMBEDDER"):
-        monkeypatch.delenv(var, raising=False)
-
-
 @pytest.fixture
 def folder(tmp_path: Path) -> Path:
     """A folder holding one store, memories.sqlite3, with one memory."""

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from rankseam_learned.features import FEATURE_SET, FEATURES, PAIR_FEATURES
-from rankseam_learned.model import export
 
 from rankseam.testing import block_off_host_connections
+from rankseam_learned.features import FEATURE_SET, FEATURES, PAIR_FEATURES
+from rankseam_learned.model import export
 
 #: The column the test models learn from: query-term coverage (the share of query terms a
 #: candidate holds), so a trained model prefers the candidate that holds them all.
@@ -60,4 +60,19 @@ def model_bytes() -> bytes:
 def model_file(tmp_path: Path, model_bytes: bytes) -> Path:
     path = tmp_path / "model.json"
     path.write_bytes(model_bytes)
+    return path
+
+
+@pytest.fixture
+def logistic_model_file(tmp_path: Path) -> Path:
+    path = tmp_path / "logistic.json"
+    path.write_bytes(fit_model_bytes("logistic"))
+    return path
+
+
+@pytest.fixture
+def rerank_only_model_file(tmp_path: Path) -> Path:
+    """A model file without a decision head."""
+    path = tmp_path / "rerank-only.json"
+    path.write_bytes(fit_model_bytes(decision=False))
     return path

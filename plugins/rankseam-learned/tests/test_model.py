@@ -13,10 +13,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from rankseam_learned.features import FEATURE_SET, FEATURES, PAIR_FEATURES
-from rankseam_learned.model import FORMAT_VERSION, MAX_FILE_BYTES, export, load, loads
 
 from rankseam.errors import ConfigurationError
+from rankseam_learned.features import FEATURE_SET, FEATURES, PAIR_FEATURES
+from rankseam_learned.model import FORMAT_VERSION, MAX_FILE_BYTES, export, load, loads
 
 F = len(FEATURES)
 

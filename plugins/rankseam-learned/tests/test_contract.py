@@ -1,0 +1,30 @@
+"""The conformance kit: the reranker kit and the decision backend kit."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rankseam.testing import DecisionBackendContract, RerankerContract
+from rankseam_learned.decision import LearnedDecisionBackend
+from rankseam_learned.reranker import LearnedReranker
+
+
+class TestLearnedRerankerContract(RerankerContract):
+    @pytest.fixture(autouse=True)
+    def _model(self, model_file: Path) -> None:
+        self.model_path = model_file
+
+    def make_reranker(self) -> Any:
+        return LearnedReranker.from_options({"model": str(self.model_path)})
+
+
+class TestLearnedDecisionContract(DecisionBackendContract):
+    @pytest.fixture(autouse=True)
+    def _model(self, model_file: Path) -> None:
+        self.model_path = model_file
+
+    def make_backend(self) -> Any:
+        return LearnedDecisionBackend.from_options({"model": str(self.model_path)})

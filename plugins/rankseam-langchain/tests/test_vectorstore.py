@@ -127,6 +127,9 @@ def test_delete_tombstones_and_forget_hard_deletes(
         Document(DOCS[1].page_content, metadata=DOCS[1].metadata, id="d2")
     ]
     assert memory.get("d1").deleted and memory.history("d1")[0].text == DOCS[0].page_content
+    store.add_documents([DOCS[0]], ids=["d1"])  # written again: live again, a new revision
+    assert ids_of(store.get_by_ids(["d1"])) == ["d1"] and memory.get("d1").ref.revision == 2
+    store.delete(["d1"])
     store.delete(["d2"], forget=True)
     with pytest.raises(KeyError, match="forgotten"):
         memory.history("d2")

@@ -9,8 +9,7 @@ import pytest
 # Haystack reports pipeline usage over the network unless told not to; the tests run offline.
 os.environ["HAYSTACK_TELEMETRY_ENABLED"] = "False"
 
-import rankseam
-from rankseam.testing import block_off_host_connections, sample_memory
+from rankseam.testing import block_off_host_connections
 from rankseam_haystack import RankseamDocumentStore
 
 
@@ -25,13 +24,6 @@ def document_store(store_path: Path) -> Iterator[RankseamDocumentStore]:
     store = RankseamDocumentStore(store_path)
     yield store
     store.close()
-
-
-@pytest.fixture
-def memory(tmp_path: Path) -> Iterator[rankseam.Memory]:
-    """A store holding the kit's ``SAMPLE_MEMORIES`` (two near-duplicate dinners, two others)."""
-    with sample_memory(tmp_path / "memories.sqlite3") as mem:
-        yield mem
 
 
 @pytest.fixture(autouse=True)

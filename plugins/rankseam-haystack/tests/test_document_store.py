@@ -13,7 +13,6 @@ from haystack.dataclasses import ByteStream, Document, SparseEmbedding
 from haystack.document_stores.errors import DuplicateDocumentError
 from haystack.document_stores.types import DocumentStore, DuplicatePolicy
 
-import rankseam
 from rankseam.errors import ValidationError
 from rankseam_haystack import RankseamDocumentStore
 
@@ -186,9 +185,9 @@ def test_to_dict_and_from_dict(store_path: Path) -> None:
         again.close()
 
 
-def test_memory_and_target_together_is_a_mistake(memory: rankseam.Memory) -> None:
+def test_memory_and_target_together_is_a_mistake(document_store: RankseamDocumentStore) -> None:
     with pytest.raises(TypeError, match="not both"):
-        RankseamDocumentStore("x.sqlite3", memory=memory)
+        RankseamDocumentStore("x.sqlite3", memory=document_store.memory)
 
 
 def test_invalid_arguments(document_store: RankseamDocumentStore) -> None:

@@ -7,13 +7,13 @@ import os
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from haystack import default_from_dict, default_to_dict
 from haystack.dataclasses import Document
 from haystack.document_stores.errors import DuplicateDocumentError
 from haystack.document_stores.types import DuplicatePolicy
 
 import rankseam
 from rankseam.errors import ValidationError
+from rankseam_haystack.components import Serialised
 from rankseam_haystack.documents import from_record, to_record
 from rankseam_haystack.filters import where_from_filters
 
@@ -23,7 +23,7 @@ __all__ = ["RankseamDocumentStore"]
 _IDS_PER_QUERY = 1000
 
 
-class RankseamDocumentStore:
+class RankseamDocumentStore(Serialised):
     """Haystack's ``DocumentStore`` protocol over a rankseam memory store: each document is a
     memory of one namespace (its ``id`` the memory id, its ``content`` the text, its ``meta``
     the metadata; rankseam_haystack.documents says what else is kept and what is not).
@@ -92,21 +92,9 @@ class RankseamDocumentStore:
 
     # -- serialisation ---------------------------------------------------------------------
 
-    def to_dict(self) -> dict[str, Any]:
-        """The store's settings (its target, never a password: rankseam's ``Memory.path``
-        leaves it out; give it through the environment)."""
-        return default_to_dict(
-            self,
-            target=self.target,
-            namespace=self.namespace,
-            config_file=self.config_file,
-            open_options=self.open_options,
-            hard_delete=self.hard_delete,
-        )
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> RankseamDocumentStore:
-        return default_from_dict(cls, data)
+    #: What ``to_dict`` writes: the target is never a password (rankseam's ``Memory.path``
+    #: leaves it out; give it through the environment).
+    SETTINGS = ("target", "namespace", "config_file", "open_options", "hard_delete")
 
     # -- the DocumentStore protocol -----------------------------------------------------------
 

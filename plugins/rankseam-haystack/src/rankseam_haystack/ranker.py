@@ -7,7 +7,7 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from haystack import Document, component, default_from_dict, default_to_dict
+from haystack import Document, component
 
 from rankseam import DocumentReranker, DocumentResult, open_reranker
 from rankseam.errors import ValidationError
@@ -17,13 +17,13 @@ from rankseam.plugin.adapters import (
     result_score,
     upstream_scores,
 )
-from rankseam_haystack.components import check_top_k
+from rankseam_haystack.components import Serialised, check_top_k
 
 __all__ = ["RankseamRanker"]
 
 
 @component
-class RankseamRanker:
+class RankseamRanker(Serialised):
     """Rerank the documents a pipeline already has with any installed rankseam reranker, as
     Haystack's rankers do: ``run(query, documents, top_k=None)`` returns ``{"documents":
     [...]}``, best first, at most ``top_k`` (default the component's, 10).
@@ -72,7 +72,9 @@ class RankseamRanker:
         """The rankseam reranker this component runs."""
         return self._built
 
-    def to_dict(self) -> dict[str, Any]:
+    SETTINGS = ("reranker", "options", "top_k", "on_error", "config_file", "use_embeddings")
+
+    def settings(self) -> dict[str, Any]:
         """The component's settings; a reranker given as an object cannot be written (name
         an installed reranker instead)."""
         stages = self.reranker if isinstance(self.reranker, list | tuple) else [self.reranker]
@@ -82,19 +84,8 @@ class RankseamRanker:
                     f"RankseamRanker cannot serialise the reranker object {stage!r}; name an "
                     "installed reranker (e.g. 'mmr') or a table {'name': ..., 'options': ...}"
                 )
-        return default_to_dict(
-            self,
-            reranker=list(self.reranker) if isinstance(self.reranker, tuple) else self.reranker,
-            options=self.options,
-            top_k=self.top_k,
-            on_error=self.on_error,
-            config_file=self.config_file,
-            use_embeddings=self.use_embeddings,
-        )
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> RankseamRanker:
-        return default_from_dict(cls, data)
+        reranker = list(self.reranker) if isinstance(self.reranker, tuple) else self.reranker
+        return {**Serialised.settings(self), "reranker": reranker}
 
     def _arguments(
         self, documents: Sequence[Document], top_k: int | None

@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from haystack import Document, component, default_from_dict, default_to_dict
+from haystack import Document, component
 from haystack.document_stores.types import FilterPolicy, apply_filter_policy
 
 from rankseam.plugin.adapters import hits_metadata, search_arguments
 from rankseam.types import SearchResult
-from rankseam_haystack.components import check_top_k
+from rankseam_haystack.components import Serialised, check_top_k
 from rankseam_haystack.document_store import RankseamDocumentStore
 from rankseam_haystack.documents import document_meta
 from rankseam_haystack.filters import where_from_filters
@@ -19,7 +19,7 @@ __all__ = ["RankseamRetriever"]
 
 
 @component
-class RankseamRetriever:
+class RankseamRetriever(Serialised):
     """Search a :class:`RankseamDocumentStore` with rankseam's search: its channels (lexical,
     vector over rankseam's own embedder, importance), fusion, and the rerank seam with the
     reranker you choose.
@@ -73,23 +73,20 @@ class RankseamRetriever:
         self.on_error = on_error
         self.include_trace = include_trace
 
-    def to_dict(self) -> dict[str, Any]:
-        return default_to_dict(
-            self,
-            document_store=self.document_store,
-            filters=self.filters,
-            top_k=self.top_k,
-            filter_policy=self.filter_policy.value,
-            reranker=self.reranker,
-            reranker_options=self.reranker_options,
-            pool=self.pool,
-            on_error=self.on_error,
-            include_trace=self.include_trace,
-        )
+    SETTINGS = (
+        "document_store",
+        "filters",
+        "top_k",
+        "filter_policy",
+        "reranker",
+        "reranker_options",
+        "pool",
+        "on_error",
+        "include_trace",
+    )
 
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> RankseamRetriever:
-        return default_from_dict(cls, data)
+    def settings(self) -> dict[str, Any]:
+        return {**Serialised.settings(self), "filter_policy": self.filter_policy.value}
 
     def _arguments(self, filters: dict[str, Any] | None, top_k: int | None) -> dict[str, Any]:
         chosen = apply_filter_policy(self.filter_policy, self.filters, filters)

@@ -14,6 +14,7 @@ import sqlite3
 import subprocess
 import sys
 from collections.abc import Callable
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -41,11 +42,8 @@ def _fill(m: rankseam.Memory) -> None:
 
 
 def _version(path: Path) -> str:
-    conn = sqlite3.connect(path)
-    try:
+    with closing(sqlite3.connect(path)) as conn:
         return str(conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0])
-    finally:
-        conn.close()
 
 
 # -- the schema --------------------------------------------------------------------------------

@@ -23,7 +23,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from rankseam.checks import is_int, is_real
 from rankseam.errors import ValidationError
-from rankseam.store.feedback import FeedbackStore, feedback_store
+from rankseam.store.feedback import FeedbackQuery, FeedbackStore, feedback_store
 from rankseam.types import FeedbackHit, FeedbackRecord, Hit, MemoryRef, SearchResult
 
 if TYPE_CHECKING:
@@ -187,10 +187,12 @@ class FeedbackMethods:
         namespace with ``all_namespaces=True``, oldest first; ``since``: created at or after
         (a datetime, POSIX seconds or an ISO 8601 string); ``limit``: at most that many (the
         oldest of them)."""
-        ns = self._feedback_scope(namespace, all_namespaces)
-        return self._feedback.feedback_records(
-            namespace=ns, since=when(since, "since"), limit=_limit(limit)
+        query = FeedbackQuery(
+            namespace=self._feedback_scope(namespace, all_namespaces),
+            since=when(since, "since"),
+            limit=_limit(limit),
         )
+        return self._feedback.feedback_records(query)
 
     def export_feedback(
         self,
@@ -232,7 +234,7 @@ class FeedbackMethods:
                 raise ValidationError(
                     f"delete_feedback(feedback_ids=...) takes a list of ids, got {feedback_ids!r}"
                 )
-            return self._feedback.delete_feedback(feedback_ids=list(feedback_ids))
+            return self._feedback.delete_feedback(FeedbackQuery(feedback_ids=feedback_ids))
         if namespace is None and not all_namespaces:
             raise ValidationError(
                 "delete_feedback() needs the records' ids, a namespace (named explicitly: "
@@ -246,7 +248,7 @@ class FeedbackMethods:
                 f"delete_feedback() deletes the feedback of {what} for good (it cannot be "
                 f"undone); call delete_feedback({call}, confirm=True) to do it"
             )
-        return self._feedback.delete_feedback(namespace=ns)
+        return self._feedback.delete_feedback(FeedbackQuery(namespace=ns))
 
 
 def _write_lines(handle: IO[str], records: Sequence[FeedbackRecord]) -> int:

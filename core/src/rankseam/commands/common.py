@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -18,6 +19,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CommandError",
+    "confirm_or_refuse",
     "echo_json",
     "echo_report",
     "filter_options",
@@ -233,3 +235,17 @@ def echo_report(value: Any, as_json: bool, lines: Iterable[str]) -> None:
     else:
         for line in lines:
             click.echo(line)
+
+
+def confirm_or_refuse(yes: bool, refusal: str, question: str) -> None:
+    """Ask ``question`` on the terminal before something that cannot be undone, unless
+    ``--yes`` answered it; with no terminal to ask on, refuse with ``refusal`` and how to
+    confirm (``reset``, ``feedback delete``)."""
+    if yes:
+        return
+    if not sys.stdin.isatty():
+        raise CommandError(
+            f"{refusal}; there is no terminal to ask on: pass --yes to confirm",
+            kind="ValidationError",
+        )
+    click.confirm(question, abort=True, err=True)

@@ -13,6 +13,7 @@ import click
 
 from rankseam.commands.common import (
     CommandError,
+    confirm_or_refuse,
     echo_report,
     json_option,
     open_store,
@@ -146,18 +147,11 @@ def delete(
                     "name the feedback ids to delete, or --namespace NAME, or --all-namespaces",
                     kind="ValidationError",
                 )
-            if not yes:
-                if not sys.stdin.isatty():
-                    raise CommandError(
-                        f"this deletes the feedback of {what} for good; there is no terminal "
-                        "to ask on: pass --yes to confirm",
-                        kind="ValidationError",
-                    )
-                click.confirm(
-                    f"Delete the feedback of {what} in {memory.path} for good?",
-                    abort=True,
-                    err=True,
-                )
+            confirm_or_refuse(
+                yes,
+                f"this deletes the feedback of {what} for good",
+                f"Delete the feedback of {what} in {memory.path} for good?",
+            )
             count = memory.delete_feedback(
                 namespace=namespace, all_namespaces=all_namespaces, confirm=True
             )

@@ -8,13 +8,12 @@ asks first (``--yes`` answers for scripts).
 
 from __future__ import annotations
 
-import sys
 from datetime import UTC, datetime
 
 import click
 
 from rankseam.commands.common import (
-    CommandError,
+    confirm_or_refuse,
     echo_report,
     json_option,
     open_store,
@@ -99,19 +98,14 @@ def reset(
     """Forget every memory of a namespace, for good (asks first; --yes does not)."""
     with open_store(db, config_file, create=False) as memory:
         if not yes:
-            if not sys.stdin.isatty():
-                raise CommandError(
-                    f"reset forgets every memory of namespace {namespace!r} for good and cannot "
-                    "be undone; there is no terminal to ask on: pass --yes to confirm",
-                    kind="ValidationError",
-                )
             counts = memory.stats()["namespaces"].get(namespace, {})
             held = counts.get("memories", 0) + counts.get("deleted", 0)
-            click.confirm(
+            confirm_or_refuse(
+                yes,
+                f"reset forgets every memory of namespace {namespace!r} for good and cannot "
+                "be undone",
                 f"Forget all {held} memories of namespace {namespace!r} in {memory.path} "
                 "for good (text, metadata, vectors and history)?",
-                abort=True,
-                err=True,
             )
         done = memory.reset(namespace, confirm=True)
     echo_report(

@@ -11,7 +11,7 @@ plugin imports them from.
 from __future__ import annotations
 
 from rankseam.store.contract import BatchWriter, BulkReader, BulkWriter, Store, StoreReader, Vectors
-from rankseam.store.feedback import FeedbackStore, FeedbackWritten
+from rankseam.store.feedback import FeedbackQuery, FeedbackStore, FeedbackWritten
 from rankseam.store.filters import (
     FIELDS,
     SQL_OPERATORS,
@@ -63,6 +63,7 @@ __all__ = [
     "BulkWriter",
     "ConcurrentReader",
     "Condition",
+    "FeedbackQuery",
     "FeedbackStore",
     "FeedbackWritten",
     "Filter",

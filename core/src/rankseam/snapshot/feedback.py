@@ -21,7 +21,7 @@ from typing import Any
 from rankseam.checks import is_int, parse_json
 from rankseam.snapshot.format import MAX_LINE_BYTES, SnapshotError, file_sha256
 from rankseam.store.contract import Store
-from rankseam.store.feedback import feedback_store
+from rankseam.store.feedback import FeedbackQuery, feedback_store
 from rankseam.types import FeedbackRecord
 
 __all__ = ["FEEDBACK_PATH", "read_feedback", "write_feedback"]
@@ -32,7 +32,7 @@ FEEDBACK_PATH = "feedback.jsonl"
 
 def write_feedback(store: Store, folder: Path) -> dict[str, Any]:
     """Write every feedback record of ``store`` into ``folder``; the manifest's entry."""
-    records = feedback_store(store).feedback_records()
+    records = feedback_store(store).feedback_records(FeedbackQuery())
     path = folder / FEEDBACK_PATH
     with path.open("wb") as out:
         for record in records:

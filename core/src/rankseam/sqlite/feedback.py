@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING
 
-from rankseam.store.feedback import FeedbackWritten
+from rankseam.store.feedback import FeedbackQuery, FeedbackWritten
 from rankseam.types import FeedbackRecord
 
 __all__ = ["FEEDBACK", "SQLiteFeedback"]
@@ -27,9 +27,6 @@ FEEDBACK = (
     "UNIQUE, namespace TEXT NOT NULL, created_at REAL NOT NULL, record TEXT NOT NULL); "
     "CREATE INDEX IF NOT EXISTS feedback_order ON feedback (namespace, created_at, seq)"
 )
-
-#: Ids per delete statement.
-_ID_CHUNK = 500
 
 
 def _trim(conn: sqlite3.Connection, namespace: str, cap: int) -> int:
@@ -74,52 +71,33 @@ class SQLiteFeedback:
                 dropped[namespace] = _trim(conn, namespace, cap)
         return FeedbackWritten(written, dropped)
 
-    def feedback_records(
-        self,
-        /,
-        *,
-        namespace: str | None = None,
-        since: float | None = None,
-        limit: int | None = None,
-    ) -> list[FeedbackRecord]:
-        """Records oldest first (``created_at``, then write order)."""
-        where, args = _where(namespace, since)
+    def feedback_records(self, query: FeedbackQuery, /) -> list[FeedbackRecord]:
+        """The records ``query`` selects, oldest first (``created_at``, then write order)."""
+        chosen, args = _chosen(query)
         with self._read() as conn:
             rows = conn.execute(
-                f"SELECT record FROM feedback WHERE {where} ORDER BY created_at, seq LIMIT ?",
-                (*args, -1 if limit is None else limit),
+                f"SELECT record FROM feedback WHERE seq IN ({chosen}) ORDER BY created_at, seq",
+                args,
             ).fetchall()
         return [FeedbackRecord.from_dict(json.loads(row[0])) for row in rows]
 
-    def delete_feedback(
-        self, /, *, namespace: str | None = None, feedback_ids: Sequence[str] | None = None
-    ) -> int:
-        """Delete records by id, by namespace or all; how many went."""
+    def delete_feedback(self, query: FeedbackQuery, /) -> int:
+        """Delete the records ``query`` selects; how many went."""
+        chosen, args = _chosen(query)
         with self._write() as conn:
-            if feedback_ids is not None:
-                return sum(
-                    conn.execute(
-                        f"DELETE FROM feedback WHERE feedback_id IN ({','.join('?' * len(c))})",
-                        c,
-                    ).rowcount
-                    for c in _chunks(list(feedback_ids))
-                )
-            where, args = _where(namespace, None)
-            return conn.execute(f"DELETE FROM feedback WHERE {where}", args).rowcount
+            return conn.execute(f"DELETE FROM feedback WHERE seq IN ({chosen})", args).rowcount
 
 
-def _where(namespace: str | None, since: float | None) -> tuple[str, tuple[object, ...]]:
-    conditions: list[str] = ["1"]
-    args: list[object] = []
-    if namespace is not None:
-        conditions.append("namespace = ?")
-        args.append(namespace)
-    if since is not None:
-        conditions.append("created_at >= ?")
-        args.append(since)
-    return " AND ".join(conditions), tuple(args)
+def _chosen(query: FeedbackQuery) -> tuple[str, list[object]]:
+    """The statement selecting the ``seq`` of every record ``query`` means, and its values
+    (the ids bound as one JSON array)."""
+    where, args = query.conditions("?", "feedback_id IN (SELECT value FROM json_each({}))", _json)
+    limit = -1 if query.limit is None else query.limit
+    return (
+        f"SELECT seq FROM feedback WHERE {where} ORDER BY created_at, seq LIMIT ?",
+        [*args, limit],
+    )
 
 
-def _chunks(ids: list[str]) -> Iterator[list[str]]:
-    for i in range(0, len(ids), _ID_CHUNK):
-        yield ids[i : i + _ID_CHUNK]
+def _json(ids: tuple[str, ...]) -> str:
+    return json.dumps(list(ids))

@@ -15,7 +15,7 @@ that does not.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 import attrs
@@ -25,6 +25,7 @@ from rankseam.types import FeedbackRecord, frozen_mapping
 
 __all__ = [
     "DEFAULT_FEEDBACK_CAP",
+    "FeedbackQuery",
     "FeedbackStore",
     "FeedbackWritten",
     "feedback_store",
@@ -47,6 +48,44 @@ class FeedbackWritten:
         return {"written": self.written, "dropped": dict(self.dropped)}
 
 
+def _optional_ids(value: Iterable[str] | None) -> tuple[str, ...] | None:
+    return None if value is None else tuple(value)
+
+
+@attrs.frozen
+class FeedbackQuery:
+    """Which feedback records a read or a delete means: those of ``namespace`` (None: every
+    namespace), created at or after ``since`` (POSIX seconds), whose id is one of
+    ``feedback_ids`` (None: any id), the oldest ``limit`` of them (None: all), oldest by
+    ``created_at``, then write order. ``FeedbackQuery()`` is every record."""
+
+    namespace: str | None = None
+    since: float | None = None
+    feedback_ids: tuple[str, ...] | None = attrs.field(default=None, converter=_optional_ids)
+    limit: int | None = None
+
+    def conditions(
+        self, placeholder: str, id_in: str, ids: Callable[[tuple[str, ...]], Any] = list
+    ) -> tuple[str, list[Any]]:
+        """The query's conditions (``limit`` aside) as one boolean SQL expression over the
+        columns ``namespace``, ``created_at`` and ``feedback_id``, and its bound values, in
+        a store's dialect: ``placeholder`` is its driver's parameter (``"?"``, ``"%s"``),
+        ``id_in`` its test that ``feedback_id`` is in one bound list (``{}`` where the
+        placeholder goes) and ``ids`` how that list is bound."""
+        parts: list[str] = ["1 = 1"]
+        args: list[Any] = []
+        if self.namespace is not None:
+            parts.append(f"namespace = {placeholder}")
+            args.append(self.namespace)
+        if self.since is not None:
+            parts.append(f"created_at >= {placeholder}")
+            args.append(self.since)
+        if self.feedback_ids is not None:
+            parts.append(id_in.format(placeholder))
+            args.append(ids(self.feedback_ids))
+        return " AND ".join(parts), args
+
+
 @runtime_checkable
 class FeedbackStore(Protocol):
     """A store that keeps feedback records in a table of its own (see the module
@@ -58,24 +97,12 @@ class FeedbackStore(Protocol):
         then write order), in ONE write transaction."""
         ...
 
-    def feedback_records(
-        self,
-        /,
-        *,
-        namespace: str | None = None,
-        since: float | None = None,
-        limit: int | None = None,
-    ) -> list[FeedbackRecord]:
-        """Records of ``namespace`` (None: every namespace) created at or after ``since``
-        (POSIX seconds), oldest first (``created_at``, then write order), at most ``limit``
-        (None: all)."""
+    def feedback_records(self, query: FeedbackQuery, /) -> list[FeedbackRecord]:
+        """The records ``query`` selects, oldest first (``created_at``, then write order)."""
         ...
 
-    def delete_feedback(
-        self, /, *, namespace: str | None = None, feedback_ids: Sequence[str] | None = None
-    ) -> int:
-        """Delete the records ``feedback_ids`` (ids the store does not hold are skipped),
-        or every record of ``namespace``, or, both None, every record; how many went."""
+    def delete_feedback(self, query: FeedbackQuery, /) -> int:
+        """Delete the records ``query`` selects, in one write transaction; how many went."""
         ...
 
 

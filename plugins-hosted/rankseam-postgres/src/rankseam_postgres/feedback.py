@@ -20,7 +20,7 @@ import psycopg
 from psycopg import sql
 from psycopg.types.json import Jsonb
 
-from rankseam.plugin.stores import FeedbackWritten
+from rankseam.plugin.stores import FeedbackQuery, FeedbackWritten
 from rankseam.types import FeedbackRecord
 
 __all__ = ["FEEDBACK", "PostgresFeedback"]
@@ -37,18 +37,6 @@ CREATE TABLE IF NOT EXISTS {s}.feedback (
 );
 CREATE INDEX IF NOT EXISTS feedback_order ON {s}.feedback (namespace, created_at, seq)
 """
-
-
-def _where(namespace: str | None, since: float | None) -> tuple[str, list[Any]]:
-    conditions: list[str] = ["TRUE"]
-    args: list[Any] = []
-    if namespace is not None:
-        conditions.append("namespace = %s")
-        args.append(namespace)
-    if since is not None:
-        conditions.append("created_at >= %s")
-        args.append(since)
-    return " AND ".join(conditions), args
 
 
 class PostgresFeedback:
@@ -100,37 +88,34 @@ class PostgresFeedback:
                 dropped[namespace] = max(cur.rowcount, 0)
         return FeedbackWritten(written, dropped)
 
-    def feedback_records(
-        self,
-        /,
-        *,
-        namespace: str | None = None,
-        since: float | None = None,
-        limit: int | None = None,
-    ) -> list[FeedbackRecord]:
-        """Records oldest first (``created_at``, then write order)."""
-        where, args = _where(namespace, since)
+    def feedback_records(self, query: FeedbackQuery, /) -> list[FeedbackRecord]:
+        """The records ``query`` selects, oldest first (``created_at``, then write order)."""
+        chosen, args = _chosen(query)
         with self._transaction("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY") as conn:
             rows = conn.execute(
                 self.tables(
-                    f"SELECT record FROM {{feedback}} WHERE {where} ORDER BY created_at, seq "
-                    "LIMIT %s"
+                    f"SELECT record FROM {{feedback}} WHERE seq IN ({chosen}) "
+                    "ORDER BY created_at, seq"
                 ),
-                (*args, limit),
+                args,
             ).fetchall()
         return [FeedbackRecord.from_dict(row[0]) for row in rows]
 
-    def delete_feedback(
-        self, /, *, namespace: str | None = None, feedback_ids: Sequence[str] | None = None
-    ) -> int:
-        """Delete records by id, by namespace or all; how many went."""
+    def delete_feedback(self, query: FeedbackQuery, /) -> int:
+        """Delete the records ``query`` selects; how many went."""
+        chosen, args = _chosen(query)
         with self._transaction("BEGIN") as conn:
-            if feedback_ids is not None:
-                cur = conn.execute(
-                    self.tables("DELETE FROM {feedback} WHERE feedback_id = ANY(%s)"),
-                    (list(feedback_ids),),
-                )
-            else:
-                where, args = _where(namespace, None)
-                cur = conn.execute(self.tables(f"DELETE FROM {{feedback}} WHERE {where}"), args)
+            cur = conn.execute(
+                self.tables(f"DELETE FROM {{feedback}} WHERE seq IN ({chosen})"), args
+            )
             return max(cur.rowcount, 0)
+
+
+def _chosen(query: FeedbackQuery) -> tuple[str, list[Any]]:
+    """The statement selecting the ``seq`` of every record ``query`` means (tables still to
+    be named), and its values."""
+    where, args = query.conditions("%s", "feedback_id = ANY({})")
+    return (
+        f"SELECT seq FROM {{feedback}} WHERE {where} ORDER BY created_at, seq LIMIT %s",
+        [*args, query.limit],
+    )

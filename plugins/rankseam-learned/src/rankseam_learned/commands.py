@@ -161,6 +161,13 @@ def _stores(
     type=click.IntRange(1, 200),
     help="The coarse pool each query's search hands the model.",
 )
+@click.option(
+    "--trees",
+    default=200,
+    show_default=True,
+    type=click.IntRange(1, 2000),
+    help="Boosting rounds of the model (fewer: smaller and faster to train, coarser).",
+)
 @click.option("--force", is_flag=True, help="Write the model even if it loses to the default.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 def train_command(
@@ -173,6 +180,7 @@ def train_command(
     namespace: str | None,
     folds: int,
     pool: int,
+    trees: int,
     force: bool,
     as_json: bool,
 ) -> None:
@@ -188,7 +196,14 @@ def train_command(
             stores,
             source,
         ):
-            report = train(stores, source=source, folds=folds, pool=pool, progress=bars)
+            report = train(
+                stores,
+                source=source,
+                folds=folds,
+                pool=pool,
+                params={"max_iter": trees},
+                progress=bars,
+            )
     finally:
         bars.close()
     target = Path(out)

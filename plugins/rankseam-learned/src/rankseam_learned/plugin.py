@@ -1,16 +1,19 @@
 """The hooks of rankseam-learned: the reranker ``learned`` and the decision backend
-``learned`` (docs/plugins/learned.md). Both load their model when they are built (at
-assembly), so a missing, mismatched or damaged model file fails there, naming the file."""
+``learned`` (docs/plugins/learned.md), and the command ``rankseam train``
+(:mod:`rankseam_learned.commands`). The reranker and the backend load their model when they
+are built (at assembly), so a missing, mismatched or damaged model file fails there, naming
+the file."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from rankseam.plugin import DecisionBackendRegister, RerankerRegister, hookimpl
+from rankseam_learned.commands import register_commands
 from rankseam_learned.decision import LearnedDecisionBackend, LearnedDecisionOptions
 from rankseam_learned.reranker import LearnedOptions, LearnedReranker
 
-__all__ = ["register_decision_backends", "register_rerankers"]
+__all__ = ["register_commands", "register_decision_backends", "register_rerankers"]
 
 
 def _reranker(options: LearnedOptions, context: Any) -> LearnedReranker:

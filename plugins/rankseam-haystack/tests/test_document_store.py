@@ -195,3 +195,35 @@ def test_invalid_arguments(document_store: RankseamDocumentStore) -> None:
         document_store.write_documents("not a list")  # type: ignore[arg-type]
     with pytest.raises(ValidationError, match="must be a list of ids"):
         document_store.delete_documents("1")  # type: ignore[arg-type]
+
+
+def test_update_by_filter_writes_new_revisions_with_the_meta_merged(
+    document_store: RankseamDocumentStore,
+) -> None:
+    document_store.write_documents(
+        [Document(id="1", content="one", meta={"k": "a", "n": 1}), Document(id="2", content="two")]
+    )
+    kept = {"field": "meta.k", "operator": "==", "value": "a"}
+    assert document_store.update_by_filter(kept, {"n": None, "new": True}) == 1
+    assert document_store.filter_documents(kept)[0].meta == {"k": "a", "n": None, "new": True}
+    assert [m.ref.revision for m in document_store.memory.history("1")] == [1, 2]
+    with pytest.raises(ValidationError, match="meta must be a mapping"):
+        document_store.update_by_filter(kept, ["n"])  # type: ignore[arg-type]
+
+
+def test_delete_all_tombstones_and_recreate_index_forgets_the_namespace(
+    store_path: Path,
+) -> None:
+    store = RankseamDocumentStore(store_path, namespace="a")
+    other = RankseamDocumentStore(memory=store.memory, namespace="b")
+    try:
+        store.write_documents([Document(id="1", content="one")])
+        other.write_documents([Document(id="1", content="kept in b")])
+        store.delete_all_documents()
+        assert store.count_documents() == 0 and store.memory.get("1", namespace="a").deleted
+        store.delete_all_documents(recreate_index=True)
+        with pytest.raises(KeyError):  # history and tombstone gone too
+            store.memory.get("1", namespace="a")
+        assert [d.content for d in other.filter_documents()] == ["kept in b"]
+    finally:
+        store.close()

@@ -1,6 +1,10 @@
-"""Haystack's own document-store suites (haystack.testing.document_store: DocumentStoreBaseTests,
-and the async classes of haystack.testing.document_store_async) against RankseamDocumentStore
-over a real SQLite store in a temp dir (the ``document_store`` fixture of conftest.py)."""
+"""Haystack's own document-store suites against RankseamDocumentStore over a real SQLite store
+in a temp dir: haystack.testing.document_store's DocumentStoreBaseTests (count, write, delete,
+filter) and the extended set (DocumentStoreBaseExtendedTests: delete all, delete by filter,
+update by filter; and count by filter), and the async classes of
+haystack.testing.document_store_async for the same operations. Haystack's metadata
+introspection suites (unique values, min/max, field info) are not mixed in: the store does not
+implement those optional methods."""
 
 from __future__ import annotations
 
@@ -10,20 +14,27 @@ from pathlib import Path
 import pytest
 from haystack.dataclasses import Document
 from haystack.document_stores.errors import DuplicateDocumentError
-from haystack.testing.document_store import DocumentStoreBaseTests
+from haystack.testing.document_store import (
+    CountDocumentsByFilterTest,
+    DocumentStoreBaseExtendedTests,
+)
 from haystack.testing.document_store_async import (
     CountDocumentsAsyncTest,
+    CountDocumentsByFilterAsyncTest,
+    DeleteAllAsyncTest,
+    DeleteByFilterAsyncTest,
     DeleteDocumentsAsyncTest,
     FilterDocumentsAsyncTest,
+    UpdateByFilterAsyncTest,
     WriteDocumentsAsyncTest,
 )
 
 from rankseam_haystack import RankseamDocumentStore
 
 
-class TestDocumentStoreBase(DocumentStoreBaseTests):
-    """Every test of Haystack's base suite, unchanged but for the one it asks each store to
-    write itself: the default policy's behaviour."""
+class TestDocumentStoreBase(DocumentStoreBaseExtendedTests, CountDocumentsByFilterTest):
+    """Every test of Haystack's base and extended suites, unchanged but for the one it asks
+    each store to write itself: the default policy's behaviour."""
 
     @pytest.fixture
     def document_store(self, tmp_path: Path) -> Iterator[RankseamDocumentStore]:
@@ -45,12 +56,16 @@ class TestDocumentStoreBase(DocumentStoreBaseTests):
 
 class TestDocumentStoreAsync(
     CountDocumentsAsyncTest,
+    CountDocumentsByFilterAsyncTest,
+    DeleteAllAsyncTest,
+    DeleteByFilterAsyncTest,
     DeleteDocumentsAsyncTest,
     FilterDocumentsAsyncTest,
+    UpdateByFilterAsyncTest,
     WriteDocumentsAsyncTest,
 ):
-    """Haystack's async suites (it has no one base class for them): count, delete, filter and
-    write through the ``*_async`` methods."""
+    """Haystack's async suites for the same operations (it has no one base class for them),
+    through the ``*_async`` methods."""
 
     @pytest.fixture
     def document_store(self, tmp_path: Path) -> Iterator[RankseamDocumentStore]:

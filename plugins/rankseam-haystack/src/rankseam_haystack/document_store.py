@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
@@ -100,8 +101,7 @@ class RankseamDocumentStore(Serialised):
 
     def count_documents(self) -> int:
         """How many live documents the namespace holds."""
-        namespace = self._memory.config.namespace if self.namespace is None else self.namespace
-        counts = self._memory.stats()["namespaces"].get(namespace, {})
+        counts = self._memory.stats()["namespaces"].get(self._namespace(), {})
         return int(counts.get("memories", 0))
 
     def filter_documents(self, filters: dict[str, Any] | None = None) -> list[Document]:
@@ -157,6 +157,39 @@ class RankseamDocumentStore(Serialised):
         for memory_id in self._ordered_live(document_ids):
             delete(memory_id, namespace=self.namespace)
 
+    # -- beyond the protocol: what Haystack's extended suites test ----------------------------
+
+    def count_documents_by_filter(self, filters: dict[str, Any]) -> int:
+        """How many live documents pass ``filters``."""
+        where = where_from_filters(filters)
+        return sum(1 for _ in self._memory.list(self.namespace, where=where))
+
+    def delete_by_filter(self, filters: dict[str, Any]) -> int:
+        """Delete the live documents that pass ``filters`` (as :meth:`delete_documents`
+        does); returns how many."""
+        ids = [d.id for d in self.filter_documents(filters)]
+        self.delete_documents(ids)
+        return len(ids)
+
+    def update_by_filter(self, filters: dict[str, Any], meta: dict[str, Any]) -> int:
+        """Merge ``meta`` into the meta of the live documents that pass ``filters``: each gets
+        a new revision (the previous one stays readable); returns how many."""
+        if not isinstance(meta, Mapping):
+            raise ValidationError(f"meta must be a mapping, got {type(meta).__name__}")
+        updated = [
+            dataclasses.replace(d, meta={**d.meta, **meta}) for d in self.filter_documents(filters)
+        ]
+        return self.write_documents(updated, policy=DuplicatePolicy.OVERWRITE)
+
+    def delete_all_documents(self, recreate_index: bool = False) -> None:
+        """Delete every live document of the namespace (as :meth:`delete_documents` does).
+        ``recreate_index=True`` starts the namespace afresh instead: rankseam's ``reset``
+        forgets every memory of it, its history and tombstones too."""
+        if recreate_index:
+            self._memory.reset(self._namespace(), confirm=True)
+            return
+        self.delete_documents([m.ref.memory_id for m in self._memory.list(self.namespace)])
+
     # -- async twins ----------------------------------------------------------------------
 
     async def count_documents_async(self) -> int:
@@ -173,7 +206,22 @@ class RankseamDocumentStore(Serialised):
     async def delete_documents_async(self, document_ids: list[str]) -> None:
         await asyncio.to_thread(self.delete_documents, document_ids)
 
+    async def count_documents_by_filter_async(self, filters: dict[str, Any]) -> int:
+        return await asyncio.to_thread(self.count_documents_by_filter, filters)
+
+    async def delete_by_filter_async(self, filters: dict[str, Any]) -> int:
+        return await asyncio.to_thread(self.delete_by_filter, filters)
+
+    async def update_by_filter_async(self, filters: dict[str, Any], meta: dict[str, Any]) -> int:
+        return await asyncio.to_thread(self.update_by_filter, filters, meta)
+
+    async def delete_all_documents_async(self, recreate_index: bool = False) -> None:
+        await asyncio.to_thread(self.delete_all_documents, recreate_index)
+
     # -- helpers ----------------------------------------------------------------------------
+
+    def _namespace(self) -> str:
+        return self._memory.config.namespace if self.namespace is None else self.namespace
 
     def _live_ids(self, ids: Sequence[str]) -> set[str]:
         """Which of ``ids`` are stored and live."""

@@ -178,7 +178,7 @@ def _pair_row(q: _Query, text: str, tokens: list[str], token_set: set[str]) -> l
         bigram = sum(b in pairs for b in q.bigrams) / len(q.bigrams)
     else:
         bigram = 0.0
-    numbers = set(_NUMBER.findall(text)) if q.numbers or any(c.isdigit() for c in text) else set()
+    numbers = set(_NUMBER.findall(text))
     number_cov = len(q.numbers & numbers) / len(q.numbers) if q.numbers else 0.0
     name_cov = sum(n in token_set for n in q.names) / len(q.names) if q.names else 0.0
     return [
@@ -226,27 +226,27 @@ def _rank_norm(values: np.ndarray, present: np.ndarray) -> np.ndarray:
     return out
 
 
-def _token_bits(token_sets: list[set[str]]) -> np.ndarray:
-    """One row per text, one column per distinct token of the pool (the pool's own
-    vocabulary: exact, and the same in every process, unlike ``hash``)."""
-    vocabulary: dict[str, int] = {}
-    columns = [[vocabulary.setdefault(t, len(vocabulary)) for t in tokens] for tokens in token_sets]
-    bits = np.zeros((len(token_sets), max(len(vocabulary), 1)), dtype=np.float32)
-    for i, cols in enumerate(columns):
-        bits[i, cols] = 1.0
-    return bits
-
-
 def _jaccard(token_sets: list[set[str]]) -> np.ndarray:
-    """Pairwise token-set Jaccard, one matrix product over the token bit matrix (no pairwise
-    set operations on long texts); the diagonal is 0."""
-    bits = _token_bits(token_sets)
-    inter = bits @ bits.T
-    sizes = np.diag(inter).copy()
-    union = sizes[:, None] + sizes[None, :] - inter
-    with np.errstate(divide="ignore", invalid="ignore"):
-        jac = np.where(union > 0, inter / union, 0.0).astype(np.float64)
-    np.fill_diagonal(jac, 0.0)
+    """Pairwise token-set Jaccard; the diagonal is 0. Each set becomes one integer bit mask
+    over the pool's own vocabulary (exact, and the same in every process, unlike ``hash``),
+    so a pair costs one AND and one popcount however long the texts are: no pairwise set
+    operations, no matrix product (BLAS threads cost more than the work at this size)."""
+    vocabulary: dict[str, int] = {}
+    masks = []
+    for tokens in token_sets:
+        bits = np.zeros(len(vocabulary) + len(tokens), dtype=np.uint8)
+        bits[[vocabulary.setdefault(t, len(vocabulary)) for t in tokens]] = 1
+        masks.append(int.from_bytes(np.packbits(bits, bitorder="little").tobytes(), "little"))
+    sizes = [len(tokens) for tokens in token_sets]
+    n = len(token_sets)
+    jac = np.zeros((n, n))
+    for i in range(n):
+        mi, si = masks[i], sizes[i]
+        for j in range(i):
+            union = si + sizes[j]
+            if union:
+                inter = (mi & masks[j]).bit_count()
+                jac[i, j] = jac[j, i] = inter / (union - inter)
     return jac
 
 
@@ -272,7 +272,7 @@ def _semantic(matrix: np.ndarray | None, n: int) -> np.ndarray:
     if (norms <= 0).any():
         return out
     unit = matrix / norms[:, None]
-    cos = unit @ unit.T
+    cos = np.einsum("ij,kj->ik", unit, unit)  # not BLAS: its threads cost more at this size
     out[:, 0] = 1.0
     out[:, 1] = cos[0]
     above = np.where(np.tri(n, k=-1, dtype=bool), cos, -1.0)
@@ -280,7 +280,7 @@ def _semantic(matrix: np.ndarray | None, n: int) -> np.ndarray:
     centroid = unit.mean(axis=0)
     c_norm = np.linalg.norm(centroid)
     if c_norm > 0:
-        out[:, 3] = unit @ (centroid / c_norm)
+        out[:, 3] = np.einsum("ij,j->i", unit, centroid / c_norm)
     return out
 
 
@@ -382,7 +382,8 @@ def compute(
                     if j is not None:
                         row[col + at] = 1.0
                         row[col + at + 2] = coarse_mm[j]
-                    nb_tokens = set(_tokens(nb.text))
+                    # a neighbour in the pool was tokenised already (texts cut alike)
+                    nb_tokens = token_sets[j] if j is not None else set(_tokens(nb.text))
                     row[col + at + 4] = _coverage(q, nb_tokens)
             row[col + 7] = thread_count[thread] / n
             others = [j for j in thread_best[thread] if j != i]

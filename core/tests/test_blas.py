@@ -129,6 +129,19 @@ def test_small_products_run_on_one_thread_large_ones_on_the_pool(two_threads, mo
     assert _Recording.seen == [[1] * len(_Recording.seen[0])]
 
 
+def test_holding_the_pool_changes_no_score(two_threads):
+    """A product the pool splits over two threads (20 000 × 256: far above OpenBLAS's own
+    threshold) and the same product held to one thread give the same floats, bit for bit
+    (the pool splits the rows, not the sums)."""
+    rng = np.random.default_rng(7)
+    matrix = rng.standard_normal((20_000, 256), dtype=np.float32)
+    query = rng.standard_normal(256, dtype=np.float32)
+    spread = matrix @ query
+    held = blas.matvec(matrix, query)
+    assert held.dtype == spread.dtype == np.float32
+    assert np.array_equal(held, spread)
+
+
 def test_the_default_threshold_is_the_documented_one():
     assert blas.PARALLEL_FROM == 32 * 1024 * 1024
 

@@ -9,6 +9,8 @@ Per query and policy (``limit`` hits requested, coarse pool ``pool``):
 - ``recall@5``, ``recall@10``, ``ndcg@10``, ``mrr`` (over the returned hits), ``dup_slot@5``;
 - ``pool_recall``: recall over the whole coarse pool — the ceiling no reranker can pass;
 - ``calls_per_query``: model calls of the rerank stage (0 without one), tokens in the details;
+- ``kept_share`` (details): hits returned over ``min(limit, pool)``; below 1 where a policy
+  drops candidates (the ``decision`` reranker keeps what its backend does not answer NO);
 - BEIR runs also report ``recall@100`` in the details.
 
 ``mmr_gate``: HotMem's entry gate for MMR (diversify only where the coarse top 5 repeats a
@@ -73,7 +75,7 @@ POLICY_KEYS = (
 )
 #: HotMem's entry gate for MMR: advised where the coarse dup-slot@5 is above this share.
 MMR_GATE_DUP_SLOT = 0.2
-_DETAIL_KEYS = ("input_tokens_per_query", "output_tokens_per_query", "recall@100")
+_DETAIL_KEYS = ("input_tokens_per_query", "output_tokens_per_query", "recall@100", "kept_share")
 
 
 @attrs.frozen
@@ -404,6 +406,11 @@ def _search_collection(
                 input_tokens_per_query=float(tin),
                 output_tokens_per_query=float(tout),
                 search_ms=search_ms,
+                kept_share=(
+                    len(result.hits) / min(limit, len(result.trace.coarse))
+                    if result.trace.coarse
+                    else 1.0
+                ),
             )
             rows[column.label].append((query, row))
             status = result.trace.status.value
@@ -475,6 +482,7 @@ def _summarise(
             "queries": len(head),
             "input_tokens_per_query": round(agg.get("input_tokens_per_query", 0.0), 3),
             "output_tokens_per_query": round(agg.get("output_tokens_per_query", 0.0), 3),
+            "kept_share": round(agg.get("kept_share", 1.0), 4),
             "search_ms_p50": round(percentile(times, 50), 3) if times else None,
             "search_ms_p95": round(percentile(times, 95), 3) if times else None,
             "status_counts": dict(status_counts[label]),

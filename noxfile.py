@@ -181,7 +181,11 @@ def docs(session: nox.Session) -> None:
     checked, offline.
     `nox -s docs -- DIR` keeps the site in DIR."""
     session.install(
-        "mkdocs>=1.6,<2", "mkdocstrings[python]>=0.29", "pymdown-extensions>=10", "pygments>=2.12"
+        "mkdocs>=1.6,<2",
+        "mkdocstrings[python]>=0.29",
+        "pymdown-extensions>=10",
+        "pygments>=2.12",  # code highlighted at build time (no script from a CDN)
+        "ruff",  # formats the API reference's signatures, each on lines of its own
     )
     site = session.posargs[0] if session.posargs else str(Path(session.create_tmp()) / "site")
     config = str(ROOT / "mkdocs.yml")

@@ -12,19 +12,22 @@ from rankseam_learned.decision import LearnedDecisionBackend
 from rankseam_learned.reranker import LearnedReranker
 
 
-class TestLearnedRerankerContract(RerankerContract):
+class WithModelFile:
+    """The test's model file as ``self.model_path`` (the kits build components without
+    fixtures)."""
+
+    model_path: Path
+
     @pytest.fixture(autouse=True)
     def _model(self, model_file: Path) -> None:
         self.model_path = model_file
 
+
+class TestLearnedRerankerContract(WithModelFile, RerankerContract):
     def make_reranker(self) -> Any:
         return LearnedReranker.from_options({"model": str(self.model_path)})
 
 
-class TestLearnedDecisionContract(DecisionBackendContract):
-    @pytest.fixture(autouse=True)
-    def _model(self, model_file: Path) -> None:
-        self.model_path = model_file
-
+class TestLearnedDecisionContract(WithModelFile, DecisionBackendContract):
     def make_backend(self) -> Any:
         return LearnedDecisionBackend.from_options({"model": str(self.model_path)})

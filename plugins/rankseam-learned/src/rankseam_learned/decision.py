@@ -33,7 +33,7 @@ from rankseam.plugin.decision import (
 )
 from rankseam.types import Usage
 from rankseam_learned.features import PAIR_FEATURES, compute_pairs
-from rankseam_learned.installed import resolve_model
+from rankseam_learned.installed import model_option, resolve_model
 from rankseam_learned.model import Model
 from rankseam_learned.reranker import model_descriptor
 
@@ -57,10 +57,7 @@ def _below_yes(inst: LearnedDecisionOptions, _attribute: object, value: float) -
 class LearnedDecisionOptions:
     """The options of the ``learned`` decision backend (``[decision_backends.learned]``)."""
 
-    model: str = option(
-        "",
-        help="a model file's path or an installed model's name; '' = the one installed model",
-    )
+    model: str = model_option()
     yes_threshold: float = option(
         0.5, ge=0, le=1, help="probability from which a candidate is a yes"
     )

@@ -22,15 +22,24 @@ from pathlib import Path
 from typing import Any
 
 from rankseam.errors import ConfigurationError
+from rankseam.plugin import option
 from rankseam_learned.model import Model, load
 
-__all__ = ["MODELS_GROUP", "installed_models", "resolve_model"]
+__all__ = ["MODELS_GROUP", "installed_models", "model_option", "resolve_model"]
 
 #: The entry-point group of installed models.
 MODELS_GROUP = "rankseam.learned_models"
 
 _LOADED: dict[tuple[str, int, int], Model] = {}
 _MAX_LOADED = 8
+
+
+def model_option() -> Any:
+    """The ``model`` option of the reranker and of the decision backend (one meaning)."""
+    return option(
+        "",
+        help="a model file's path or an installed model's name; '' = the one installed model",
+    )
 
 
 def installed_models() -> dict[str, metadata.EntryPoint]:

@@ -28,7 +28,7 @@ from rankseam.plugin import option, parse_options
 from rankseam.plugin.rerankers import MAX_POOL
 from rankseam.types import Candidate, CandidateRecord, RerankDecision, Usage
 from rankseam_learned.features import NEIGHBOUR_WINDOW, compute
-from rankseam_learned.installed import resolve_model
+from rankseam_learned.installed import model_option, resolve_model
 from rankseam_learned.model import GradientBoostingHead, Model
 
 __all__ = ["POLICY_VERSION", "LearnedOptions", "LearnedReranker", "spread_sources"]
@@ -42,10 +42,7 @@ _NO_USAGE = Usage.zero()
 class LearnedOptions:
     """The options of the ``learned`` reranker (``[rerankers.learned]``)."""
 
-    model: str = option(
-        "",
-        help="a model file's path or an installed model's name; '' = the one installed model",
-    )
+    model: str = model_option()
     distinct_sources: bool = option(
         True,
         help="a candidate whose source already sits higher goes below the others",

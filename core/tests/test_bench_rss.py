@@ -49,4 +49,6 @@ def test_a_childs_own_peak_counts_what_it_holds():
     with multiprocessing.get_context("spawn").Pool(1) as pool:
         before, after = pool.apply(_child_growing)
     assert before < HELD_MIB / 2
-    assert after >= before + HELD_MIB
+    # the 400 MiB on top of what the child holds then (a little under its peak so far)
+    assert after >= HELD_MIB
+    assert after > before + HELD_MIB * 0.9

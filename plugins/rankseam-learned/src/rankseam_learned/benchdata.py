@@ -7,17 +7,22 @@ test, so that the training command's figures are ``rankseam bench quality``'s fi
 
 Data set names (``rankseam train --dataset``): ``locomo`` (``locomo-dev.json``), ``scifact``
 (the SciFact train claims, ``scifact-train`` with ``qrels/train.tsv``), each found under
-``$RANKSEAM_DATA``, else in the first ``shared/data`` folder above the working directory; or
+``$RANKSEAM_DATA``, else in the first ``shared/data`` folder above the working directory
+that holds ``locomo-dev.json``; or
 any spec of ``rankseam bench quality --dataset`` (``locomo:PATH``, ``beir:PATH@SPLIT``).
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 
-from rankseam.bench.datasets import HEADLINE_CATEGORIES, Dataset, load_dataset
+from rankseam.bench.datasets import (
+    HEADLINE_CATEGORIES,
+    LOCOMO_FILE,
+    Dataset,
+    find_locomo,
+    load_dataset,
+)
 from rankseam.bench.metrics import ndcg_at_k, recall_at_k
 from rankseam.bench.paired import sign_test
 from rankseam.errors import ConfigurationError
@@ -27,7 +32,6 @@ __all__ = [
     "METRICS",
     "SCIFACT_FOLDER",
     "Dataset",
-    "find_shared",
     "load",
     "score",
     "sign_test",
@@ -39,33 +43,19 @@ SCIFACT_FOLDER = "scifact-train"
 METRICS = ("R@5", "nDCG@10")
 
 
-def find_shared(name: str) -> Path:
-    """``name`` under ``$RANKSEAM_DATA``, else under the first ``shared/data`` folder above
-    the working directory or this package that holds it."""
-    env = os.environ.get("RANKSEAM_DATA")
-    if env:
-        path = Path(env) / name
-        if path.exists():
-            return path
-        raise ConfigurationError(
-            f"RANKSEAM_DATA={env!r} holds no {name}; point it at the folder that has it"
-        )
-    for start in (Path.cwd().resolve(), Path(__file__).resolve().parent):
-        for parent in (start, *start.parents):
-            path = parent / "shared" / "data" / name
-            if path.exists():
-                return path
-    raise ConfigurationError(
-        f"could not find {name}: set RANKSEAM_DATA to the folder that holds it, or name the "
-        "data set by its path (locomo:PATH, beir:PATH@SPLIT)"
-    )
-
-
 def load(spec: str) -> Dataset:
     """The data set ``spec`` names: ``locomo``, ``scifact`` or a ``rankseam bench quality
     --dataset`` spec."""
     if spec == "scifact":
-        return load_dataset(f"beir:{find_shared(SCIFACT_FOLDER)}@train")
+        # beside locomo-dev.json in the shared data folder (RANKSEAM_DATA, else shared/data
+        # above the working directory), found as the bench finds LoCoMo
+        folder = find_locomo().parent / SCIFACT_FOLDER
+        if not folder.is_dir():
+            raise ConfigurationError(
+                f"no {SCIFACT_FOLDER} folder beside {LOCOMO_FILE} in {folder.parent}; name the "
+                "data set by its path instead: --dataset beir:PATH@train"
+            )
+        return load_dataset(f"beir:{folder}@train")
     return load_dataset(spec)
 
 

@@ -16,15 +16,17 @@ from __future__ import annotations
 import contextlib
 import json
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import click
 
 from rankseam.plugin import hookimpl
 
 __all__ = ["register_commands", "train_command"]
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 class _Bars:
@@ -111,6 +113,13 @@ def _stores(
             yield feedback_judgements(memory, namespace=namespace), "recorded feedback"
 
 
+def _bounded(name: str, default: int, low: int, high: int, text: str) -> Callable[[F], F]:
+    """A whole-number option within ``low..high``."""
+    return click.option(
+        name, default=default, show_default=True, type=click.IntRange(low, high), help=text
+    )
+
+
 @click.command("train")
 @click.option(
     "--judgements",
@@ -147,26 +156,16 @@ def _stores(
     help="A rankseam.toml configuration file (default: discovered as for every command).",
 )
 @click.option("--namespace", default=None, help="The namespace searched (default: the store's).")
-@click.option(
-    "--folds",
-    default=5,
-    show_default=True,
-    type=click.IntRange(2, 50),
-    help="Cross-validation folds (fewer when there are fewer independent groups).",
+@_bounded(
+    "--folds", 5, 2, 50, "Cross-validation folds (fewer when there are fewer independent groups)."
 )
-@click.option(
-    "--pool",
-    default=30,
-    show_default=True,
-    type=click.IntRange(1, 200),
-    help="The coarse pool each query's search hands the model.",
-)
-@click.option(
+@_bounded("--pool", 30, 1, 200, "The coarse pool each query's search hands the model.")
+@_bounded(
     "--trees",
-    default=200,
-    show_default=True,
-    type=click.IntRange(1, 2000),
-    help="Boosting rounds of the model (fewer: smaller and faster to train, coarser).",
+    200,
+    1,
+    2000,
+    "Boosting rounds of the model (fewer: smaller and faster to train, coarser).",
 )
 @click.option("--force", is_flag=True, help="Write the model even if it loses to the default.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")

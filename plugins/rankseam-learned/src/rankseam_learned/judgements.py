@@ -180,6 +180,16 @@ def read_judgements(
         )
     if not by_namespace:
         raise ConfigurationError(f"judgements file {str(p)!r} holds no judgement")
+    return _stores(memory, by_namespace, dropped, skipped)
+
+
+def _stores(
+    memory: Any,
+    by_namespace: Mapping[Any, Sequence[Judgement]],
+    dropped: Mapping[Any, int],
+    skipped: Mapping[Any, int],
+) -> list[JudgedStore]:
+    """One :class:`JudgedStore` per namespace of ``by_namespace``, with its counts."""
     return [
         JudgedStore(
             name=ns if ns is not None else "default",
@@ -234,17 +244,7 @@ def feedback_judgements(
             "Memory.feedback(result, used=[...]) on search results, or train on a judgements "
             "file (docs/plugins/learned.md)"
         )
-    return [
-        JudgedStore(
-            name=ns,
-            memory=memory,
-            judgements=tuple(judgements),
-            namespace=ns,
-            dropped_ids=dropped.get(ns, 0),
-            skipped_queries=skipped.get(ns, 0),
-        )
-        for ns, judgements in by_namespace.items()
-    ]
+    return _stores(memory, by_namespace, dropped, skipped)
 
 
 @contextlib.contextmanager

@@ -4,6 +4,8 @@ lowered when searches hold it at the same time."""
 
 from __future__ import annotations
 
+import multiprocessing
+import os
 import threading
 
 import numpy as np
@@ -161,3 +163,33 @@ def test_a_search_leaves_the_pool_as_it_was(two_threads, tmp_path):
     assert [h.ref for h in first.hits] == [h.ref for h in pinned.hits]
     assert [h.score for h in first.hits] == [h.score for h in pinned.hits]
     assert set(_blas_threads()) == {2}
+
+
+def _product_in_child() -> float:
+    q = np.ones(8, dtype=np.float32)
+    return float(blas.matvec(np.ones((4, 8), dtype=np.float32), q)[0])
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork is POSIX's")
+def test_a_child_forked_during_a_hold_can_multiply(two_threads, monkeypatch):
+    """A process forked while another thread holds the pool (process-wide: the lock is held
+    for the whole block) starts free: its first product does not wait for a holder that
+    does not exist in it."""
+    monkeypatch.setattr(blas, "_hold", ThreadpoolController())
+    entered = threading.Event()
+    leave = threading.Event()
+
+    def holder() -> None:
+        with blas.one_thread():
+            entered.set()
+            leave.wait(30)
+
+    thread = threading.Thread(target=holder)
+    thread.start()
+    try:
+        assert entered.wait(10)
+        with multiprocessing.get_context("fork").Pool(1) as pool:
+            assert pool.apply_async(_product_in_child).get(timeout=60) == 8.0
+    finally:
+        leave.set()
+        thread.join(10)

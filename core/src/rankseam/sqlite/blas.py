@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import os
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -112,6 +113,19 @@ def _shared(setters: tuple[Any, ...]) -> Iterator[None]:
             if _holders == 0:
                 for setter, count in zip(setters, _before, strict=True):
                     setter(count)
+
+
+def _after_fork_in_child() -> None:
+    # a child forked while a search held the pool starts with no holder and a free lock (the
+    # lock a thread of the parent held would never be released in the child)
+    global _lock, _holders, _before
+    _lock = threading.RLock()
+    _holders = 0
+    _before = []
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def matvec(matrix: np.ndarray, vector: np.ndarray) -> np.ndarray:

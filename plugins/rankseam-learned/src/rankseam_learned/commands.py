@@ -120,41 +120,27 @@ def _bounded(name: str, default: int, low: int, high: int, text: str) -> Callabl
     )
 
 
-@click.command("train")
-@click.option(
-    "--judgements",
-    type=click.Path(dir_okay=False, exists=True),
-    default=None,
-    help='Learn from a JSON Lines file: {"query": "...", "relevant": ["memory id", ...]} a line '
-    '(optional "grades", "thread", "namespace", "id").',
-)
-@click.option(
-    "--feedback",
-    is_flag=True,
-    help="Learn from the feedback recorded on the store's search results (Memory.feedback).",
-)
-@click.option(
-    "--dataset",
-    default=None,
-    metavar="NAME",
-    help="Learn from a bench data set: locomo, scifact, or a 'rankseam bench quality "
+#: What each option says in ``rankseam train --help``.
+_HELP = {
+    "judgements": 'Learn from a JSON Lines file: {"query": "...", "relevant": ["memory id", '
+    '...]} a line (optional "grades", "thread", "namespace", "id").',
+    "feedback": "Learn from the feedback recorded on the store's search results (Memory.feedback).",
+    "dataset": "Learn from a bench data set: locomo, scifact, or a 'rankseam bench quality "
     "--dataset' spec (locomo:PATH, beir:PATH@SPLIT).",
-)
-@click.option(
-    "--out",
-    "out",
-    type=click.Path(dir_okay=False, writable=True),
-    required=True,
-    help="Where to write the model file (JSON; written only if the model does not lose).",
-)
+    "config": "A rankseam.toml configuration file (default: discovered as for every command).",
+    "out": "Where to write the model file (JSON; written only if the model does not lose).",
+}
+_IN_FILE = click.Path(dir_okay=False, exists=True)
+_OUT_FILE = click.Path(dir_okay=False, writable=True)
+
+
+@click.command("train")
+@click.option("--judgements", type=_IN_FILE, help=_HELP["judgements"])
+@click.option("--feedback", is_flag=True, help=_HELP["feedback"])
+@click.option("--dataset", metavar="NAME", help=_HELP["dataset"])
+@click.option("--out", type=_OUT_FILE, required=True, help=_HELP["out"])
 @click.option("--db", default=None, metavar="PATH|URL", help="The store the judgements are about.")
-@click.option(
-    "--config",
-    "config_file",
-    type=click.Path(dir_okay=False),
-    default=None,
-    help="A rankseam.toml configuration file (default: discovered as for every command).",
-)
+@click.option("--config", "config_file", type=click.Path(dir_okay=False), help=_HELP["config"])
 @click.option("--namespace", default=None, help="The namespace searched (default: the store's).")
 @_bounded(
     "--folds", 5, 2, 50, "Cross-validation folds (fewer when there are fewer independent groups)."

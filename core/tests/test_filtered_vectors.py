@@ -20,10 +20,11 @@ BUCKETS = 7
 @pytest.fixture
 def big(tmp_path, monkeypatch):
     """3000 memories with ``{"bucket": n % 7}``, searched through an ANN index."""
-    monkeypatch.setenv("RANKSEAM_ANN", "1000")
-    for var in ("RANKSEAM_DB", "RANKSEAM_RERANK", "RANKSEAM_NAMESPACE", "RANKSEAM_EMBEDDER"):
-        monkeypatch.delenv(var, raising=False)
-    memory = rankseam.open_memory(tmp_path / "big.sqlite3")
+    monkeypatch.setenv("RANKSEAM_ANN", "1000")  # the index from 1000 vectors on
+    # every other switch named here, whatever the environment says
+    memory = rankseam.open_memory(
+        tmp_path / "big.sqlite3", namespace="default", embedder="hashed", reranker=None
+    )
     memory.ingest(
         {**record, "metadata": {"bucket": n % BUCKETS}}
         for n, record in enumerate(synthetic.texts(3000))

@@ -54,6 +54,7 @@ from rankseam.checks import decimal_int
 from rankseam.errors import ConfigurationError, StoreError
 from rankseam.sqlite import ann_files, ann_vectors
 from rankseam.sqlite.ann_background import Background, MaintenanceCancelled
+from rankseam.sqlite.ann_files import FORMAT, AnnManifest
 
 __all__ = [
     "EXPANSION_SEARCH",
@@ -80,7 +81,6 @@ MERGE_MIN = 2_000
 #: At most this many retired revisions are filtered by over-fetching; beyond, searches are
 #: exact until maintenance has merged them.
 MAX_RETIRED = 20_000
-FORMAT = 1
 #: Vectors added to a graph between two checks for a close (a close waits for one slice).
 ADD_SLICE = 2_000
 
@@ -100,26 +100,6 @@ def setting_from_env(environ: Mapping[str, str] | None = None) -> bool | int:
             "in the digits 0-9, from which a namespace is searched through its ANN index"
         )
     return threshold
-
-
-@attrs.frozen
-class AnnManifest:
-    """What a base index file holds (the JSON manifest next to it)."""
-
-    namespace: str
-    space: str
-    dims: int
-    normalized: bool
-    epoch: int
-    version: int
-    max_rid: int
-    count: int
-    file: str
-    bytes: int
-    format: int = FORMAT
-
-    def to_dict(self) -> dict[str, Any]:
-        return attrs.asdict(self)
 
 
 def _slug(namespace: str, space: str) -> str:
@@ -363,6 +343,10 @@ class AnnIndexes:
             version, epoch = vector_state(conn, namespace, space)
             max_rid = int(conn.execute("SELECT coalesce(max(rid), 0) FROM revisions").fetchone()[0])
             usable = old is not None and old.manifest.epoch == epoch and old.manifest.dims == dims
+            # the state a vector file written now holds (:mod:`.ann_vectors`)
+            state = AnnManifest(
+                namespace, space, dims, normalized, epoch, version, max_rid, 0, "", 0
+            )
             if (
                 usable
                 and old is not None
@@ -372,7 +356,7 @@ class AnnIndexes:
                     max_rid,
                 )
             ):
-                self._keep_vectors(conn, namespace, space, dims, epoch, version, max_rid)
+                self._keep_vectors(conn, state)
                 return old.manifest  # nothing was written since
             if usable:
                 assert old is not None
@@ -427,7 +411,7 @@ class AnnIndexes:
                     end = start + ADD_SLICE
                     index.add(keys[start:end], block[start:end], threads=os.cpu_count() or 1)
             self.background.check_running()
-            self._keep_vectors(conn, namespace, space, dims, epoch, version, max_rid)
+            self._keep_vectors(conn, state)
         finally:
             conn.execute("COMMIT")
         return self._publish(
@@ -442,26 +426,16 @@ class AnnIndexes:
             None if old is None else old.manifest.file,
         )
 
-    def _keep_vectors(
-        self,
-        conn: sqlite3.Connection,
-        namespace: str,
-        space: str,
-        dims: int,
-        epoch: int,
-        version: int,
-        max_rid: int,
-    ) -> None:
-        """Write the vector file of ``namespace`` × ``space`` at this snapshot (``conn``'s
-        read transaction) when a filtered search asked for one or one is kept already."""
-        current = self.vectors(namespace, space)
-        if current is None and (namespace, space) not in self._wanted:
+    def _keep_vectors(self, conn: sqlite3.Connection, state: AnnManifest) -> None:
+        """Write the vector file of ``state``'s namespace × space at this snapshot (``conn``'s
+        read transaction; ``state`` names no file yet) when a filtered search asked for one or
+        one is kept already."""
+        current = self.vectors(state.namespace, state.space)
+        if current is None and (state.namespace, state.space) not in self._wanted:
             return
-        state = ann_vectors.VectorFileManifest.of(namespace, space, dims, epoch, version, max_rid)
-        if ann_vectors.write_unless_current(
-            conn, self.folder, _slug(namespace, space), state, current
-        ):
-            self.vectors(namespace, space)  # loaded now, not by the next search
+        slug = _slug(state.namespace, state.space)
+        if ann_vectors.write_unless_current(conn, self.folder, slug, state, current):
+            self.vectors(state.namespace, state.space)  # loaded now, not by the next search
 
     def _publish(
         self,

@@ -20,9 +20,45 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import attrs
+
 from rankseam.errors import StoreError
 
-__all__ = ["discard", "fsync_dir", "save_error", "sweep", "write_base", "write_manifest"]
+__all__ = [
+    "FORMAT",
+    "AnnManifest",
+    "discard",
+    "fsync_dir",
+    "save_error",
+    "sweep",
+    "write_base",
+    "write_manifest",
+]
+
+#: The format of the files a manifest names (a base, a vector file).
+FORMAT = 1
+
+
+@attrs.frozen
+class AnnManifest:
+    """What a file of the index holds (the JSON manifest next to it): a base (the graph), or
+    its vector file (:mod:`.ann_vectors`; ``normalized`` is then the space's, as the base's)."""
+
+    namespace: str
+    space: str
+    dims: int
+    normalized: bool
+    epoch: int
+    version: int
+    max_rid: int
+    count: int
+    file: str
+    bytes: int
+    format: int = FORMAT
+
+    def to_dict(self) -> dict[str, Any]:
+        return attrs.asdict(self)
+
 
 #: Files of an index no manifest names are removed once this old (a killed maintenance's).
 STRAY_AGE_S = 600.0

@@ -29,16 +29,15 @@ import shutil
 import sqlite3
 import uuid
 from pathlib import Path
-from typing import Any
 
 import attrs
 import numpy as np
 
 from rankseam.sqlite import ann_files
+from rankseam.sqlite.ann_files import FORMAT, AnnManifest
 
 __all__ = [
     "VectorFile",
-    "VectorFileManifest",
     "load",
     "manifest_path",
     "write",
@@ -47,39 +46,13 @@ __all__ = [
 
 _STORED = np.dtype("<f4")
 _KEYS = np.dtype("<i8")
-FORMAT = 1
 #: Rows read from the database per block while a file is written.
 _BLOCK = 8192
 
 
-@attrs.frozen
-class VectorFileManifest:
-    """What a vector file holds (its manifest, ``<slug>.vectors.json``)."""
-
-    namespace: str
-    space: str
-    dims: int
-    epoch: int
-    version: int
-    max_rid: int
-    count: int
-    file: str
-    bytes: int
-    format: int = FORMAT
-
-    @classmethod
-    def of(
-        cls, namespace: str, space: str, dims: int, epoch: int, version: int, max_rid: int
-    ) -> VectorFileManifest:
-        """The manifest of a file still to write at this state (its file not named yet)."""
-        return cls(namespace, space, dims, epoch, version, max_rid, count=0, file="", bytes=0)
-
-    def state(self) -> tuple[int, int, int, int]:
-        """What makes two files hold the same rows: dims, epoch, version and max_rid."""
-        return (self.dims, self.epoch, self.version, self.max_rid)
-
-    def to_dict(self) -> dict[str, Any]:
-        return attrs.asdict(self)
+def _state(manifest: AnnManifest) -> tuple[int, int, int, int]:
+    """What makes two vector files hold the same rows: dims, epoch, version and max_rid."""
+    return (manifest.dims, manifest.epoch, manifest.version, manifest.max_rid)
 
 
 @attrs.frozen(eq=False)
@@ -87,7 +60,7 @@ class VectorFile:
     """A loaded vector file: its manifest, its row keys (in memory) and a read-only memory
     map of its vectors (the pages a search touches are read, nothing else)."""
 
-    manifest: VectorFileManifest
+    manifest: AnnManifest
     rids: np.ndarray  # int64, ascending, shape (count,)
     matrix: np.ndarray  # float32, shape (count, dims)
     stamp: tuple[int, int]  # the manifest file's (mtime_ns, size) when loaded
@@ -118,7 +91,7 @@ def load(
         stamp = (st.st_mtime_ns, st.st_size)
         if cached is not None and cached.stamp == stamp:
             return cached
-        manifest = VectorFileManifest(**json.loads(path.read_text()))
+        manifest = AnnManifest(**json.loads(path.read_text()))
         if manifest.format != FORMAT or (manifest.namespace, manifest.space) != (namespace, space):
             return None
         file = folder / manifest.file
@@ -148,12 +121,12 @@ def write_unless_current(
     conn: sqlite3.Connection,
     folder: Path,
     slug: str,
-    manifest: VectorFileManifest,
+    manifest: AnnManifest,
     current: VectorFile | None,
 ) -> bool:
     """:func:`write` unless ``current`` holds the rows ``manifest`` describes already;
     whether it wrote."""
-    if current is not None and current.manifest.state() == manifest.state():
+    if current is not None and _state(current.manifest) == _state(manifest):
         return False
     write(conn, folder, slug, manifest)
     return True
@@ -163,8 +136,8 @@ def write(
     conn: sqlite3.Connection,
     folder: Path,
     slug: str,
-    manifest: VectorFileManifest,
-) -> VectorFileManifest:
+    manifest: AnnManifest,
+) -> AnnManifest:
     """Write the vector file ``manifest`` describes (its ``count``, ``file`` and ``bytes``
     filled in here) from ``conn``'s open read transaction, publish it, and remove the file it
     replaced. A failed write leaves no file and raises the ANN index's

@@ -297,13 +297,7 @@ class SQLiteReader:
             if gone.size:
                 keys = keys[~np.isin(keys, gone)]
             # exact scores from the stored vectors (a key without one in this snapshot drops)
-            found = self._store.vectors_of(keys.tolist(), descriptor)
-            if isinstance(found, np.ndarray):
-                matrix, kept = found, keys
-            else:
-                have = [i for i, v in enumerate(found) if v is not None]
-                kept = keys[have]
-                matrix = np.stack([v for v in found if v is not None]) if have else np.zeros((0, 0))
+            kept, matrix = self._stored(keys, descriptor)
             if kept.size:
                 rids = np.concatenate([rids, kept])
                 scores = np.concatenate([scores, self._scores(matrix, q, descriptor)])
@@ -358,16 +352,23 @@ class SQLiteReader:
             if ann.want_vectors(namespace, descriptor.key):
                 self._store.schedule_ann(namespace, descriptor)
         if rest.size:
-            found = self._store.vectors_of(rest.tolist(), descriptor)
-            if isinstance(found, np.ndarray):
-                read, got = found, rest
-            else:
-                have = [i for i, v in enumerate(found) if v is not None]
-                got = rest[have]
-                read = np.stack([v for v in found if v is not None]) if have else matrix[:0]
+            got, read = self._stored(rest, descriptor)
             held = np.concatenate([held, got])
             matrix = np.concatenate([matrix, read]) if matrix.shape[0] else read
         return top_k(self._scores(matrix, q, descriptor), held, k)
+
+    def _stored(
+        self, keys: np.ndarray, descriptor: EmbedderDescriptor
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The keys among ``keys`` that have a stored vector in ``descriptor``'s space, and
+        those vectors (one read through the vectors' primary key)."""
+        found = self._store.vectors_of(keys.tolist(), descriptor)
+        if isinstance(found, np.ndarray):
+            return keys, found
+        have = [i for i, v in enumerate(found) if v is not None]
+        if not have:
+            return keys[:0], np.zeros((0, descriptor.dimensions), dtype=np.float32)
+        return keys[have], np.stack([v for v in found if v is not None])
 
     @staticmethod
     def _scores(matrix: np.ndarray, q: np.ndarray, descriptor: EmbedderDescriptor) -> np.ndarray:

@@ -50,7 +50,8 @@ class RankseamVectorStore(VectorStore):
     it: docs/filters.md) and rankseam's search keywords (``namespace``, ``reranker``,
     ``reranker_options``, ``pool``, ``on_error``, ``where``, ``thread``, ``since``,
     ``until``, ``min_score``); a call's keyword overrides the store's setting of the same
-    name (a call's ``reranker`` comes without the store's ``reranker_options``).
+    name (``search_settings``: its ``namespace``, ``reranker`` and ``reranker_options``; a
+    call's ``reranker`` comes without the store's ``reranker_options``).
     ``reranker=None`` (default) is the memory's configured reranker; ``"none"`` the coarse
     order. A score is the hit's: the reranker's when it gave one, else the coarse
     (fused) score, higher is better.
@@ -74,11 +75,19 @@ class RankseamVectorStore(VectorStore):
                 f"{type(memory).__name__}; or use {_OWNER}.open(path, embedding=...)"
             )
         self.memory = memory
-        self.namespace = namespace
-        self.reranker = reranker
-        self.reranker_options = reranker_options
         self.importance_key = importance_key
+        #: The store's search settings, which a call's keywords of the same names override.
+        self.search_settings: dict[str, Any] = {
+            "namespace": namespace,
+            "reranker": reranker,
+            "reranker_options": reranker_options,
+        }
         self._owns_memory = False
+
+    @property
+    def namespace(self) -> str | None:
+        """The namespace the store writes, reads and searches (``None``: the memory's)."""
+        return self.search_settings["namespace"]  # type: ignore[no-any-return]
 
     # -- opening and closing ---------------------------------------------------------------
 
@@ -301,7 +310,9 @@ class RankseamVectorStore(VectorStore):
         call = search_settings(
             given, "keyword argument(s)", owner=_OWNER, accepted=SEARCH_ARGUMENTS
         )
-        settings = {name: call.get(name, getattr(self, name, None)) for name in SEARCH_ARGUMENTS}
+        settings = {
+            name: call.get(name, self.search_settings.get(name)) for name in SEARCH_ARGUMENTS
+        }
         if "reranker" in call and "reranker_options" not in call:
             settings["reranker_options"] = None  # the store's options are its reranker's
         return search_arguments(**settings)

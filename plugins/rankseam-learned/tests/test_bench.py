@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 from rankseam.testing import invoke_cli
+from rankseam_learned.stagecost import measure
 
 DOCS = {
     "lasagna": "Alice cooked lasagna for the party",
@@ -63,3 +64,13 @@ def test_quality_rows_for_the_reranker_and_the_decision_backend(
     assert details["none"]["kept_share"] == 1.0
     assert details["learned"]["kept_share"] == 1.0
     assert 0 < details["decision"]["kept_share"] < 1.0
+
+
+def test_stage_cost_times_each_search_of_the_learned_reranker(
+    tmp_path: Path, model_file: Path
+) -> None:
+    data = beir(tmp_path / "tiny")
+    report = measure(f"beir:{data}@test", str(model_file), queries=5, pool=4, warmup=0)
+    assert report["searches"] == len(QUERIES)  # every question of the set, none more
+    assert report["model_bytes"] == model_file.stat().st_size
+    assert 0 < report["stage_cpu_ms"]["p50"] <= report["stage_cpu_ms"]["p95"]

@@ -10,8 +10,9 @@ Each neighbour is answered with ``weight`` × the fused score of the candidate i
 (its best such score); the host gives it the larger of that and its own fused score (0 when it
 was not in the pool), adds ``context`` to its ``matched_by`` and orders the pool again. The
 stage drops no fused candidate and adds at most the pool size: the pool at most doubles (with
-the defaults, at most 30 neighbours join a pool of 30). So a short reply ("Yes, last Tuesday!") is found through the question it
-answers, and a memory without a thread (a document, an extracted fact) brings nothing.
+the defaults, at most 30 neighbours join a pool of 30). So a short reply ("Yes, last
+Tuesday!") is found through the question it answers, and a memory without a thread (a
+document, an extracted fact) brings nothing.
 
 The defaults (the 10 strongest, one neighbour before and two after, weight 0.8) were chosen on the
 development data: docs/benchmarks.md, "Conversation structure", has the sweep and its figures.

@@ -77,6 +77,14 @@ def test_a_filtered_search_is_exact_before_and_after_the_vector_file(big):
         _same(_filtered(big, q, i % BUCKETS), expected)
 
 
+def test_the_vector_file_is_taken_a_block_at_a_time(big, monkeypatch):
+    _filtered(big, "warm", 0)
+    big.store.ann.wait()
+    monkeypatch.setattr(sqlite_reader, "_TAKE", 100)  # a bucket's 428 rows: five blocks
+    for i, q in enumerate(synthetic.queries(3)):
+        _same(_filtered(big, q, i, k=30), _brute_force(big, q, i, k=30))
+
+
 def test_writes_after_the_vector_file_are_read_from_the_store(big):
     _filtered(big, "warm", 0)
     big.store.ann.wait()

@@ -40,6 +40,8 @@ __all__ = [
 #: The columns ``StoredMemory.from_row`` reads (a revision ``r``).
 ROW_COLUMNS = StoredMemory.COLUMNS
 _SQL_VARS = 900  # stay under SQLITE_MAX_VARIABLE_NUMBER of old builds
+#: Rows of an ANN index's vector file a filtered search takes at a time.
+_TAKE = 65_536
 #: Most revisions whose facts a store keeps (:class:`FactsCache`).
 MAX_FACTS = 100_000
 
@@ -344,18 +346,25 @@ class SQLiteReader:
             epoch,
             descriptor.dimensions,
         ):
-            # a row of the file is the stored vector of its key in this epoch, bit for bit
-            held, matrix, rest = file.take(allowed)
+            # a row of the file is the stored vector of its key in this epoch, bit for bit;
+            # taken a block at a time, so a filter that passes most of a large namespace
+            # never copies its whole matrix
+            parts = [file.take(allowed[i : i + _TAKE]) for i in range(0, allowed.size, _TAKE)]
+            held = [keys for keys, _m, _r in parts]
+            scores = [self._scores(matrix, q, descriptor) for _k, matrix, _r in parts]
+            rest = np.concatenate([r for _k, _m, r in parts])
+            del parts
         else:
-            empty = np.zeros((0, descriptor.dimensions), dtype=np.float32)
-            held, matrix, rest = allowed[:0], empty, allowed
+            held, scores, rest = [], [], allowed
             if ann.want_vectors(namespace, descriptor.key):
                 self._store.schedule_ann(namespace, descriptor)
         if rest.size:
             got, read = self._stored(rest, descriptor)
-            held = np.concatenate([held, got])
-            matrix = np.concatenate([matrix, read]) if matrix.shape[0] else read
-        return top_k(self._scores(matrix, q, descriptor), held, k)
+            held.append(got)
+            scores.append(self._scores(read, q, descriptor))
+        if not held:
+            return ScoredKeys.empty()
+        return top_k(np.concatenate(scores), np.concatenate(held), k)
 
     def _stored(
         self, keys: np.ndarray, descriptor: EmbedderDescriptor

@@ -47,6 +47,8 @@ import numpy as np
 
 from rankseam.errors import ConfigurationError
 from rankseam_learned.features import FEATURE_SET, FEATURES, PAIR_FEATURES
+from rankseam_learned.heads import GradientBoostingHead, Head, LogisticHead, checked_rows
+from rankseam_learned.sklearn_export import head_document
 
 __all__ = [
     "FORMAT",
@@ -101,97 +103,6 @@ def _checksum(header: Mapping[str, Any], payload: bytes) -> str:
     return hashlib.sha256(head + b"\n" + payload).hexdigest()
 
 
-def _sigmoid(raw: np.ndarray) -> np.ndarray:
-    # the form scipy's expit computes, stable for large |raw|
-    out = np.empty_like(raw)
-    pos = raw >= 0
-    out[pos] = 1.0 / (1.0 + np.exp(-raw[pos]))
-    e = np.exp(raw[~pos])
-    out[~pos] = e / (1.0 + e)
-    return out
-
-
-def _two_columns(p: np.ndarray) -> np.ndarray:
-    return np.column_stack((1.0 - p, p))
-
-
-def _rows(x: Any, width: int) -> np.ndarray:
-    rows = np.asarray(x, dtype=np.float64)
-    if rows.ndim != 2 or rows.shape[1] != width:
-        raise ValueError(f"expected rows of {width} features, got an array of shape {rows.shape}")
-    return rows
-
-
-@attrs.frozen(eq=False)
-class GradientBoostingHead:
-    """A boosted tree ensemble, all trees flattened into one node table.
-
-    ``left``/``right`` point into the flat table; a leaf points to itself, so ``depth`` steps
-    from every root land every row on its leaf (see :meth:`raw`).
-    """
-
-    features: tuple[str, ...]
-    baseline: float
-    roots: np.ndarray
-    feature: np.ndarray
-    threshold: np.ndarray
-    left: np.ndarray
-    right: np.ndarray
-    missing_left: np.ndarray
-    value: np.ndarray
-    depth: int
-
-    kind = "gradient_boosting"
-
-    @property
-    def n_trees(self) -> int:
-        return len(self.roots)
-
-    def raw(self, x: Any) -> np.ndarray:
-        """The raw score (log-odds) of each row."""
-        rows = _rows(x, len(self.features))
-        n = rows.shape[0]
-        node = np.broadcast_to(self.roots, (n, len(self.roots))).copy()
-        row_index = np.arange(n)[:, None]
-        for _ in range(self.depth):
-            values = rows[row_index, self.feature[node]]
-            go_left = values <= self.threshold[node]
-            missing = np.isnan(values)
-            if missing.any():
-                go_left = np.where(missing, self.missing_left[node], go_left)
-            node = np.where(go_left, self.left[node], self.right[node])
-        raw: np.ndarray = self.baseline + self.value[node].sum(axis=1)
-        return raw
-
-    def predict_proba(self, x: Any) -> np.ndarray:
-        """``(n, 2)``: the probabilities of the negative and the positive class."""
-        return _two_columns(_sigmoid(self.raw(x)))
-
-
-@attrs.frozen(eq=False)
-class LogisticHead:
-    """A logistic model over standardised columns."""
-
-    features: tuple[str, ...]
-    coef: np.ndarray
-    intercept: float
-    mean: np.ndarray
-    scale: np.ndarray
-
-    kind = "logistic"
-
-    def raw(self, x: Any) -> np.ndarray:
-        rows = _rows(x, len(self.features))
-        raw: np.ndarray = ((rows - self.mean) / self.scale) @ self.coef + self.intercept
-        return raw
-
-    def predict_proba(self, x: Any) -> np.ndarray:
-        return _two_columns(_sigmoid(self.raw(x)))
-
-
-Head = GradientBoostingHead | LogisticHead
-
-
 @attrs.frozen(eq=False)
 class Model:
     """A loaded model file: its heads and what the file says about them.
@@ -211,7 +122,7 @@ class Model:
     size_bytes: int = 0
 
     def predict_proba(self, x: Any) -> np.ndarray:
-        rows = _rows(x, len(self.features))
+        rows = checked_rows(x, len(self.features))
         return self.rerank.predict_proba(self.columns(rows, self.rerank, self.features))
 
     @staticmethod
@@ -539,9 +450,9 @@ def export(
         raise ValueError(
             f"this rankseam-learned computes the feature set {FEATURE_SET!r}, not {feature_set!r}"
         )
-    heads: dict[str, Any] = {"rerank": _export_head(estimator, tuple(features))}
+    heads: dict[str, Any] = {"rerank": head_document(estimator, tuple(features))}
     if decision is not None:
-        heads["decision"] = _export_head(decision, tuple(decision_features))
+        heads["decision"] = head_document(decision, tuple(decision_features))
     try:
         payload = _canonical(heads)
         header: dict[str, Any] = {
@@ -560,103 +471,3 @@ def export(
         ) from exc
     loads(data, source="<exported model>")  # what it writes, it can read
     return data
-
-
-def _export_head(estimator: Any, features: tuple[str, ...]) -> dict[str, Any]:
-    from sklearn.ensemble import HistGradientBoostingClassifier  # the train extra
-    from sklearn.linear_model import LogisticRegression
-    from sklearn.pipeline import Pipeline
-    from sklearn.preprocessing import StandardScaler
-
-    width = getattr(estimator, "n_features_in_", None)
-    if width != len(features):
-        raise ValueError(
-            f"the estimator was fitted on {width} columns, but {len(features)} feature names "
-            "were given"
-        )
-    classes = getattr(estimator, "classes_", None)
-    if classes is None or len(classes) != 2:
-        raise ValueError("only a fitted binary classifier can be exported (two classes)")
-    mean = np.zeros(len(features))
-    scale = np.ones(len(features))
-    final = estimator
-    if isinstance(estimator, Pipeline):
-        steps = [step for _, step in estimator.steps if step not in (None, "passthrough")]
-        final = steps[-1]
-        for step in steps[:-1]:
-            if not isinstance(step, StandardScaler):
-                raise ValueError(
-                    f"a Pipeline step {type(step).__name__} cannot be exported; only "
-                    "StandardScaler may come before the classifier"
-                )
-            step_mean = step.mean_ if step.mean_ is not None else np.zeros(len(features))
-            step_scale = step.scale_ if step.scale_ is not None else np.ones(len(features))
-            # (x - m1) / s1 then (y - m2) / s2 = (x - (m1 + m2 s1)) / (s1 s2)
-            mean = mean + step_mean * scale
-            scale = scale * step_scale
-        if not isinstance(final, LogisticRegression):
-            raise ValueError("a Pipeline can be exported only when it ends in LogisticRegression")
-    if isinstance(final, LogisticRegression):
-        coef = np.asarray(final.coef_, dtype=np.float64)
-        if coef.shape != (1, len(features)):
-            raise ValueError(
-                f"a binary LogisticRegression has one row of coefficients, not {coef.shape}"
-            )
-        return {
-            "kind": "logistic",
-            "features": list(features),
-            "coef": coef[0].tolist(),
-            "intercept": float(np.asarray(final.intercept_).reshape(-1)[0]),
-            "mean": mean.tolist(),
-            "scale": scale.tolist(),
-        }
-    if isinstance(final, HistGradientBoostingClassifier):
-        return _export_boosting(final, features)
-    raise ValueError(
-        f"{type(final).__name__} cannot be exported; export HistGradientBoostingClassifier or "
-        "LogisticRegression (optionally after a StandardScaler in a Pipeline)"
-    )
-
-
-def _export_boosting(estimator: Any, features: tuple[str, ...]) -> dict[str, Any]:
-    # scikit-learn offers no public export of its histogram trees: the fitted predictors
-    # (a list per iteration of TreePredictor, whose ``nodes`` is a structured array) and the
-    # baseline are read from the estimator's attributes; the load-back check in export() and
-    # the tests against predict_proba catch a change of their layout.
-    if getattr(estimator, "n_trees_per_iteration_", 1) != 1:
-        raise ValueError("only a binary HistGradientBoostingClassifier can be exported")
-    is_categorical = getattr(estimator, "is_categorical_", None)
-    if is_categorical is not None and np.asarray(is_categorical).any():
-        raise ValueError(
-            "categorical features cannot be exported (the model format holds numeric "
-            "splits only); fit with categorical_features=None"
-        )
-    predictors = vars(estimator)["_predictors"]
-    baseline = float(np.asarray(vars(estimator)["_baseline_prediction"]).reshape(-1)[0])
-    trees = []
-    for iteration in predictors:
-        (predictor,) = iteration
-        nodes = predictor.nodes
-        if nodes["is_categorical"].any():
-            raise ValueError("a tree splits on a categorical feature; it cannot be exported")
-        leaf = nodes["is_leaf"].astype(bool)
-        trees.append(
-            {
-                "feature": np.where(leaf, -1, nodes["feature_idx"]).astype(int).tolist(),
-                # a split of the missing values from all others has the threshold +inf, which
-                # JSON cannot hold: the largest float sends every finite value the same way
-                "threshold": np.where(
-                    leaf, 0.0, np.minimum(nodes["num_threshold"], np.finfo(np.float64).max)
-                ).tolist(),
-                "left": np.where(leaf, -1, nodes["left"].astype(np.int64)).tolist(),
-                "right": np.where(leaf, -1, nodes["right"].astype(np.int64)).tolist(),
-                "missing_left": np.where(leaf, 0, nodes["missing_go_to_left"]).astype(int).tolist(),
-                "value": np.where(leaf, nodes["value"], 0.0).tolist(),
-            }
-        )
-    return {
-        "kind": "gradient_boosting",
-        "features": list(features),
-        "baseline": baseline,
-        "trees": trees,
-    }

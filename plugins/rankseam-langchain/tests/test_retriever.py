@@ -131,3 +131,31 @@ def test_a_chain_of_rerankers(memory: rankseam.Memory) -> None:
         "rankseam.rerank.mmr.v1",
     ]
     assert trace["stages"][1]["candidate_count"] == len(trace["stages"][0]["selected_ranks"])
+
+
+def test_a_call_that_names_another_reranker_gets_none_of_the_retrievers_options(
+    memory: rankseam.Memory,
+) -> None:
+    """The retriever's ``reranker_options`` are its own reranker's: a call (or
+    ``search_kwargs``) that names a reranker runs it without them, as the vector store's
+    calls do; a call that names its options too gets those."""
+    query = "dana's birthday dinner at the thai place"
+    retriever = RankseamRetriever(
+        memory=memory, k=2, reranker="mmr", reranker_options={"lambda": 0.0}
+    )
+    coarse = [h.ref.memory_id for h in memory.search(query, 2, reranker="none").hits]
+    assert [d.id for d in retriever.invoke(query, reranker="none")] == coarse
+    docs = asyncio.run(retriever.ainvoke(query, reranker="identity"))
+    assert docs[0].metadata["rerank_trace"]["policy_id"] == "rankseam.rerank.identity.v1"
+    configured = RankseamRetriever(
+        memory=memory,
+        k=2,
+        reranker="mmr",
+        reranker_options={"lambda": 0.0},
+        search_kwargs={"reranker": "none"},
+    )
+    assert [d.id for d in configured.invoke(query)] == coarse
+    own = retriever.invoke(query, reranker="mmr", reranker_options={"lambda": 1.0})
+    assert own[0].metadata["rerank_trace"]["descriptor"]["lambda"] == 1.0
+    kept = retriever.invoke(query, k=1)  # no reranker named: the retriever's own, with its options
+    assert kept[0].metadata["rerank_trace"]["descriptor"]["lambda"] == 0.0

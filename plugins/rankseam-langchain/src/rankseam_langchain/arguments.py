@@ -1,7 +1,7 @@
 """The search settings the LangChain classes share: which keywords a retriever call or a
 vector store search takes, and LangChain's ``filter`` read as rankseam's ``where``
-(docs/filters.md). One place, so that the retriever and the vector store read a filter
-exactly alike."""
+(docs/filters.md), and how a call's settings override the owner's. One place, so that the
+retriever and the vector store read a filter and a call's reranker exactly alike."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 
 from rankseam.plugin.adapters import FILTER_ARGUMENTS, check_filter
 
-__all__ = ["CALL_ARGUMENTS", "FILTER", "SEARCH_ARGUMENTS", "search_settings"]
+__all__ = ["CALL_ARGUMENTS", "FILTER", "SEARCH_ARGUMENTS", "layered", "search_settings"]
 
 #: The ``Memory.search`` settings a LangChain call may give (``filter``, LangChain's word for
 #: a filter, is ``where``).
@@ -60,4 +60,19 @@ def search_settings(
         out["where"] = check_filter(given[FILTER], FILTER)
     elif "where" in out:
         out["where"] = check_filter(out["where"], "where")
+    return out
+
+
+def layered(names: tuple[str, ...], *layers: Mapping[str, Any]) -> dict[str, Any]:
+    """The settings ``names`` of one search: each of ``layers`` (the owner's settings first,
+    then ``search_kwargs``, then the call's keywords) overrides the ones before it, name by
+    name. ``reranker_options`` belong to the reranker of their layer: a layer that names a
+    ``reranker`` without ``reranker_options`` drops the options of the layers before it (a
+    call's ``reranker="none"`` or ``reranker="identity"`` never gets the options the
+    retriever's ``mmr`` was given)."""
+    out: dict[str, Any] = {}
+    for layer in layers:
+        if "reranker" in layer and "reranker_options" not in layer:
+            out["reranker_options"] = None
+        out.update((name, layer[name]) for name in names if name in layer)
     return out

@@ -16,7 +16,7 @@ from pydantic import ConfigDict, Field, model_validator
 from rankseam import Memory
 from rankseam.plugin.adapters import check_filter, hits_metadata, search_arguments
 from rankseam.types import SearchResult
-from rankseam_langchain.arguments import CALL_ARGUMENTS, search_settings
+from rankseam_langchain.arguments import CALL_ARGUMENTS, layered, search_settings
 
 __all__ = ["RankseamRetriever"]
 
@@ -34,7 +34,9 @@ class RankseamRetriever(BaseRetriever):
 
     ``k``: how many documents (at most); ``invoke(query, k=1)`` overrides it for one call, as
     do ``namespace``, ``reranker``, ``reranker_options``, ``pool``, ``on_error`` and the
-    filter arguments; any other keyword is a ``TypeError``.
+    filter arguments; any other keyword is a ``TypeError``. ``reranker_options`` are the
+    options of the reranker set beside them: a call (or ``search_kwargs``) that names a
+    ``reranker`` without ``reranker_options`` runs it with none of the retriever's.
 
     Filters (docs/filters.md): ``where`` (a filter mapping such as ``{"user": "dana"}`` or
     ``{"year": {"$gte": 2025}}``, with ``$and`` / ``$or``), ``thread``, ``since``, ``until``
@@ -79,13 +81,12 @@ class RankseamRetriever(BaseRetriever):
 
     def _search(self, overrides: Mapping[str, Any]) -> tuple[int, dict[str, Any]]:
         """``k`` and the ``Memory.search`` keywords of one call: the retriever's settings,
-        overridden by ``search_kwargs``, overridden by the call's keywords."""
+        overridden by ``search_kwargs``, overridden by the call's keywords (a layer's
+        ``reranker`` comes with that layer's ``reranker_options`` only: :func:`layered`)."""
         call = search_settings(overrides, "keyword argument(s)")
         configured = search_settings(self.search_kwargs, "search_kwargs")
-        settings = {
-            name: call.get(name, configured.get(name, getattr(self, name)))
-            for name in CALL_ARGUMENTS
-        }
+        own = {name: getattr(self, name) for name in CALL_ARGUMENTS}
+        settings = layered(CALL_ARGUMENTS, own, configured, call)
         k = settings.pop("k")
         return k, search_arguments(**settings)
 

@@ -16,7 +16,7 @@ from rankseam import Memory
 from rankseam.errors import ConfigurationError, ValidationError
 from rankseam.plugin.adapters import result_score, search_arguments
 from rankseam.types import SearchResult
-from rankseam_langchain.arguments import SEARCH_ARGUMENTS, search_settings
+from rankseam_langchain.arguments import SEARCH_ARGUMENTS, layered, search_settings
 from rankseam_langchain.embeddings import EMBEDDER, embedding_config
 
 __all__ = ["RankseamVectorStore"]
@@ -310,12 +310,7 @@ class RankseamVectorStore(VectorStore):
         call = search_settings(
             given, "keyword argument(s)", owner=_OWNER, accepted=SEARCH_ARGUMENTS
         )
-        settings = {
-            name: call.get(name, self.search_settings.get(name)) for name in SEARCH_ARGUMENTS
-        }
-        if "reranker" in call and "reranker_options" not in call:
-            settings["reranker_options"] = None  # the store's options are its reranker's
-        return search_arguments(**settings)
+        return search_arguments(**layered(SEARCH_ARGUMENTS, self.search_settings, call))
 
     def similarity_search_with_score(
         self,

@@ -1,4 +1,5 @@
-"""`rankseam plugins` lists the integration; importing it does not import LlamaIndex."""
+"""`rankseam plugins` lists the integration, which implements no hook; importing it does not
+import LlamaIndex."""
 
 from __future__ import annotations
 
@@ -6,4 +7,6 @@ from rankseam.testing import assert_integration
 
 
 def test_listed_and_imports_no_llamaindex() -> None:
-    assert_integration("llamaindex", distribution="rankseam-llamaindex", framework="llama_index")
+    assert_integration(
+        "llamaindex", distribution="rankseam-llamaindex", framework="llama_index", hooks=[]
+    )

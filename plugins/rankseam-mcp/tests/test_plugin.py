@@ -3,10 +3,11 @@ register_commands hook; the command line does not import the MCP SDK until it ru
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from pathlib import Path
+
+from rankseam.testing import assert_integration
 
 RANKSEAM = str(Path(sys.executable).parent / "rankseam")
 
@@ -16,12 +17,9 @@ def run(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_listed_by_rankseam_plugins() -> None:
-    out = run("plugins")
-    assert out.returncode == 0, out.stderr
-    listed = {p["name"]: p for p in json.loads(out.stdout)}
-    assert listed["mcp"]["status"] == "ok"
-    assert listed["mcp"]["distribution"] == "rankseam-mcp"
-    assert listed["mcp"]["hooks"] == ["register_commands"]
+    assert_integration(
+        "mcp", distribution="rankseam-mcp", framework="mcp", hooks=["register_commands"]
+    )
 
 
 def test_rankseam_mcp_is_a_command() -> None:

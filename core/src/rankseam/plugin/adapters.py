@@ -1,5 +1,7 @@
-"""What framework adapters share (an integration that registers no component: LangChain,
-LlamaIndex, MCP): a retriever's settings as ``Memory.search`` arguments (a filter checked in
+"""What framework adapters share (an integration whose surface is classes for another
+framework: LangChain, LlamaIndex, Haystack, MCP; one may register rankseam components too,
+through their roles' modules, as rankseam-langchain registers its ``langchain`` embedder): a
+retriever's settings as ``Memory.search`` arguments (a filter checked in
 the framework's words), a reranking
 component's settings as ``open_reranker`` arguments, the flat metadata each hit carries into a
 framework document, the one score rule, mapping a reranked batch back to the caller's items,

@@ -1,5 +1,6 @@
-"""The kit's helpers for framework adapters (``rankseam.testing``): an integration that adds
-classes for another framework, not components for rankseam."""
+"""The kit's helpers for framework adapters (``rankseam.testing``): an integration whose
+surface is classes for another framework (it may register rankseam components too, as
+rankseam-langchain registers its ``langchain`` embedder and rankseam-mcp its command)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from rankseam.testing.host import invoke_cli
@@ -41,13 +42,20 @@ def sample_memory(path: str | os.PathLike[str]) -> Iterator[Memory]:
 
 
 def assert_integration(
-    plugin: str, *, distribution: str, framework: str, package: str | None = None
+    plugin: str,
+    *,
+    distribution: str,
+    framework: str,
+    package: str | None = None,
+    hooks: Sequence[str] | None = None,
 ) -> None:
     """Assert that ``rankseam plugins`` lists the integration ``plugin`` (its entry-point name)
-    as loaded from ``distribution``, and that importing its entry point ``package.plugin`` and
-    ``package`` itself (default: the distribution's name with ``_`` for ``-``), in a fresh
-    interpreter, imports no module whose name starts with ``framework`` (so the integration
-    costs the ``rankseam`` command nothing)."""
+    as loaded cleanly from ``distribution``, with exactly the hooks ``hooks`` (their names, in
+    any order; ``[]`` for an integration that implements none; ``None``: not checked), and
+    that importing its entry point ``package.plugin`` and ``package`` itself (default: the
+    distribution's name with ``_`` for ``-``), in a fresh interpreter, imports no module whose
+    name starts with ``framework`` (so the integration costs the ``rankseam`` command
+    nothing)."""
     package = package or distribution.replace("-", "_")
     result = invoke_cli(["plugins"])
     if result.exit_code != 0:
@@ -61,6 +69,10 @@ def assert_integration(
     if info["distribution"] != distribution:
         raise AssertionError(
             f"plugin {plugin!r} comes from {info['distribution']!r}, not {distribution!r}"
+        )
+    if hooks is not None and sorted(info["hooks"]) != sorted(hooks):
+        raise AssertionError(
+            f"plugin {plugin!r} implements the hooks {sorted(info['hooks'])}, not {sorted(hooks)}"
         )
     code = (
         f"import sys, {package}.plugin, {package}; "

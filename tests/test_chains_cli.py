@@ -49,11 +49,14 @@ def test_the_cli_takes_a_chain_repeated_or_as_a_comma_list(tmp_path: Path) -> No
         assert stages[0]["policy_id"] == "rankseam.rerank.identity.v1"
         assert len(stages) == 2 and stages[1]["policy_id"].startswith("rankseam.rerank.mmr")
         assert stages[1]["descriptor"].get("lambda") == 0.2
-    bad = CliRunner().invoke(
-        cli, ["search", "q", "--db", db, "--rerank", "identity", "--rerank", "mmr", "--x-y", "1"]
-    )
+    chain = ["search", "q", "--db", db, "--rerank", "identity", "--rerank", "mmr"]
+    # an option of an installed reranker that is no stage of the chain
+    bad = CliRunner().invoke(cli, [*chain, "--listwise-window", "3"])
     assert bad.exit_code == 2
     assert "is not an option of any stage of the chosen chain ['identity', 'mmr']" in bad.output
+    # a flag of no installed reranker: click's unknown option
+    unknown = CliRunner().invoke(cli, [*chain, "--x-y", "1"])
+    assert unknown.exit_code == 2 and "No such option: --x-y" in unknown.output
     one = _cli("search", "lisbon", "--db", db, "--json", "--trace", "--rerank", "none")
     assert json.loads(one.output)["trace"]["rerank"] is None
     spelt = _cli("search", "lisbon", "--db", db, "--rerank", "identity", "--on-error", "fail_open")

@@ -15,45 +15,17 @@ import pytest
 from langchain_core.runnables import RunnableLambda
 
 import rankseam
+from rankseam.testing import FILTER_SAMPLE, sample_memory
 from rankseam_langchain import RankseamRetriever
 
 QUERY = "birthday dinner"
-START = 1_796_083_200  # 2026-12-01T00:00:00+00:00
-DAY = 86_400
+#: Each sample memory's time (epoch seconds): d1 2026-12-01, d2, s1, c1 a day apart after it.
+CREATED = {record["id"]: record["created_at"] for record in FILTER_SAMPLE}
 
 
 @pytest.fixture
 def memory(tmp_path: Path) -> Iterator[rankseam.Memory]:
-    with rankseam.open_memory(tmp_path / "m.sqlite3") as mem:
-        mem.ingest(
-            [
-                {
-                    "id": "d1",
-                    "text": "Dana's birthday dinner is at Luigi's",
-                    "metadata": {"user": "dana", "year": 2026},
-                    "created_at": START,
-                },
-                {
-                    "id": "d2",
-                    "text": "Dana prefers window seats at dinner",
-                    "metadata": {"user": "dana", "year": 2024},
-                    "created_at": START + DAY,
-                },
-                {
-                    "id": "s1",
-                    "text": "Sam's birthday dinner is in May",
-                    "metadata": {"user": "sam", "year": 2026},
-                    "created_at": START + 2 * DAY,
-                },
-                {
-                    "id": "c1",
-                    "text": "planning the birthday dinner in the chat",
-                    "thread": "chat-7",
-                    "position": 1,
-                    "created_at": START + 3 * DAY,
-                },
-            ]
-        )
+    with sample_memory(tmp_path / "m.sqlite3", FILTER_SAMPLE) as mem:
         yield mem
 
 
@@ -120,10 +92,10 @@ def test_a_bound_filter_reaches_the_retriever_in_a_chain(memory: rankseam.Memory
 def test_thread_time_scope_and_cut_off(memory: rankseam.Memory) -> None:
     assert ids(RankseamRetriever(memory=memory, thread="chat-7").invoke(QUERY)) == ["c1"]
     window = RankseamRetriever(
-        memory=memory, since="2026-12-02T00:00:00+00:00", until=START + 3 * DAY
+        memory=memory, since="2026-12-02T00:00:00+00:00", until=CREATED["c1"]
     )
     assert ids(window.invoke(QUERY)) == ["d2", "s1"]
-    assert ids(window.invoke(QUERY, since=START + 2 * DAY)) == ["s1"]
+    assert ids(window.invoke(QUERY, since=CREATED["s1"])) == ["s1"]
     assert ids(RankseamRetriever(memory=memory).invoke(QUERY, thread="chat-7")) == ["c1"]
     every = RankseamRetriever(memory=memory).invoke(QUERY)
     scores = sorted((d.metadata["coarse_score"] for d in every), reverse=True)

@@ -16,46 +16,16 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
-import rankseam
+from rankseam.testing import FILTER_SAMPLE, sample_memory
 
 RANKSEAM = str(Path(sys.executable).parent / "rankseam")
-START = 1_796_083_200  # 2026-12-01T00:00:00+00:00
-DAY = 86_400
 
 
 @pytest.fixture(scope="module")
 def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("mcp-filters") / "m.sqlite3"
-    with rankseam.open_memory(path) as memory:
-        memory.ingest(
-            [
-                {
-                    "id": "d1",
-                    "text": "Dana's birthday dinner is at Luigi's",
-                    "metadata": {"user": "dana", "year": 2026},
-                    "created_at": START,
-                },
-                {
-                    "id": "d2",
-                    "text": "Dana prefers window seats at dinner",
-                    "metadata": {"user": "dana", "year": 2024},
-                    "created_at": START + DAY,
-                },
-                {
-                    "id": "s1",
-                    "text": "Sam's birthday dinner is in May",
-                    "metadata": {"user": "sam", "year": 2026},
-                    "created_at": START + 2 * DAY,
-                },
-                {
-                    "id": "c1",
-                    "text": "planning the birthday dinner in the chat",
-                    "thread": "chat-7",
-                    "position": 1,
-                    "created_at": START + 3 * DAY,
-                },
-            ],
-        )
+    with sample_memory(path, FILTER_SAMPLE):
+        pass
     return path
 
 

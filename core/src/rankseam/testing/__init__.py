@@ -49,6 +49,7 @@ pytest.register_assert_rewrite(
 
 from rankseam.adapters import lazy_exports  # noqa: E402
 from rankseam.testing.adapters import (  # noqa: E402
+    FILTER_SAMPLE,
     SAMPLE_MEMORIES,
     assert_integration,
     sample_memory,
@@ -74,6 +75,7 @@ from rankseam.testing.reranker import (  # noqa: E402
 )
 
 __all__ = [
+    "FILTER_SAMPLE",
     "KIT_NAMESPACE",
     "RANK_SELECTION_SCHEMA",
     "SAMPLE_MEMORIES",

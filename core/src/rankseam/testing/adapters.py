@@ -9,15 +9,15 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from rankseam.testing.host import invoke_cli
 
 if TYPE_CHECKING:
     from rankseam import Memory
 
-__all__ = ["SAMPLE_MEMORIES", "assert_integration", "sample_memory"]
+__all__ = ["FILTER_SAMPLE", "SAMPLE_MEMORIES", "assert_integration", "sample_memory"]
 
 #: What :func:`sample_memory` holds, as (memory id, text): two near-duplicate memories about
 #: the same dinner (a diversifying reranker keeps one of them), and two others.
@@ -28,16 +28,41 @@ SAMPLE_MEMORIES = (
     ("cat", "Bob's cat only eats salmon-flavoured food"),
 )
 
+_START, _DAY = 1_796_083_200, 86_400  # 2026-12-01T00:00:00+00:00, one day
+
+#: Records for ``Memory.ingest`` (``sample_memory(path, FILTER_SAMPLE)``) that an adapter's
+#: filter tests search: four memories about a birthday dinner, of two users
+#: (``metadata["user"]``: ``"dana"``, ``"sam"``) and two years (``metadata["year"]``), one of
+#: them in the thread ``"chat-7"`` (position 1), stored a day apart from 2026-12-01T00:00:00Z
+#: (``created_at``, epoch seconds), in the order ``d1``, ``d2``, ``s1``, ``c1``.
+FILTER_SAMPLE: tuple[Mapping[str, Any], ...] = (
+    {"id": "d1", "text": "Dana's birthday dinner is at Luigi's",
+     "metadata": {"user": "dana", "year": 2026}, "created_at": _START},
+    {"id": "d2", "text": "Dana prefers window seats at dinner",
+     "metadata": {"user": "dana", "year": 2024}, "created_at": _START + _DAY},
+    {"id": "s1", "text": "Sam's birthday dinner is in May",
+     "metadata": {"user": "sam", "year": 2026}, "created_at": _START + 2 * _DAY},
+    {"id": "c1", "text": "planning the birthday dinner in the chat", "thread": "chat-7",
+     "position": 1, "created_at": _START + 3 * _DAY},
+)  # fmt: skip
+
 
 @contextlib.contextmanager
-def sample_memory(path: str | os.PathLike[str]) -> Iterator[Memory]:
+def sample_memory(
+    path: str | os.PathLike[str], records: Iterable[Mapping[str, Any]] | None = None
+) -> Iterator[Memory]:
     """A ``rankseam.Memory`` at ``path`` holding :data:`SAMPLE_MEMORIES` (each with metadata
-    ``{"source": "test"}``), closed when the block ends: what an adapter's tests search."""
+    ``{"source": "test"}``), or ``records`` (``Memory.ingest``'s records, e.g.
+    :data:`FILTER_SAMPLE`) when given, closed when the block ends: what an adapter's tests
+    search."""
     import rankseam
 
     with rankseam.open_memory(path) as memory:
-        for memory_id, text in SAMPLE_MEMORIES:
-            memory.add(text, memory_id=memory_id, metadata={"source": "test"})
+        if records is not None:
+            memory.ingest([dict(record) for record in records])
+        else:
+            for memory_id, text in SAMPLE_MEMORIES:
+                memory.add(text, memory_id=memory_id, metadata={"source": "test"})
         yield memory
 
 

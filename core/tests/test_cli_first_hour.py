@@ -23,7 +23,7 @@ import pytest
 from cli_plugins import ids, invoke, keeper_store
 
 import rankseam
-from rankseam.errors import ValidationError
+from rankseam.errors import ConfigurationError, ValidationError
 from rankseam.types import MAX_INT64, MemoryRef
 
 Install = Callable[..., None]
@@ -173,6 +173,19 @@ def test_a_configuration_error_names_the_file_and_the_key(db: Path, toml: str, k
         assert result.exit_code == 1, result.output
         assert str(config) in result.output and key in result.output
         assert result.output.count(str(config)) == 1  # named once, not again by the wrapper
+
+
+def test_open_memory_names_the_configuration_file_it_was_given(db: Path) -> None:
+    config = db.parent / "settings.toml"
+    config.write_text('[search]\nreranker = "keeper"\n[rerankers.keeper]\nkep = 2\n')
+    with pytest.raises(ConfigurationError) as raised:
+        rankseam.open_memory(db, config_file=config)
+    assert str(config) in str(raised.value) and "kep" in str(raised.value)
+    with pytest.raises(ConfigurationError) as raised:  # the same in code names no file
+        rankseam.open_memory(
+            db, config={"search": {"reranker": "keeper"}, "rerankers": {"keeper": {"kep": 2}}}
+        )
+    assert "configuration file" not in str(raised.value) and "kep" in str(raised.value)
 
 
 def test_an_error_with_no_configuration_file_names_none(db: Path) -> None:

@@ -31,7 +31,7 @@ from rankseam.loop import LoopRunner
 from rankseam.memory_async import AsyncMethods
 from rankseam.memory_feedback import FeedbackMethods
 from rankseam.memory_lifecycle import Forgotten, LifecycleMethods
-from rankseam.resolve import resolve_config, warn_if_likely_typo
+from rankseam.resolve import in_config_file, resolve_config, warn_if_likely_typo
 from rankseam.seam import RerankerSpec, check_reranker
 from rankseam.search.channels.base import CandidateSource
 from rankseam.search.pipeline import (
@@ -135,7 +135,10 @@ def open_memory(
     cfg = resolve_config(target, config, config_file, overrides)
     if create is None and cfg.db is not None:
         warn_if_likely_typo(cfg.db)
-    parts = assemble(cfg, create=create is not False)
+    try:
+        parts = assemble(cfg, create=create is not False)
+    except ConfigurationError as exc:
+        raise in_config_file(exc, config_file) from None
     store = open_store(parts)
     try:
         sources = store_channels(store, parts)

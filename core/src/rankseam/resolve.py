@@ -20,6 +20,7 @@ from rankseam.store.target import parse_target
 __all__ = [
     "CONFIG_NAME",
     "find_config",
+    "in_config_file",
     "load_config",
     "resolve_config",
     "user_config_dir",
@@ -158,6 +159,16 @@ def find_config(
         return local
     user = user_config_dir() / CONFIG_NAME
     return user if user.is_file() else None
+
+
+def in_config_file(
+    error: ConfigurationError, path: str | os.PathLike[str] | None
+) -> ConfigurationError:
+    """``error`` naming the configuration file in use, ``path``, unless it names it already
+    (a component's option, an embedder's or a reranker's name may have come from that file)."""
+    if path is None or os.fspath(path) in str(error):
+        return error
+    return ConfigurationError(f"{error} (configuration file in use: {os.fspath(path)})")
 
 
 def warn_if_likely_typo(db: str) -> None:

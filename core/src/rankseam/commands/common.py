@@ -206,7 +206,7 @@ def open_store(
     found) when its message does not already."""
     from rankseam.errors import ConfigurationError
     from rankseam.memory import open_memory  # on first use: a command's --help stays light
-    from rankseam.resolve import find_config
+    from rankseam.resolve import find_config, in_config_file
 
     path = find_config(config_file)
     try:
@@ -219,9 +219,7 @@ def open_store(
         config = config_with_options(config, tables)
         return open_memory(db, config=config, create=create, **overrides)
     except ConfigurationError as exc:
-        if path is None or str(path) in str(exc):
-            raise
-        raise ConfigurationError(f"{exc} (configuration file in use: {path})") from None
+        raise in_config_file(exc, path) from None
 
 
 def echo_json(value: Any) -> None:

@@ -40,7 +40,7 @@ OPTION_HELP = (
     "NAME.KEY=VALUE: an option of reranker NAME, e.g. -o mmr.lambda=0.7 (as --mmr-lambda 0.7, "
     "which wins when both are given). TABLE.NAME.KEY=VALUE: an option of any component, TABLE "
     "as in rankseam.toml (rerankers, decision_backends, generation_backends, embedders, "
-    "sources, stores), e.g. -o decision_backends.similarity.no_threshold=0.4. Repeatable."
+    "sources, stores), e.g. -o embedders.hashed.dimensions=128. Repeatable."
 )
 
 

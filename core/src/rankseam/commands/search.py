@@ -55,7 +55,14 @@ def print_hits(result: SearchResult, *, indent: str = "") -> None:
 @click.command(cls=ComponentOptionsCommand)
 @click.argument("query")
 @store_options
-@click.option("--limit", "-k", type=click.IntRange(1, MAX_INT64), default=10, show_default=True)
+@click.option(
+    "--limit",
+    "-k",
+    type=click.IntRange(1, MAX_INT64),
+    default=10,
+    show_default=True,
+    help="Hits to return.",
+)
 @click.option("--namespace", "-n", default=None)
 @click.option(
     "--rerank",

@@ -277,7 +277,10 @@ def run_quality(
                     kept = kept_store_path(Path(stores), dataset, collection, key)
                     target = str(kept)
                 reuse = kept is not None and kept.exists()
-                memory = open_memory(target, **kwargs)
+                # a new store of this run: created as asked, without open_memory's check for a
+                # mistyped name (the stores of a run are named alike on purpose)
+                fresh = {"create": True} if store_url is None and not reuse else {}
+                memory = open_memory(target, **kwargs, **fresh)
                 try:
                     if key not in assembly:
                         assembly[key] = _assembly(memory)

@@ -13,8 +13,19 @@ def _rate(count: int, seconds: float) -> float | None:
     return round(count / seconds, 1) if seconds > 0 else None
 
 
+class _Throughput:
+    """``memories_per_second`` of a report that counts memories over seconds."""
+
+    memories: int
+    seconds: float
+
+    @property
+    def memories_per_second(self) -> float | None:
+        return _rate(self.memories, self.seconds)
+
+
 @attrs.frozen
-class ExportReport:
+class ExportReport(_Throughput):
     path: str
     snapshot_id: str
     gzip: bool
@@ -25,10 +36,6 @@ class ExportReport:
     seconds: float
     #: Feedback records written (``include_feedback=True``); None: feedback was left out.
     feedback: int | None = None
-
-    @property
-    def memories_per_second(self) -> float | None:
-        return _rate(self.memories, self.seconds)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -79,7 +86,7 @@ class VerifyReport:
 
 
 @attrs.frozen
-class ImportReport:
+class ImportReport(_Throughput):
     """What an import did. Merge counters: ``added`` (new memory), ``updated`` (the snapshot
     held newer revisions of a memory whose history matches), ``unchanged`` (identical),
     ``kept_newer`` (the target's head revision is as new or newer: left alone) and ``conflicts``
@@ -101,10 +108,6 @@ class ImportReport:
     #: Feedback records the snapshot held (None: none) and how many were written.
     feedback: int | None = None
     feedback_written: int = 0
-
-    @property
-    def memories_per_second(self) -> float | None:
-        return _rate(self.memories, self.seconds)
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -94,6 +94,12 @@ def test_from_defaults_uses_the_settings_callback_manager(memory: rankseam.Memor
     assert len(retriever.retrieve("dinner")) == 2
     own = CallbackManager()
     assert RankseamRetriever.from_defaults(memory, callback_manager=own).callback_manager is own
+    # every other setting is the constructor's, checked as it checks it
+    scoped = RankseamRetriever.from_defaults(memory, 4, where={"source": "test"}, pool=8)
+    assert (scoped.where, scoped.pool) == ({"source": "test"}, 8)
+    assert len(scoped.retrieve("dinner")) == 4
+    with pytest.raises(TypeError, match="unexpected keyword argument 'top_k'"):
+        RankseamRetriever.from_defaults(memory, top_k=2)
 
 
 def test_stored_keys_that_are_ours_are_kept_prefixed(tmp_path) -> None:  # type: ignore[no-untyped-def]

@@ -120,40 +120,20 @@ class RankseamRetriever(BaseRetriever):
         cls,
         memory: Memory,
         similarity_top_k: int = DEFAULT_SIMILARITY_TOP_K,
-        reranker: Any = None,
-        reranker_options: Mapping[str, Any] | None = None,
-        namespace: str | None = None,
-        pool: int | None = None,
-        on_error: str | None = None,
-        include_trace: bool = True,
+        *,
         callback_manager: CallbackManager | None = None,
-        verbose: bool = False,
-        filters: MetadataFilters | None = None,
-        where: Mapping[str, Any] | None = None,
-        thread: str | None = None,
-        since: Any = None,
-        until: Any = None,
-        min_score: float | None = None,
+        **settings: Any,
     ) -> RankseamRetriever:
         """A retriever over ``memory`` with LlamaIndex's defaults: the callback manager is
-        ``Settings.callback_manager`` unless one is given."""
+        ``Settings.callback_manager`` unless one is given. Every other keyword (``reranker``,
+        ``reranker_options``, ``namespace``, ``pool``, ``on_error``, ``include_trace``,
+        ``verbose``, ``filters``, ``where``, ``thread``, ``since``, ``until``, ``min_score``)
+        is the constructor's."""
         return cls(
             memory,
             similarity_top_k=similarity_top_k,
-            namespace=namespace,
-            reranker=reranker,
-            reranker_options=reranker_options,
-            pool=pool,
-            on_error=on_error,
-            include_trace=include_trace,
             callback_manager=callback_manager or Settings.callback_manager,
-            verbose=verbose,
-            filters=filters,
-            where=where,
-            thread=thread,
-            since=since,
-            until=until,
-            min_score=min_score,
+            **settings,
         )
 
     def _nodes(self, result: SearchResult) -> list[NodeWithScore]:

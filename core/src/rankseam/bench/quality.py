@@ -279,7 +279,7 @@ def run_quality(
                 reuse = kept is not None and kept.exists()
                 # a new store of this run: created as asked, without open_memory's check for a
                 # mistyped name (the stores of a run are named alike on purpose)
-                fresh = {"create": True} if store_url is None and not reuse else {}
+                fresh: dict[str, Any] = {"create": True} if store_url is None and not reuse else {}
                 memory = open_memory(target, **kwargs, **fresh)
                 try:
                     if key not in assembly:

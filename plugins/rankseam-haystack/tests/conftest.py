@@ -19,11 +19,18 @@ def store_path(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def document_store(store_path: Path) -> Iterator[RankseamDocumentStore]:
+def sqlite_store(store_path: Path) -> Iterator[RankseamDocumentStore]:
     """A document store over a real, empty SQLite store in a temp dir."""
     store = RankseamDocumentStore(store_path)
     yield store
     store.close()
+
+
+@pytest.fixture
+def document_store(sqlite_store: RankseamDocumentStore) -> RankseamDocumentStore:
+    """The store the tests use (Haystack's suites override ``document_store`` in their
+    classes: test_haystack_suite.OverSQLite gives them this one)."""
+    return sqlite_store
 
 
 @pytest.fixture(autouse=True)

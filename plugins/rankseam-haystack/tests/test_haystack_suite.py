@@ -8,9 +8,6 @@ implement those optional methods."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
 from haystack.dataclasses import Document
 from haystack.document_stores.errors import DuplicateDocumentError
@@ -32,16 +29,18 @@ from haystack.testing.document_store_async import (
 from rankseam_haystack import RankseamDocumentStore
 
 
-class TestDocumentStoreBase(DocumentStoreBaseExtendedTests, CountDocumentsByFilterTest):
-    """Every test of Haystack's base and extended suites, unchanged but for the one it asks
-    each store to write itself: the default policy's behaviour."""
+class OverSQLite:
+    """Haystack's suites define a ``document_store`` fixture that each store overrides: the
+    conftest's store over a real SQLite file (a mixin listed first, so that it wins)."""
 
     @pytest.fixture
-    def document_store(self, tmp_path: Path) -> Iterator[RankseamDocumentStore]:
-        """A document store over a real, empty SQLite store in a temp dir."""
-        store = RankseamDocumentStore(tmp_path / "documents.sqlite3")
-        yield store
-        store.close()
+    def document_store(self, sqlite_store: RankseamDocumentStore) -> RankseamDocumentStore:
+        return sqlite_store
+
+
+class TestDocumentStoreBase(OverSQLite, DocumentStoreBaseExtendedTests, CountDocumentsByFilterTest):
+    """Every test of Haystack's base and extended suites, unchanged but for the one it asks
+    each store to write itself: the default policy's behaviour."""
 
     def test_write_documents(self, document_store: RankseamDocumentStore) -> None:
         """The default policy (``DuplicatePolicy.NONE``) is FAIL here, as in Haystack's
@@ -55,6 +54,7 @@ class TestDocumentStoreBase(DocumentStoreBaseExtendedTests, CountDocumentsByFilt
 
 
 class TestDocumentStoreAsync(
+    OverSQLite,
     CountDocumentsAsyncTest,
     CountDocumentsByFilterAsyncTest,
     DeleteAllAsyncTest,
@@ -66,13 +66,6 @@ class TestDocumentStoreAsync(
 ):
     """Haystack's async suites for the same operations (it has no one base class for them),
     through the ``*_async`` methods."""
-
-    @pytest.fixture
-    def document_store(self, tmp_path: Path) -> Iterator[RankseamDocumentStore]:
-        """A document store over a real, empty SQLite store in a temp dir."""
-        store = RankseamDocumentStore(tmp_path / "documents.sqlite3")
-        yield store
-        store.close()
 
     @pytest.mark.asyncio
     async def test_write_documents_async(self, document_store: RankseamDocumentStore) -> None:

@@ -11,19 +11,10 @@ from __future__ import annotations
 import pytest
 from haystack.dataclasses import Document
 from haystack.document_stores.errors import DuplicateDocumentError
+from haystack.testing import document_store_async as async_suites
 from haystack.testing.document_store import (
     CountDocumentsByFilterTest,
     DocumentStoreBaseExtendedTests,
-)
-from haystack.testing.document_store_async import (
-    CountDocumentsAsyncTest,
-    CountDocumentsByFilterAsyncTest,
-    DeleteAllAsyncTest,
-    DeleteByFilterAsyncTest,
-    DeleteDocumentsAsyncTest,
-    FilterDocumentsAsyncTest,
-    UpdateByFilterAsyncTest,
-    WriteDocumentsAsyncTest,
 )
 
 from rankseam_haystack import RankseamDocumentStore
@@ -55,14 +46,14 @@ class TestDocumentStoreBase(OverSQLite, DocumentStoreBaseExtendedTests, CountDoc
 
 class TestDocumentStoreAsync(
     OverSQLite,
-    CountDocumentsAsyncTest,
-    CountDocumentsByFilterAsyncTest,
-    DeleteAllAsyncTest,
-    DeleteByFilterAsyncTest,
-    DeleteDocumentsAsyncTest,
-    FilterDocumentsAsyncTest,
-    UpdateByFilterAsyncTest,
-    WriteDocumentsAsyncTest,
+    async_suites.CountDocumentsAsyncTest,
+    async_suites.CountDocumentsByFilterAsyncTest,
+    async_suites.DeleteAllAsyncTest,
+    async_suites.DeleteByFilterAsyncTest,
+    async_suites.DeleteDocumentsAsyncTest,
+    async_suites.FilterDocumentsAsyncTest,
+    async_suites.UpdateByFilterAsyncTest,
+    async_suites.WriteDocumentsAsyncTest,
 ):
     """Haystack's async suites for the same operations (it has no one base class for them),
     through the ``*_async`` methods."""

@@ -48,7 +48,7 @@ def _child_growing() -> tuple[float, float]:
 def test_a_childs_own_peak_counts_what_it_holds():
     with multiprocessing.get_context("spawn").Pool(1) as pool:
         before, after = pool.apply(_child_growing)
+    # below half the array before it, at least the array after: the peak counts what the child
+    # holds (not "before + the array": the peak so far may stand above what is resident then)
     assert before < HELD_MIB / 2
-    # the 400 MiB on top of what the child holds then (a little under its peak so far)
     assert after >= HELD_MIB
-    assert after > before + HELD_MIB * 0.9

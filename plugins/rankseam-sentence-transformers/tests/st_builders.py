@@ -1,10 +1,21 @@
 """What several test files of this plugin share: the plugin's components built as an assembly
-builds them (``rankseam.testing.build_component``), and a small rerank query and pool."""
+builds them (``rankseam.testing.build_component``), texts to embed, and a small rerank query
+and pool."""
 
 from __future__ import annotations
 
 from rankseam.testing import build_component
 from rankseam_sentence_transformers import SemanticReranker, SentenceTransformerEmbedder
+
+#: Texts an embedder's tests embed: a sentence, its paraphrase, an unrelated one, the empty
+#: text and non-ASCII text.
+TEXTS = [
+    "Melanie painted a sunrise over the lake last summer.",
+    "Last summer Mel made a painting of the sun coming up above a lake.",
+    "The quarterly tax filing is due on the fifteenth.",
+    "",
+    "ünïcødé — 漢字 テスト 🙂",
+]
 
 QUERY = "who painted the sunrise over the lake?"
 POOL = [

@@ -11,19 +11,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from st_builders import TEXTS
 
 from rankseam.plugin.embedders import Embedder
 from rankseam.testing import build_component
 from rankseam_sentence_transformers import SentenceTransformerEmbedder
 from rankseam_sentence_transformers.embedder import FUSION_SCALE, FUSION_WEIGHT
-
-TEXTS = [
-    "Melanie painted a sunrise over the lake last summer.",
-    "Last summer Mel made a painting of the sun coming up above a lake.",
-    "The quarterly tax filing is due on the fifteenth.",
-    "",
-    "ünïcødé — 漢字 テスト 🙂",
-]
 
 
 @pytest.fixture(scope="module")

@@ -13,6 +13,7 @@ from typing import ClassVar
 
 import numpy as np
 import pytest
+from st_builders import TEXTS as BUILDER_TEXTS
 from st_builders import build_embedder
 
 import rankseam
@@ -27,11 +28,7 @@ from rankseam_sentence_transformers.packaged import (
 )
 
 TEXTS = [
-    "Melanie painted a sunrise over the lake last summer.",
-    "Last summer Mel made a painting of the sun coming up above a lake.",
-    "The quarterly tax filing is due on the fifteenth.",
-    "",
-    "ünïcødé — 漢字 テスト 🙂",
+    *BUILDER_TEXTS,
     "a long abstract " + "with many repeated clauses about cells and proteins " * 60,
     "x",
 ]

@@ -8,6 +8,7 @@ cheap; the model loads on the first :meth:`embed`.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -72,14 +73,11 @@ class SentenceTransformerEmbedder:
             fusion_weight=FUSION_WEIGHT,
             fusion_scale=FUSION_SCALE,
         )
-        self._model: Encoder | None = None
 
-    @property
+    @cached_property
     def model(self) -> Encoder:
         """The encoder (loaded, or for ``onnx`` exported and loaded, on first use)."""
-        if self._model is None:
-            self._model = load_encoder(self.files, self.runtime)
-        return self._model
+        return load_encoder(self.files, self.runtime)
 
     def embed(self, texts: Sequence[str], /) -> np.ndarray:
         texts = list(texts)

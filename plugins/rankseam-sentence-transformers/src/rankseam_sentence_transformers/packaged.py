@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections.abc import Mapping, Sequence
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -153,14 +154,11 @@ class MiniLMInt8Embedder:
             fusion_weight=FUSION_WEIGHT,
             fusion_scale=FUSION_SCALE,
         )
-        self._encoder: OnnxEncoder | None = None
 
-    @property
+    @cached_property
     def encoder(self) -> OnnxEncoder:
         """The ONNX Runtime session (started on first use, shared within the process)."""
-        if self._encoder is None:
-            self._encoder = load_packaged(self.packaged, self.threads)
-        return self._encoder
+        return load_packaged(self.packaged, self.threads)
 
     def embed(self, texts: Sequence[str], /) -> np.ndarray:
         texts = list(texts)

@@ -32,6 +32,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Hashable, Mapping, Sequence
+from functools import cached_property
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -131,13 +132,11 @@ class SemanticReranker:
         self.runtime = self.options.runtime(onnx)
         self.cache = _shared_cache(self.files, self.runtime, self.options.cache_size)
         self._queries = VectorCache(_QUERY_CACHE)
-        self._encoder: Encoder | None = None
 
-    @property
+    @cached_property
     def encoder(self) -> Encoder:
-        if self._encoder is None:
-            self._encoder = load_encoder(self.files, self.runtime)
-        return self._encoder
+        """The encoder (loaded on first use)."""
+        return load_encoder(self.files, self.runtime)
 
     @property
     def descriptor(self) -> Mapping[str, Any]:

@@ -10,17 +10,8 @@ from typing import Any
 
 from click.testing import CliRunner
 
-import rankseam
 from rankseam.cli import cli
-
-TEXTS = [
-    "alice booked a flight to lisbon",
-    "bob adopted a grey cat named pixel",
-    "the flight to lisbon leaves at nine",
-    "carol runs a marathon in october",
-    "lisbon is sunny in may, said alice",
-    "the team moved standup to nine thirty",
-]
+from rankseam.testing import sample_memory
 
 
 def _cli(*args: str) -> Any:
@@ -29,13 +20,12 @@ def _cli(*args: str) -> Any:
 
 def test_the_cli_takes_a_chain_repeated_or_as_a_comma_list(tmp_path: Path) -> None:
     db = str(tmp_path / "cli.sqlite3")
-    with rankseam.open_memory(db) as m:
-        for text in TEXTS:
-            m.add(text)
+    with sample_memory(db):
+        pass  # the store, filled and closed: the command opens it
     for flags in (["--rerank", "identity", "--rerank", "mmr"], ["--rerank", "identity,mmr"]):
         out = _cli(
             "search",
-            "flight to lisbon",
+            "birthday dinner",
             "--db",
             db,
             "--json",
@@ -57,7 +47,7 @@ def test_the_cli_takes_a_chain_repeated_or_as_a_comma_list(tmp_path: Path) -> No
     # a flag of no installed reranker: click's unknown option
     unknown = CliRunner().invoke(cli, [*chain, "--x-y", "1"])
     assert unknown.exit_code == 2 and "No such option: --x-y" in unknown.output
-    one = _cli("search", "lisbon", "--db", db, "--json", "--trace", "--rerank", "none")
+    one = _cli("search", "dinner", "--db", db, "--json", "--trace", "--rerank", "none")
     assert json.loads(one.output)["trace"]["rerank"] is None
-    spelt = _cli("search", "lisbon", "--db", db, "--rerank", "identity", "--on-error", "fail_open")
+    spelt = _cli("search", "dinner", "--db", db, "--rerank", "identity", "--on-error", "fail_open")
     assert spelt.exit_code == 0

@@ -7,50 +7,23 @@ naming the place in it."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from cli_process import ok, run
 
-from rankseam.testing import invoke_cli
+from rankseam.testing import FILTER_SAMPLE, invoke_cli
 
-RANKSEAM = str(Path(sys.executable).with_name("rankseam"))
-
-#: Four memories: two users, two years, one thread, created a day apart (2026-12-01 on).
+#: Four memories (rankseam.testing.FILTER_SAMPLE): two users, two years, one thread, created a
+#: day apart from START on.
 DAY = 86_400
 START = 1_796_083_200  # 2026-12-01T00:00:00+00:00
-RECORDS = [
-    {"id": "d1", "text": "Dana's birthday dinner is at Luigi's",
-     "metadata": {"user": "dana", "year": 2026}, "created_at": START},
-    {"id": "d2", "text": "Dana prefers window seats at dinner",
-     "metadata": {"user": "dana", "year": 2024}, "created_at": START + DAY},
-    {"id": "s1", "text": "Sam's birthday dinner is in May",
-     "metadata": {"user": "sam", "year": 2026}, "created_at": START + 2 * DAY},
-    {"id": "c1", "text": "planning the birthday dinner in the chat", "thread": "chat-7",
-     "position": 1, "created_at": START + 3 * DAY},
-]  # fmt: skip
-
-
-def run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("RANKSEAM_")}
-    env["XDG_CONFIG_HOME"] = str(cwd / "no-user-config")  # never the real user's config
-    return subprocess.run(
-        [RANKSEAM, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=120
-    )
-
-
-def ok(*args: str, cwd: Path) -> str:
-    done = run(*args, cwd=cwd)
-    assert done.returncode == 0, done.stderr
-    return done.stdout
 
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     tmp = tmp_path_factory.mktemp("filters-cli")
-    (tmp / "in.jsonl").write_text("".join(json.dumps(r) + "\n" for r in RECORDS))
+    (tmp / "in.jsonl").write_text("".join(json.dumps(dict(r)) + "\n" for r in FILTER_SAMPLE))
     ok("ingest", "in.jsonl", "--db", "m.sqlite3", cwd=tmp)
     return tmp
 

@@ -4,26 +4,9 @@ get, list, search and export/import carry thread, position and derived_from."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
-RANKSEAM = str(Path(sys.executable).with_name("rankseam"))
-
-
-def run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("RANKSEAM_")}
-    env["XDG_CONFIG_HOME"] = str(cwd / "no-user-config")
-    return subprocess.run(
-        [RANKSEAM, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=120
-    )
-
-
-def ok(*args: str, cwd: Path) -> str:
-    done = run(*args, cwd=cwd)
-    assert done.returncode == 0, done.stderr
-    return done.stdout
+from cli_process import ok, run
 
 
 def test_the_fields_round_trip_through_the_command(tmp_path: Path) -> None:

@@ -44,6 +44,23 @@ def _schema(url: str) -> str:
 
 
 @contextmanager
+def _filled(server: TemporaryServer, mode: str, search_timeout: str) -> Iterator[tuple[Any, str]]:
+    """A memory on ``server`` holding RECORDS, its channels side by side with the sibling's
+    connection of ``mode`` (MODES), and the schema it lives in."""
+    url = server.url(search_timeout=search_timeout, concurrent_channels="true", **MODES[mode])
+    with rankseam.open_memory(url, reranker=None) as memory:
+        memory.ingest(RECORDS)
+        yield memory, _schema(url)
+
+
+@pytest.fixture(params=[(c, m) for c in TABLES for m in MODES], ids="-".join)
+def case(request: pytest.FixtureRequest) -> tuple[str, str]:
+    """A channel (TABLES) and a sibling's connection (MODES): each channel-failure test runs
+    for every pair."""
+    return request.param  # type: ignore[no-any-return]
+
+
+@contextmanager
 def _locked(server: TemporaryServer, schema: str, table: str) -> Iterator[None]:
     """Another session holds an ACCESS EXCLUSIVE lock on ``table`` while the block runs."""
     conn = psycopg.connect(server.base_url)
@@ -117,31 +134,25 @@ def test_after_a_sibling_times_out_on_the_shared_connection_every_statement_rais
                 assert "search_timeout=0.3" in str(err.value)
 
 
-@pytest.mark.parametrize("mode", list(MODES))
-@pytest.mark.parametrize("channel", list(TABLES))
 def test_a_channel_statement_past_search_timeout_is_the_typed_timeout(
-    pg_server: TemporaryServer, channel: str, mode: str
+    pg_server: TemporaryServer, case: tuple[str, str]
 ) -> None:
-    url = pg_server.url(search_timeout="1", concurrent_channels="true", **MODES[mode])
-    with rankseam.open_memory(url, reranker=None) as memory:
-        memory.ingest(RECORDS)
+    channel, mode = case
+    with _filled(pg_server, mode, search_timeout="1") as (memory, schema):
         for _ in range(3):  # whichever channel's thread reaches the connection first
-            with _locked(pg_server, _schema(url), TABLES[channel]):
+            with _locked(pg_server, schema, TABLES[channel]):
                 with pytest.raises(StoreError) as err:
                     memory.search(QUERY, 5)
             assert err.value.reason == "timeout", err.value
         assert memory.search(QUERY, 5).hits
 
 
-@pytest.mark.parametrize("mode", list(MODES))
-@pytest.mark.parametrize("channel", list(TABLES))
 def test_a_channel_connection_the_server_terminates_is_the_typed_outage(
-    pg_server: TemporaryServer, channel: str, mode: str
+    pg_server: TemporaryServer, case: tuple[str, str]
 ) -> None:
-    url = pg_server.url(search_timeout="600", concurrent_channels="true", **MODES[mode])
-    schema, table = _schema(url), TABLES[channel]
-    with rankseam.open_memory(url, reranker=None) as memory:
-        memory.ingest(RECORDS)
+    channel, mode = case
+    table = TABLES[channel]
+    with _filled(pg_server, mode, search_timeout="600") as (memory, schema):
         with _locked(pg_server, schema, table):
             join = _in_thread(lambda: memory.search(QUERY, 5))
             pid = _waiting(pg_server, schema, table)
@@ -157,10 +168,7 @@ def test_a_channel_connection_the_server_terminates_is_the_typed_outage(
 def test_the_server_stopped_mid_search_is_the_typed_outage(
     spare_server: TemporaryServer, mode: str
 ) -> None:
-    url = spare_server.url(search_timeout="600", concurrent_channels="true", **MODES[mode])
-    schema = _schema(url)
-    with rankseam.open_memory(url, reranker=None) as memory:
-        memory.ingest(RECORDS)
+    with _filled(spare_server, mode, search_timeout="600") as (memory, schema):
         try:
             with _locked(spare_server, schema, "vectors"):
                 join = _in_thread(lambda: memory.search(QUERY, 5))

@@ -169,32 +169,34 @@ class RerankChain:
         """The rerank stage of one search over ``pool`` (the coarse pool), with the search's
         policy and deadline for the stages that set none: a :class:`RerankStage` for one
         stage, a :class:`ChainRun` for more; either has ``run`` and ``run_sync``."""
-        if len(self.links) == 1:
-            link = self.links[0]
+
+        def make_stage(
+            link: ChainLink,
+            hits: tuple[Hit, ...],
+            k: int,
+            fetch: Callable[[], Vectors] | None,
+        ) -> RerankStage:
             return RerankStage(
                 query,
-                pool,
-                limit,
+                hits,
+                k,
                 link.reranker,
                 on_error=on_error if link.on_error is None else link.on_error,
                 deadline_s=deadline_s if link.deadline_s is None else link.deadline_s,
                 max_chars=max_chars,
-                vectors=vectors,
+                vectors=fetch,
                 embedding_space=embedding_space,
                 neighbours=neighbours,
             )
-        return ChainRun(
-            query,
-            pool,
-            limit,
-            self.links,
-            on_error=on_error,
-            deadline_s=deadline_s,
-            max_chars=max_chars,
-            vectors=vectors,
-            embedding_space=embedding_space,
-            neighbours=neighbours,
-        )
+
+        if len(self.links) == 1:
+            return make_stage(self.links[0], pool, limit, vectors)
+        return ChainRun(pool, limit, self.links, make_stage, vectors)
+
+
+#: Makes a link's :class:`RerankStage` over ``hits`` (asked for at most ``k``), with the stored
+#: vectors ``fetch`` gives (``None``: none), under the search's settings.
+StageMaker = Callable[[ChainLink, tuple[Hit, ...], int, Callable[[], Vectors] | None], RerankStage]
 
 
 def chain_of(rerankers: Sequence[Any]) -> RerankChain:
@@ -230,28 +232,19 @@ class ChainRun:
 
     def __init__(
         self,
-        query: str,
         pool: tuple[Hit, ...],
         limit: int,
         links: tuple[ChainLink, ...],
-        *,
-        on_error: Any,
-        deadline_s: float,
-        max_chars: int = DEFAULT_MAX_CHARS,
+        make_stage: StageMaker,
         vectors: Callable[[], Vectors] | None = None,
-        embedding_space: str | None = None,
-        neighbours: NeighbourTable | None = None,
     ) -> None:
-        self.query = query
         self.pool = pool
         self.k = min(limit, len(pool))
         self.links = links
-        self.on_error = on_error
-        self.deadline_s = deadline_s
-        self.max_chars = max_chars
+        #: a link's stage over a selection (the query, the search's policy, deadline, views'
+        #: bound, embedding space and neighbours: every stage's pool is a part of the first's)
+        self.make_stage = make_stage
         self.vectors = vectors
-        self.embedding_space = embedding_space
-        self.neighbours = neighbours  # by ref: every stage's pool is a part of the first's
         self._fetched: list[Vectors] = []
 
     def _vectors_of(self, positions: Sequence[int]) -> Callable[[], Vectors] | None:
@@ -272,19 +265,7 @@ class ChainRun:
         return vectors
 
     def stage_at(self, index: int, hits: tuple[Hit, ...], positions: Sequence[int]) -> RerankStage:
-        link = self.links[index]
-        return RerankStage(
-            self.query,
-            hits,
-            self.k,
-            link.reranker,
-            on_error=self.on_error if link.on_error is None else link.on_error,
-            deadline_s=self.deadline_s if link.deadline_s is None else link.deadline_s,
-            max_chars=self.max_chars,
-            vectors=self._vectors_of(positions),
-            embedding_space=self.embedding_space,
-            neighbours=self.neighbours,
-        )
+        return self.make_stage(self.links[index], hits, self.k, self._vectors_of(positions))
 
     async def run(self) -> Outcome:
         """Every stage in turn (async callers)."""

@@ -73,6 +73,15 @@ async def fail(error: BaseException) -> Any:
     raise error
 
 
+async def answers_when_cancelled(late: Any) -> Any:
+    """A call that waits for ever and, cancelled at its deadline, answers ``late``."""
+    try:
+        await asyncio.Event().wait()
+    except asyncio.CancelledError:
+        return late
+    raise AssertionError("unreachable")
+
+
 def run(coro: Any) -> Any:
     return asyncio.run(coro)
 
@@ -228,14 +237,7 @@ def test_a_late_answer_after_the_cancellation_still_counts_its_usage() -> None:
     class Late:
         usage = Usage(5, 1, 1)
 
-    async def answers_when_cancelled() -> Any:
-        try:
-            await asyncio.Event().wait()
-        except asyncio.CancelledError:
-            return Late()
-        raise AssertionError("unreachable")
-
-    ok, error = run(attempt(answers_when_cancelled(), 0.05))
+    ok, error = run(attempt(answers_when_cancelled(Late()), 0.05))
     assert ok is False and error.usage == Usage(5, 1, 1)
 
 
@@ -416,12 +418,5 @@ def test_only_a_usage_is_read_from_a_late_answer() -> None:
     class NotAUsage:
         usage = "3 calls"
 
-    async def answers_when_cancelled() -> Any:
-        try:
-            await asyncio.Event().wait()
-        except asyncio.CancelledError:
-            return NotAUsage()
-        raise AssertionError("unreachable")
-
-    ok, error = run(attempt(answers_when_cancelled(), 0.05))
+    ok, error = run(attempt(answers_when_cancelled(NotAUsage()), 0.05))
     assert ok is False and error.usage is None

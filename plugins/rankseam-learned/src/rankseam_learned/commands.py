@@ -49,6 +49,8 @@ class _Bars:
                 click.echo(f"{stage}: {total} to do", err=True)
         if done > self.done:
             self.bar.update(done - self.done)
+            if not _stderr().isatty() and _tenth(self.done, total) != _tenth(done, total):
+                click.echo(f"{stage}: {done} of {total}", err=True)
             self.done = done
 
     def close(self) -> None:
@@ -57,6 +59,11 @@ class _Bars:
             if not _stderr().isatty():
                 click.echo(f"{self.stage}: done", err=True)
         self.bar = None
+
+
+def _tenth(done: int, total: int) -> int:
+    """Which tenth of ``total`` ``done`` is in (a line a tenth where no bar is drawn)."""
+    return done * 10 // total if total else 0
 
 
 def _stderr() -> Any:

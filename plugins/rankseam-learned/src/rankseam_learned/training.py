@@ -350,7 +350,11 @@ def train(
     )
     clock["cv_cpu_s"] = time.process_time() - started
     started = time.process_time()
+    if progress is not None:
+        progress("final model", 0, 1)
     fitted = fit(examples, params=params, decision=True)
+    if progress is not None:
+        progress("final model", 1, 1)
     model = fitted.model()
     clock["fit_cpu_s"] = time.process_time() - started
     head = [i for i, e in enumerate(examples) if e.judgement.headline]

@@ -17,13 +17,15 @@ again, and a changed file is read again.
 from __future__ import annotations
 
 import os
-from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rankseam.errors import ConfigurationError
 from rankseam.plugin import option
 from rankseam_learned.model import Model, load
+
+if TYPE_CHECKING:
+    from importlib.metadata import EntryPoint
 
 __all__ = ["MODELS_GROUP", "installed_models", "model_option", "resolve_model"]
 
@@ -42,12 +44,16 @@ def model_option() -> Any:
     )
 
 
-def installed_models() -> dict[str, metadata.EntryPoint]:
-    """The installed models: name -> entry point (not loaded)."""
+def installed_models() -> dict[str, EntryPoint]:
+    """The installed models: name -> entry point (not loaded). The installed metadata is read
+    here, when a model is looked up, never when the plugin loads (loading plugins reads no
+    metadata once the host has cached their entry points)."""
+    from importlib import metadata
+
     return {ep.name: ep for ep in metadata.entry_points(group=MODELS_GROUP)}
 
 
-def _installed_path(name: str, entry: metadata.EntryPoint) -> Path:
+def _installed_path(name: str, entry: EntryPoint) -> Path:
     try:
         target: Any = entry.load()
         if callable(target):

@@ -5,20 +5,15 @@ refuses is a tool error naming the place of the mistake, and changes nothing."""
 
 from __future__ import annotations
 
-import asyncio
 import json
-import os
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 from mcp import Client
-from mcp.client.stdio import StdioServerParameters
+from mcp_session import payload, session
 
 from rankseam.testing import FILTER_SAMPLE, sample_memory
-
-RANKSEAM = str(Path(sys.executable).parent / "rankseam")
 
 
 @pytest.fixture(scope="module")
@@ -30,28 +25,17 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def calls(db: Path, made: list[tuple[str, dict[str, Any]]]) -> list[Any]:
-    params = StdioServerParameters(
-        command=RANKSEAM,
-        args=["mcp", "--db", str(db)],
-        env={**os.environ, "RANKSEAM_CONFIG": ""},
-    )
+    """The tools listed, then the answer of each call made, in one session."""
 
-    async def main() -> list[Any]:
-        async with Client(params, read_timeout_seconds=60) as client:
-            listed = await client.list_tools()
-            answers = [await client.call_tool(name, args) for name, args in made]
-            return [listed, *answers]
+    async def fn(client: Client) -> list[Any]:
+        listed = await client.list_tools()
+        return [listed, *[await client.call_tool(name, args) for name, args in made]]
 
-    return asyncio.run(main())
-
-
-def body(result: Any) -> dict[str, Any]:
-    assert not result.is_error, result.content[0].text
-    return json.loads(result.content[0].text)
+    return session(db, fn, env={"RANKSEAM_CONFIG": ""})  # type: ignore[no-any-return]
 
 
 def ids(result: Any, key: str = "hits") -> list[str]:
-    return [item["memory_id"] for item in body(result)[key]]
+    return [item["memory_id"] for item in payload(result)[key]]
 
 
 def test_search_and_list_take_the_filter(db: Path) -> None:
@@ -80,17 +64,17 @@ def test_search_and_list_take_the_filter(db: Path) -> None:
     assert ids(got[4]) == ["c1"]
     assert sorted(ids(got[5])) == ["d2", "s1"]  # since: at or after; until: before
     assert ids(got[6], "memories") == ["d2"]
-    paged = body(got[7])
+    paged = payload(got[7])
     assert [m["memory_id"] for m in paged["memories"]] == ["d1", "d2"]
     assert paged["next_offset"] == 2  # s1 passes too: one more page
     assert ids(got[8], "memories") == ["c1"]
     assert ids(got[9], "memories") == ["d2"]
     # a score cut-off between the best two hits keeps exactly those at or above it
-    scores = [h["score"] for h in body(got[10])["hits"]]
+    scores = [h["score"] for h in payload(got[10])["hits"]]
     assert len(set(scores)) > 1
     cut = (scores[0] + scores[1]) / 2
     (_, cut_off) = calls(db, [(search, {**q, "min_score": cut, "verbose": True})])
-    kept = body(cut_off)["hits"]
+    kept = payload(cut_off)["hits"]
     assert [h["score"] for h in kept] == [s for s in scores if s >= cut]
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from mcp import Client
-from test_server import payload, search_text, session
+from mcp_session import payload, search_text, session
 
 import rankseam
 from rankseam.errors import ConfigurationError

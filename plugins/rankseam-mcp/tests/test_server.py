@@ -4,21 +4,18 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import subprocess
-import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 from mcp import Client
-from mcp.client.stdio import StdioServerParameters
+from mcp_session import RANKSEAM, payload, search_text, session
 
 import rankseam
 from rankseam_mcp import build_server
 from rankseam_mcp.slot import MemorySlot
 
-RANKSEAM = str(Path(sys.executable).parent / "rankseam")
 TOOLS = {
     "memory_add",
     "memory_search",
@@ -29,32 +26,6 @@ TOOLS = {
     "memory_stats",
     "memory_history",
 }
-
-
-def session(
-    db: Path, fn: Callable[[Client], Awaitable[Any]], env: dict[str, str] | None = None
-) -> Any:
-    params = StdioServerParameters(
-        command=RANKSEAM, args=["mcp", "--db", str(db)], env={**os.environ, **(env or {})}
-    )
-
-    async def main() -> Any:
-        async with Client(params, read_timeout_seconds=60) as client:
-            return await fn(client)
-
-    return asyncio.run(main())
-
-
-def payload(result: Any) -> dict[str, Any]:
-    assert not result.is_error, result.content[0].text
-    if result.structured_content is not None:
-        return result.structured_content
-    return json.loads(result.content[0].text)
-
-
-def search_text(result: Any) -> tuple[bool, str]:
-    """Whether a call failed, and its text."""
-    return result.is_error, result.content[0].text
 
 
 def snapshot(db: Path) -> list[dict[str, Any]]:
@@ -603,17 +574,7 @@ def test_tool_prefix_and_the_old_names(tmp_path: Path) -> None:
     async def names(client: Client) -> set[str]:
         return {t.name for t in (await client.list_tools()).tools}
 
-    params = StdioServerParameters(
-        command=RANKSEAM,
-        args=["mcp", "--db", str(tmp_path / "b.sqlite3"), "--tool-prefix", ""],
-        env={**os.environ},
-    )
-
-    async def bare() -> set[str]:
-        async with Client(params, read_timeout_seconds=60) as client:
-            return await names(client)
-
-    assert asyncio.run(bare()) == {
+    assert session(tmp_path / "b.sqlite3", names, args=["--tool-prefix", ""]) == {
         "add",
         "search",
         "get",

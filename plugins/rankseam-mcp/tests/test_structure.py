@@ -3,44 +3,17 @@ own client starts `rankseam mcp` over stdio against a real store."""
 
 from __future__ import annotations
 
-import asyncio
-import json
-import os
-import sys
 from pathlib import Path
-from typing import Any
 
-from mcp import Client
-from mcp.client.stdio import StdioServerParameters
+from mcp_session import call_tools, payload
 
 import rankseam
-
-RANKSEAM = str(Path(sys.executable).parent / "rankseam")
-
-
-def _run(db: Path, calls: list[tuple[str, dict[str, Any]]]) -> list[Any]:
-    params = StdioServerParameters(
-        command=RANKSEAM, args=["mcp", "--db", str(db)], env=dict(os.environ)
-    )
-
-    async def main() -> list[Any]:
-        async with Client(params, read_timeout_seconds=60) as client:
-            return [await client.call_tool(name, args) for name, args in calls]
-
-    return asyncio.run(main())
-
-
-def _payload(result: Any) -> dict[str, Any]:
-    assert not result.is_error, result.content[0].text
-    if result.structured_content is not None:
-        return result.structured_content
-    return json.loads(result.content[0].text)
 
 
 def test_the_fields_round_trip_through_the_tools(tmp_path: Path) -> None:
     db = tmp_path / "m.sqlite3"
     add = "memory_add"
-    results = _run(
+    results = call_tools(
         db,
         [
             (
@@ -81,12 +54,12 @@ def test_the_fields_round_trip_through_the_tools(tmp_path: Path) -> None:
             (add, {"text": "x", "position": "someday"}),
         ],
     )
-    got = _payload(results[4])
+    got = payload(results[4])
     assert (got["thread"], got["position"], got["derived_from"]) == ("chat-7", 1.5, None)
-    hits = {h["memory_id"]: h for h in _payload(results[5])["hits"]}
+    hits = {h["memory_id"]: h for h in payload(results[5])["hits"]}
     assert hits["f1"]["derived_from"] == "t2" and "thread" not in hits["f1"]  # compact
     assert hits["t2"]["thread"] == "chat-7" and hits["t2"]["position"] == 1683576000.0
-    listed = {m["memory_id"]: m for m in _payload(results[6])["memories"]}
+    listed = {m["memory_id"]: m for m in payload(results[6])["memories"]}
     assert listed["t1"]["position"] == 1.5 and listed["f1"]["derived_from"] == "t2"
     for refused, field in zip(results[7:], ("thread", "position", "position"), strict=True):
         assert refused.is_error and field in refused.content[0].text

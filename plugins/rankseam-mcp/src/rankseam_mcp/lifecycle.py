@@ -15,15 +15,17 @@ from typing import Annotated, Any
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
+from rankseam import Memory
+from rankseam_mcp.kinds import DELETES, READS, MemoryId, Namespace
 from rankseam_mcp.policy import DESTRUCTIVE_TOOLS, ToolPolicy
-from rankseam_mcp.slot import MemorySlot
 
 __all__ = ["LIFECYCLE_TOOLS", "serve_lifecycle", "unserved"]
 
 #: The tools of this module, by their base names.
 LIFECYCLE_TOOLS = ("history", "forget", "reset")
 
-Call = Callable[..., Coroutine[Any, Any, Any]]
+#: Runs ``Memory.method(memory, *args, **kwargs)`` on the server's memory, off the event loop.
+OnMemory = Callable[..., Coroutine[Any, Any, Any]]
 
 
 def _revision(data: dict[str, Any]) -> dict[str, Any]:
@@ -52,36 +54,31 @@ def unserved(policy: ToolPolicy, names: Mapping[str, str]) -> dict[str, str]:
 
 def serve_lifecycle(
     server: Any,
-    slot: MemorySlot,
     names: Mapping[str, str],
     policy: ToolPolicy,
     *,
-    call: Call,
-    annotations: Callable[..., Any],
+    on_memory: OnMemory,
 ) -> None:
     """Register ``memory_history``, and ``memory_forget`` / ``memory_reset`` where
-    ``policy`` allows them, on ``server`` (``call`` runs a blocking Memory call as the other
-    tools do; ``annotations`` builds their hints)."""
+    ``policy`` allows them, on ``server`` (``on_memory(Memory.method, *args, **kwargs)`` runs
+    a ``Memory`` method on the server's memory as the other tools do)."""
     n = names
 
     @server.serve(
         n["history"],
-        writes=False,
+        "History of a memory",
+        READS,
         description=(
             "Every revision of one memory, oldest first: what it said and when, and whether it "
             "is deleted. Call it when the user asks how a stored fact changed over time or what "
             f"it said before; {n['get']} reads only one revision."
         ),
-        annotations=annotations(
-            "History of a memory", read_only=True, destructive=False, idempotent=True
-        ),
     )
     async def history(
-        memory_id: Annotated[str, Field(min_length=1)],
-        namespace: Annotated[str | None, Field(description="Default: the server's.")] = None,
+        memory_id: MemoryId,
+        namespace: Namespace = None,
     ) -> dict[str, Any]:
-        opened = await call(slot.reading)
-        revisions = await call(opened.history, memory_id, namespace=namespace)
+        revisions = await on_memory(Memory.history, memory_id, namespace=namespace)
         first = revisions[0].ref
         return {
             "namespace": first.namespace,
@@ -94,37 +91,32 @@ def serve_lifecycle(
 
         @server.serve(
             n["forget"],
-            writes=True,
+            "Erase a memory permanently",
+            DELETES,
             description=(
                 "Erase a memory for good: every revision's text, metadata and vectors leave the "
                 "store (only its id and the time stay); it cannot be undone or read back. Call "
                 "it only when the user explicitly asks that something be erased permanently, "
                 f"not just forgotten in search (that is {n['delete']}, which keeps the history)."
             ),
-            annotations=annotations(
-                "Erase a memory permanently", read_only=False, destructive=True, idempotent=True
-            ),
         )
         async def forget(
-            memory_id: Annotated[str, Field(min_length=1)],
-            namespace: Annotated[str | None, Field(description="Default: the server's.")] = None,
+            memory_id: MemoryId,
+            namespace: Namespace = None,
         ) -> dict[str, Any]:
-            opened = await call(slot.reading)
-            done = await call(opened.forget, memory_id, namespace=namespace)
+            done = await on_memory(Memory.forget, memory_id, namespace=namespace)
             return {"forgotten": {**done.to_dict(), "memory_id": memory_id}}
 
     if "reset" in policy.destructive_tools:
 
         @server.serve(
             n["reset"],
-            writes=True,
+            "Erase a whole namespace",
+            DELETES,
             description=(
                 "Erase EVERY memory of a namespace for good (text, metadata, vectors and "
                 "history); it cannot be undone. Call it only when the user explicitly asks to "
                 "wipe that whole namespace, naming it, and pass `confirm: true`."
-            ),
-            annotations=annotations(
-                "Erase a whole namespace", read_only=False, destructive=True, idempotent=True
             ),
         )
         async def reset(
@@ -139,6 +131,5 @@ def serve_lifecycle(
                     "call it again with `confirm: true` once the user has asked for exactly "
                     "that. Nothing was changed"
                 )
-            opened = await call(slot.reading)
-            done = await call(opened.reset, namespace, confirm=True)
+            done = await on_memory(Memory.reset, namespace, confirm=True)
             return {"reset": done.to_dict()}

@@ -26,7 +26,7 @@ from typing import Annotated, Any, TypeVar
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp_types import CallToolResult, TextContent, ToolAnnotations
+from mcp_types import CallToolResult, TextContent
 from pydantic import Field
 
 from rankseam import Memory, __version__
@@ -36,6 +36,7 @@ from rankseam.types import MemoryRef
 from rankseam_mcp import __version__ as plugin_version
 from rankseam_mcp.arguments import check_arguments, refuse_unknown
 from rankseam_mcp.filtering import FILTERING, MinScore, Since, ThreadScope, Until, Where, scope
+from rankseam_mcp.kinds import DELETES, READS, WRITES, MemoryId, Namespace, ToolKind
 from rankseam_mcp.lifecycle import LIFECYCLE_TOOLS, serve_lifecycle, unserved
 from rankseam_mcp.policy import ToolPolicy, check_tool_prefix
 from rankseam_mcp.slot import MemorySlot
@@ -76,18 +77,6 @@ describes the store.
 """
 
 
-def _annotations(title: str, *, read_only: bool, destructive: bool, idempotent: bool) -> Any:
-    # openWorldHint is false for every tool: each reads or writes this one memory store,
-    # never an open set of outside entities (the web, other people's accounts).
-    return ToolAnnotations(
-        title=title,
-        read_only_hint=read_only,
-        destructive_hint=destructive,
-        idempotent_hint=idempotent,
-        open_world_hint=False,
-    )
-
-
 def _compact_json(data: Any) -> CallToolResult:
     """One text block of compact JSON (no indentation, non-ASCII text kept as is)."""
     text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
@@ -100,6 +89,17 @@ async def _call(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         return await asyncio.to_thread(fn, *args, **kwargs)
     except RankseamError as exc:
         raise ToolError(str(exc)) from None
+
+
+def _on_memory(slot: MemorySlot) -> Callable[..., Coroutine[Any, Any, Any]]:
+    """``on_memory(Memory.method, *args, **kwargs)``: the ``Memory`` method run on the
+    slot's memory (opened for reading: the store must exist) as :func:`_call` runs it."""
+
+    async def on_memory(method: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+        opened = await _call(slot.reading)
+        return await _call(method, opened, *args, **kwargs)
+
+    return on_memory
 
 
 async def _guard(coro: Coroutine[Any, Any, T]) -> T:
@@ -127,16 +127,21 @@ class _Server(MCPServer):
         self._warned: set[str] = set()
 
     def serve(
-        self, name: str, *, writes: bool, **tool_kwargs: Any
+        self, name: str, title: str, kind: ToolKind, *, description: str
     ) -> Callable[[Callable[..., Coroutine[Any, Any, Any]]], Any]:
-        """Register an async tool function under ``name`` (its schema from its signature)."""
+        """Register an async tool function under ``name`` (its schema from its signature),
+        titled ``title``, with ``kind``'s hints (:mod:`rankseam_mcp.kinds`)."""
 
         def decorator(fn: Callable[..., Coroutine[Any, Any, Any]]) -> Any:
-            hints = tool_kwargs.get("annotations")
-            title = getattr(hints, "title", None)
-            self.tool(name=name, title=title, structured_output=False, **tool_kwargs)(fn)
+            self.tool(
+                name=name,
+                title=title,
+                description=description,
+                annotations=kind.hints(title),
+                structured_output=False,
+            )(fn)
             self.handlers[name] = fn
-            if writes:
+            if kind.writes:
                 self.writes.add(name)
             return fn
 
@@ -289,10 +294,12 @@ def build_server(
     )
     if prefix:
         server.aliases = {base: full for base, full in n.items()}
+    on_memory = _on_memory(slot)
 
     @server.serve(
         n["search"],
-        writes=False,
+        "Search memories",
+        READS,
         description=(
             "Search the user's long-term memory for what they told you before. Call it before "
             "answering anything that may depend on the user's preferences, people, plans, past "
@@ -306,14 +313,11 @@ def build_server(
             "adds each hit's channel scores, timestamps and hash and the full rerank trace "
             "(selected ranks, usage, latency): for debugging the ranking, not for answering."
         ),
-        annotations=_annotations(
-            "Search memories", read_only=True, destructive=False, idempotent=True
-        ),
     )
     async def search(
         query: Annotated[str, Field(min_length=1, description="What to look for, in words.")],
         limit: Annotated[int, Field(ge=1, le=200, description="How many hits (1..200).")] = 5,
-        namespace: Annotated[str | None, Field(description="Default: the server's.")] = None,
+        namespace: Namespace = None,
         reranker: str | None = None,
         reranker_options: dict[str, Any] | None = None,
         verbose: Annotated[
@@ -355,7 +359,8 @@ def build_server(
 
     @server.serve(
         n["add"],
-        writes=True,
+        "Remember something",
+        WRITES,
         description=(
             "Store one new memory. Call it when the user states something lasting worth "
             "remembering across conversations (a preference, a decision, a plan, a fact about "
@@ -365,16 +370,13 @@ def build_server(
             "text is refused). Returns its citation (namespace, memory_id, revision); the first "
             "add creates the store when it does not exist yet (`created_store` says where)."
         ),
-        annotations=_annotations(
-            "Remember something", read_only=False, destructive=False, idempotent=False
-        ),
     )
     async def add(
         text: Annotated[str, Field(min_length=1, description="The memory's text.")],
         memory_id: Annotated[
             str | None, Field(description="Your id for it (default: a new random id).")
         ] = None,
-        namespace: Annotated[str | None, Field(description="Default: the server's.")] = None,
+        namespace: Namespace = None,
         importance: Annotated[
             float, Field(ge=0.0, le=1.0, description="0..1 (default 0.5); a search prior.")
         ] = 0.5,
@@ -405,19 +407,17 @@ def build_server(
 
     @server.serve(
         n["get"],
-        writes=False,
+        "Read a memory",
+        READS,
         description=(
             "Read one memory in full by its memory_id (one a search or a listing cited): its "
             "current revision, or exactly `revision` when given. Call it when a hit's text is "
             "not enough, or to quote an exact earlier revision."
         ),
-        annotations=_annotations(
-            "Read a memory", read_only=True, destructive=False, idempotent=True
-        ),
     )
     async def get(
-        memory_id: Annotated[str, Field(min_length=1)],
-        namespace: Annotated[str | None, Field(description="Default: the server's.")] = None,
+        memory_id: MemoryId,
+        namespace: Namespace = None,
         revision: Annotated[int | None, Field(ge=1, le=MAX_INT)] = None,
     ) -> dict[str, Any]:
         opened = await _call(slot.reading)
@@ -434,7 +434,8 @@ def build_server(
 
     @server.serve(
         n["update"],
-        writes=True,
+        "Update a memory",
+        WRITES,
         description=(
             "Replace a stored memory's text. Call it when the user corrects or changes a fact "
             f"already stored (find its memory_id with {n['search']} first). Writes a new "
@@ -442,23 +443,19 @@ def build_server(
             "`metadata`, `thread`, `position` and `derived_from` default to the previous "
             "revision's. Returns the new citation."
         ),
-        annotations=_annotations(
-            "Update a memory", read_only=False, destructive=False, idempotent=False
-        ),
     )
     async def update(
-        memory_id: Annotated[str, Field(min_length=1)],
+        memory_id: MemoryId,
         text: Annotated[str, Field(min_length=1, description="The new text.")],
-        namespace: Annotated[str | None, Field(description="Default: the server's.")] = None,
+        namespace: Namespace = None,
         importance: Annotated[float | None, Field(ge=0.0, le=1.0)] = None,
         metadata: dict[str, Any] | None = None,
         thread: Annotated[str | None, _THREAD] = None,
         position: Annotated[float | str | None, _POSITION] = None,
         derived_from: Annotated[str | None, _DERIVED_FROM] = None,
     ) -> dict[str, Any]:
-        opened = await _call(slot.reading)
-        ref = await _call(
-            opened.update,
+        ref = await on_memory(
+            Memory.update,
             memory_id,
             text,
             namespace=namespace,
@@ -472,7 +469,8 @@ def build_server(
 
     @server.serve(
         n["list"],
-        writes=False,
+        "List memories",
+        READS,
         description=(
             "List the stored memories page by page (current revisions, oldest last write "
             "first). Call it only when the user wants to review or audit what is stored; to "
@@ -483,12 +481,9 @@ def build_server(
             f"{FILTERING} Compact by default; `verbose: true` adds each "
             "memory's importance, timestamp and hash."
         ),
-        annotations=_annotations(
-            "List memories", read_only=True, destructive=False, idempotent=True
-        ),
     )
     async def list_memories(
-        namespace: Annotated[str | None, Field(description="Default: the server's.")] = None,
+        namespace: Namespace = None,
         offset: Annotated[int, Field(ge=0, le=MAX_INT)] = 0,
         limit: Annotated[int, Field(ge=1, le=MAX_PAGE)] = DEFAULT_PAGE,
         include_deleted: Annotated[
@@ -518,40 +513,34 @@ def build_server(
 
     @server.serve(
         n["delete"],
-        writes=True,
+        "Forget a memory",
+        DELETES,
         description=(
             "Forget a memory: search stops finding it (its revisions stay readable by get). "
             "Call it only when the user asks you to forget something, or confirms that a "
             f"stored fact is wrong and should not be replaced (else {n['update']})."
         ),
-        annotations=_annotations(
-            "Forget a memory", read_only=False, destructive=True, idempotent=True
-        ),
     )
     async def delete(
-        memory_id: Annotated[str, Field(min_length=1)],
-        namespace: Annotated[str | None, Field(description="Default: the server's.")] = None,
+        memory_id: MemoryId,
+        namespace: Namespace = None,
     ) -> dict[str, Any]:
-        opened = await _call(slot.reading)
-        ref = await _call(opened.delete, memory_id, namespace=namespace)
+        ref = await on_memory(Memory.delete, memory_id, namespace=namespace)
         return {"deleted": ref.to_dict()}
 
     @server.serve(
         n["stats"],
-        writes=False,
+        "Memory store statistics",
+        READS,
         description=(
             "Describe the memory store: how many memories, revisions and namespaces, which "
             "embedder, how many have vectors. Call it when the user asks about the store "
             "itself, never to find facts."
         ),
-        annotations=_annotations(
-            "Memory store statistics", read_only=True, destructive=False, idempotent=True
-        ),
     )
     async def stats() -> dict[str, Any]:
-        opened = await _call(slot.reading)
-        return await _call(opened.stats)
+        return await on_memory(Memory.stats)  # type: ignore[no-any-return]
 
     server.refused = unserved(policy, n)
-    serve_lifecycle(server, slot, n, policy, call=_call, annotations=_annotations)
+    serve_lifecycle(server, n, policy, on_memory=on_memory)
     return server

@@ -2,16 +2,15 @@
 writes (a refused write's error adds "Nothing was changed") and gives MCP's tool hints
 (``readOnlyHint``, ``destructiveHint``, ``idempotentHint``; ``openWorldHint`` is false for
 every tool: each reads or writes this one memory store, never an open set of outside
-entities such as the web). Also the argument types several tools share."""
+entities such as the web)."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any, NamedTuple
+from typing import Any, NamedTuple
 
 from mcp_types import ToolAnnotations
-from pydantic import Field
 
-__all__ = ["DELETES", "READS", "WRITES", "MemoryId", "Namespace", "ToolKind"]
+__all__ = ["DELETES", "READS", "WRITES", "ToolKind"]
 
 
 class ToolKind(NamedTuple):
@@ -44,8 +43,3 @@ WRITES = ToolKind(read_only=False, destructive=False, idempotent=False)
 #: Takes memories out of search or out of the store; doing it twice is doing it once
 #: (delete, forget, reset).
 DELETES = ToolKind(read_only=False, destructive=True, idempotent=True)
-
-#: A tool's ``memory_id`` argument: the id of a stored memory.
-MemoryId = Annotated[str, Field(min_length=1)]
-#: A tool's ``namespace`` argument (``None``: the server's).
-Namespace = Annotated[str | None, Field(description="Default: the server's.")]

@@ -16,7 +16,8 @@ from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
 from rankseam import Memory
-from rankseam_mcp.kinds import DELETES, READS, MemoryId, Namespace
+from rankseam_mcp.fields import MemoryId, Namespace
+from rankseam_mcp.kinds import DELETES, READS
 from rankseam_mcp.policy import DESTRUCTIVE_TOOLS, ToolPolicy
 
 __all__ = ["LIFECYCLE_TOOLS", "serve_lifecycle", "unserved"]

@@ -35,8 +35,10 @@ from rankseam.plugin.adapters import search_arguments
 from rankseam.types import MemoryRef
 from rankseam_mcp import __version__ as plugin_version
 from rankseam_mcp.arguments import check_arguments, refuse_unknown
+from rankseam_mcp.compact import compact_hit, compact_memory, compact_rerank
+from rankseam_mcp.fields import DerivedFrom, MemoryId, Namespace, Position, Thread
 from rankseam_mcp.filtering import FILTERING, MinScore, Since, ThreadScope, Until, Where, scope
-from rankseam_mcp.kinds import DELETES, READS, WRITES, MemoryId, Namespace, ToolKind
+from rankseam_mcp.kinds import DELETES, READS, WRITES, ToolKind
 from rankseam_mcp.lifecycle import LIFECYCLE_TOOLS, serve_lifecycle, unserved
 from rankseam_mcp.policy import ToolPolicy, check_tool_prefix
 from rankseam_mcp.slot import MemorySlot
@@ -186,62 +188,6 @@ class _Server(MCPServer):
         return _compact_json(await self.handlers[name](**arguments))
 
 
-def _cited(data: dict[str, Any], namespace: str, keep: tuple[str, ...]) -> dict[str, Any]:
-    """The fields ``keep`` of a hit or memory (empty metadata and the structure fields it has
-    none of left out), after checking that it is of ``namespace``, which the answer says
-    once."""
-    out = {k: data[k] for k in keep if k in data and (k not in _STRUCTURE or data[k] is not None)}
-    if data.get("namespace") != namespace:  # never expected: one search reads one namespace
-        out["namespace"] = data.get("namespace")
-    if not out.get("metadata"):
-        out.pop("metadata", None)
-    if out.get("deleted") is False:
-        out.pop("deleted")
-    return out
-
-
-#: A memory's place in a conversation (left out of compact answers when it has none).
-_STRUCTURE = ("thread", "position", "derived_from")
-_HIT_KEEP = ("memory_id", "revision", "score", "text", "metadata", *_STRUCTURE)
-_MEMORY_KEEP = ("memory_id", "revision", "text", "metadata", "deleted", *_STRUCTURE)
-
-_THREAD = Field(
-    description=(
-        "The conversation, session or run the memory belongs to (e.g. this chat's id), so that "
-        "a search can find it with the turns around it."
-    )
-)
-_POSITION = Field(
-    description=(
-        "Its place in the thread: a sequence number, epoch seconds or an ISO 8601 date "
-        "(default: when it was stored)."
-    )
-)
-_DERIVED_FROM = Field(
-    description="The memory_id of the memory this one was derived from (e.g. a message a "
-    "fact was extracted from)."
-)
-
-
-def _compact_hit(hit: dict[str, Any], namespace: str) -> dict[str, Any]:
-    out = _cited(hit, namespace, _HIT_KEEP)
-    if isinstance(out.get("score"), float):
-        out["score"] = round(out["score"], 4)
-    return out
-
-
-def _compact_rerank(rerank: dict[str, Any] | None) -> dict[str, Any] | None:
-    """The policy and its status; the reason and the fallback only when there is one."""
-    if rerank is None:
-        return None
-    out = {"policy_id": rerank.get("policy_id"), "status": rerank.get("status")}
-    if rerank.get("reason"):
-        out["reason"] = rerank["reason"]
-    if rerank.get("used_fallback"):
-        out["used_fallback"] = True
-    return out
-
-
 def _page(
     memory: Memory,
     namespace: str | None,
@@ -353,8 +299,8 @@ def build_server(
         ns = namespace if namespace is not None else opened.config.namespace
         return {
             "namespace": ns,
-            "hits": [_compact_hit(hit.to_dict(), ns) for hit in result.hits],
-            "rerank": _compact_rerank(rerank),
+            "hits": [compact_hit(hit.to_dict(), ns) for hit in result.hits],
+            "rerank": compact_rerank(rerank),
         }
 
     @server.serve(
@@ -381,9 +327,9 @@ def build_server(
             float, Field(ge=0.0, le=1.0, description="0..1 (default 0.5); a search prior.")
         ] = 0.5,
         metadata: dict[str, Any] | None = None,
-        thread: Annotated[str | None, _THREAD] = None,
-        position: Annotated[float | str | None, _POSITION] = None,
-        derived_from: Annotated[str | None, _DERIVED_FROM] = None,
+        thread: Thread = None,
+        position: Position = None,
+        derived_from: DerivedFrom = None,
     ) -> dict[str, Any]:
         opened, created = await _call(slot.writing)
         result = await _call(
@@ -450,9 +396,9 @@ def build_server(
         namespace: Namespace = None,
         importance: Annotated[float | None, Field(ge=0.0, le=1.0)] = None,
         metadata: dict[str, Any] | None = None,
-        thread: Annotated[str | None, _THREAD] = None,
-        position: Annotated[float | str | None, _POSITION] = None,
-        derived_from: Annotated[str | None, _DERIVED_FROM] = None,
+        thread: Thread = None,
+        position: Position = None,
+        derived_from: DerivedFrom = None,
     ) -> dict[str, Any]:
         ref = await on_memory(
             Memory.update,
@@ -506,7 +452,7 @@ def build_server(
         ns = namespace if namespace is not None else opened.config.namespace
         return {
             "namespace": ns,
-            "memories": [_cited(m, ns, _MEMORY_KEEP) for m in page],
+            "memories": [compact_memory(m, ns) for m in page],
             "offset": offset,
             "next_offset": next_offset,
         }

@@ -79,6 +79,21 @@ def test_request_shape_is_built_in_one_place() -> None:
 
 
 @pytest.mark.parametrize(
+    ("score", "outcome"),
+    [
+        (0.9, DecisionOutcome.YES),
+        (0.6, DecisionOutcome.YES),  # at the yes threshold
+        (0.59, DecisionOutcome.ABSTAIN),
+        (0.2, DecisionOutcome.ABSTAIN),  # at the no threshold: not below it
+        (0.19, DecisionOutcome.NO),
+        (float("nan"), DecisionOutcome.ABSTAIN),
+    ],
+)
+def test_outcome_of_a_score_against_two_thresholds(score: float, outcome: DecisionOutcome) -> None:
+    assert DecisionOutcome.of_score(score, yes_threshold=0.6, no_threshold=0.2) is outcome
+
+
+@pytest.mark.parametrize(
     "kwargs",
     [
         {"decision_kind": ""},

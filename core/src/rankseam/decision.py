@@ -74,6 +74,19 @@ class DecisionOutcome(enum.StrEnum):
     NO = "no"
     ABSTAIN = "abstain"
 
+    @classmethod
+    def of_score(
+        cls, score: float, *, yes_threshold: float, no_threshold: float
+    ) -> DecisionOutcome:
+        """The verdict of a backend that scores a candidate against two thresholds
+        (``no_threshold <= yes_threshold``): ``YES`` at or above ``yes_threshold``, ``NO``
+        below ``no_threshold``, ``ABSTAIN`` in between (and for a NaN score)."""
+        if score >= yes_threshold:
+            return cls.YES
+        if score < no_threshold:
+            return cls.NO
+        return cls.ABSTAIN
+
 
 def _evidence(value: object) -> tuple[str, ...]:
     if isinstance(value, str | bytes):

@@ -146,12 +146,9 @@ class SimilarityDecisionBackend:
         score = float(np.dot(query_vector, subject_vector))
         tokens = self.model.count_tokens(encoded) if encoded else 0
         usage = Usage(calls=1, input_tokens=tokens, output_tokens=0)
-        if score >= self.yes_threshold:
-            outcome = DecisionOutcome.YES
-        elif score < self.no_threshold:
-            outcome = DecisionOutcome.NO
-        else:
-            outcome = DecisionOutcome.ABSTAIN
+        outcome = DecisionOutcome.of_score(
+            score, yes_threshold=self.yes_threshold, no_threshold=self.no_threshold
+        )
         rationale = f"cosine {score:.4f}; yes >= {self.yes_threshold:g}, no < {self.no_threshold:g}"
         return DecisionResult(outcome, self.policy_id, usage, rationale=rationale)
 

@@ -201,3 +201,16 @@ def test_an_unknown_model_name_lists_the_installed_ones(tmp_path: Path) -> None:
             mem.search(QUERY, reranker="learned")
     finally:
         mem.close()
+
+
+def test_a_pool_over_the_host_bound_is_refused(model_file: Path) -> None:
+    from rankseam.errors import ValidationError
+    from rankseam.plugin.rerankers import MAX_POOL, make_candidates
+    from rankseam.types import Hit, MemoryRef
+    from rankseam_learned.reranker import LearnedReranker
+
+    reranker = LearnedReranker.from_options({"model": str(model_file)})
+    pool = [Hit(MemoryRef("t", f"m{i}", 1), f"text {i}", 1.0) for i in range(MAX_POOL + 1)]
+    with pytest.raises(ValidationError, match=f"at most {MAX_POOL} candidates"):
+        reranker.select("text", make_candidates(pool), 10)
+    assert len(reranker.select("text", make_candidates(pool[:MAX_POOL]), 10).selected_ranks) == 10

@@ -134,14 +134,9 @@ class LearnedReranker:
 
     def select(self, query: str, candidates: Sequence[Candidate], limit: int) -> RerankDecision:
         """The synchronous core of :meth:`rerank` (no I/O)."""
-        n = len(candidates)
-        if n > MAX_POOL:
-            raise ValidationError(
-                f"the learned reranker scores at most {MAX_POOL} candidates (the host's "
-                f"coarse-pool bound), got {n}; lower the pool size"
-            )
-        k = max(0, min(int(limit), n))
-        if k == 0:
+        n = _bounded(len(candidates))
+        k = min(int(limit), n)
+        if k <= 0:
             return RerankDecision(())
         p = self.probabilities(query, candidates)
         order = np.lexsort((np.arange(n), -p)).tolist()  # by probability, ties: coarse order
@@ -159,6 +154,17 @@ class LearnedReranker:
             for rank, score in zip(ranks, scores, strict=True)
         )
         return RerankDecision(ranks, records=records, scores=scores)
+
+
+def _bounded(n: int) -> int:
+    """``n`` when it is within the host's coarse-pool bound (the features' cost grows with
+    the pool); a :class:`~rankseam.errors.ValidationError` otherwise."""
+    if n <= MAX_POOL:
+        return n
+    raise ValidationError(
+        f"the learned reranker scores at most {MAX_POOL} candidates (the host's coarse-pool "
+        f"bound), got {n}; lower the pool size"
+    )
 
 
 def _has_neighbours(candidates: Sequence[Candidate]) -> bool:

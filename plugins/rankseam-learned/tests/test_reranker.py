@@ -11,10 +11,13 @@ import numpy as np
 import pytest
 
 import rankseam
-from rankseam.errors import ConfigurationError
+from rankseam.errors import ConfigurationError, ValidationError
+from rankseam.plugin.rerankers import MAX_POOL, make_candidates
+from rankseam.types import Hit, MemoryRef
+from rankseam_learned.features import FEATURES
 from rankseam_learned.model import load
 from rankseam_learned.pools import PoolRecorder
-from rankseam_learned.reranker import spread_sources
+from rankseam_learned.reranker import LearnedReranker, spread_sources
 
 #: (id, thread, position, derived_from, text): two conversations and one observation (o1,
 #: derived from s1-2, restates it).
@@ -77,7 +80,6 @@ def test_the_pool_rows_carry_the_neighbourhood(memory: rankseam.Memory) -> None:
     recorder = PoolRecorder()
     memory.search(QUERY, 8, reranker=recorder, distinct_sources=False)
     (pool,) = recorder.pools
-    from rankseam_learned.features import FEATURES
 
     rows = dict(zip(pool.memory_ids, pool.rows, strict=True))
     col = FEATURES.index
@@ -204,11 +206,6 @@ def test_an_unknown_model_name_lists_the_installed_ones(tmp_path: Path) -> None:
 
 
 def test_a_pool_over_the_host_bound_is_refused(model_file: Path) -> None:
-    from rankseam.errors import ValidationError
-    from rankseam.plugin.rerankers import MAX_POOL, make_candidates
-    from rankseam.types import Hit, MemoryRef
-    from rankseam_learned.reranker import LearnedReranker
-
     reranker = LearnedReranker.from_options({"model": str(model_file)})
     pool = [Hit(MemoryRef("t", f"m{i}", 1), f"text {i}", 1.0) for i in range(MAX_POOL + 1)]
     with pytest.raises(ValidationError, match=f"at most {MAX_POOL} candidates"):

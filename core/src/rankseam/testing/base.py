@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
+from contextlib import AbstractContextManager
 from typing import Any, ClassVar
 
 import pytest
 
-__all__ = ["Capability", "ContractBase"]
+__all__ = ["Capability", "ContractBase", "StoreContractPart"]
 
 
 class Capability(enum.StrEnum):
@@ -121,3 +122,16 @@ def _waived(name: str, reason: str) -> Any:
 
     test.__name__ = name
     return test
+
+
+class StoreContractPart(ContractBase):
+    """A part of :class:`~rankseam.testing.StoreContract` (its reader, structure, filter, forget,
+    feedback, vector-limit and re-embedding tests), which runs them all: the store's capability
+    flags, and the ``memory`` its tests open (StoreContract's)."""
+
+    _is_contract = True
+    capabilities: ClassVar[frozenset[Capability]] = frozenset({Capability.PROCESSES})
+    known_capabilities: ClassVar[frozenset[Capability]] = frozenset({Capability.PROCESSES})
+
+    def memory(self, target: str, **overrides: Any) -> AbstractContextManager[Any]:
+        raise NotImplementedError  # StoreContract's

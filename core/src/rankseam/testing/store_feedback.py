@@ -15,7 +15,6 @@ from __future__ import annotations
 import io
 import json
 import logging
-from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +22,7 @@ import pytest
 
 from rankseam.errors import ConfigurationError, ValidationError
 from rankseam.store.feedback import FeedbackStore
-from rankseam.testing.base import ContractBase
+from rankseam.testing.base import StoreContractPart
 from rankseam.testing.store_workers import open_kit
 
 __all__ = ["FeedbackContract"]
@@ -43,14 +42,11 @@ def _fill(m: Any, namespace: str = _NS) -> None:
         m.add(text, memory_id=memory_id, namespace=namespace, metadata={"who": text.split()[0]})
 
 
-class FeedbackContract(ContractBase):
+class FeedbackContract(StoreContractPart):
     """Standard tests of a store's feedback table; :class:`~rankseam.testing.StoreContract`
     runs them."""
 
     _is_contract = True
-
-    def memory(self, target: str, **overrides: Any) -> AbstractContextManager[Any]:
-        raise NotImplementedError  # StoreContract's
 
     @staticmethod
     def _keeps_feedback(m: Any) -> None:

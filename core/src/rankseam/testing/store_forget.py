@@ -9,14 +9,13 @@ touch nothing else, and a forgotten id may be stored anew from revision 1.
 
 from __future__ import annotations
 
-from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from rankseam.errors import ValidationError
-from rankseam.testing.base import ContractBase
+from rankseam.testing.base import StoreContractPart
 from rankseam.types import MemoryRef
 
 __all__ = ["ForgetContract"]
@@ -52,14 +51,11 @@ def _bulk_ids(m: Any) -> set[tuple[str, str]]:
         return {(r.namespace, r.memory_id) for r in bulk.revisions(spaces)}
 
 
-class ForgetContract(ContractBase):
+class ForgetContract(StoreContractPart):
     """Standard tests of a store's history, ``forget`` and ``reset``;
     :class:`~rankseam.testing.StoreContract` runs them."""
 
     _is_contract = True
-
-    def memory(self, target: str, **overrides: Any) -> AbstractContextManager[Any]:
-        raise NotImplementedError  # StoreContract's
 
     def test_history_is_every_revision_oldest_first(self, store_target: str) -> None:
         with self.memory(store_target) as m:

@@ -7,14 +7,13 @@ snapshot skips them (the host then calls its channels one after another)."""
 from __future__ import annotations
 
 import threading
-from contextlib import AbstractContextManager
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 import pytest
 
 from rankseam.store.readers import ConcurrentReader, LexicalQuery
-from rankseam.testing.base import Capability, ContractBase
+from rankseam.testing.base import StoreContractPart
 
 __all__ = ["ReaderContract"]
 
@@ -33,15 +32,10 @@ def _answers(reader: Any, space: Any, query: Any) -> tuple[Any, ...]:
     )
 
 
-class ReaderContract(ContractBase):
+class ReaderContract(StoreContractPart):
     """Standard tests of a store's reader; :class:`~rankseam.testing.StoreContract` runs them."""
 
     _is_contract = True
-    capabilities: ClassVar[frozenset[Capability]] = frozenset({Capability.PROCESSES})
-    known_capabilities: ClassVar[frozenset[Capability]] = frozenset({Capability.PROCESSES})
-
-    def memory(self, target: str, **overrides: Any) -> AbstractContextManager[Any]:
-        raise NotImplementedError  # StoreContract's
 
     def test_the_declared_reader_type_is_what_read_yields(self, store_target: str) -> None:
         """A store that declares the class of its snapshots (``reader_type``: the host checks

@@ -9,12 +9,11 @@ from __future__ import annotations
 import multiprocessing
 import threading
 import time
-from contextlib import AbstractContextManager
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 
-from rankseam.testing.base import Capability, ContractBase
+from rankseam.testing.base import Capability, StoreContractPart
 from rankseam.testing.store_workers import (
     OTHER_SPACE,
     REEMBED_BATCH,
@@ -58,15 +57,10 @@ def _check_vectors(memory: Any, query: str, dims: int) -> list[Any]:
     return [ref for ref, _e, _s in probe.seen]
 
 
-class ReembedContract(ContractBase):
+class ReembedContract(StoreContractPart):
     """Standard tests of re-embedding; :class:`~rankseam.testing.StoreContract` runs them."""
 
     _is_contract = True
-    capabilities: ClassVar[frozenset[Capability]] = frozenset({Capability.PROCESSES})
-    known_capabilities: ClassVar[frozenset[Capability]] = frozenset({Capability.PROCESSES})
-
-    def memory(self, target: str, **overrides: Any) -> AbstractContextManager[Any]:
-        raise NotImplementedError  # StoreContract's
 
     def test_a_killed_reembed_resumes_where_it_stopped(self, store_target: str) -> None:
         self.require(Capability.PROCESSES)

@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import random
 import threading
-from contextlib import AbstractContextManager
-from typing import Any, ClassVar
+from typing import Any
 
 from rankseam.store.readers import NeighbourReader
-from rankseam.testing.base import Capability, ContractBase
+from rankseam.testing.base import StoreContractPart
 from rankseam.types import MemoryRef
 
 __all__ = ["StructureContract"]
@@ -53,16 +52,11 @@ def _thread_records(seed: int) -> list[dict[str, Any]]:
     return records
 
 
-class StructureContract(ContractBase):
+class StructureContract(StoreContractPart):
     """Standard tests of a store's structure columns and its ``NeighbourReader``;
     :class:`~rankseam.testing.StoreContract` runs them."""
 
     _is_contract = True
-    capabilities: ClassVar[frozenset[Capability]] = frozenset({Capability.PROCESSES})
-    known_capabilities: ClassVar[frozenset[Capability]] = frozenset({Capability.PROCESSES})
-
-    def memory(self, target: str, **overrides: Any) -> AbstractContextManager[Any]:
-        raise NotImplementedError  # StoreContract's
 
     def test_structure_is_stored_exactly(self, store_target: str) -> None:
         """thread, position and derived_from come back from get, get by ref, list, search

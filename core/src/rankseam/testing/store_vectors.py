@@ -10,15 +10,13 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Any, ClassVar
 
 import numpy as np
 import pytest
 
 from rankseam.snapshot.format import SnapshotError, snapshot_id
-from rankseam.testing.base import Capability, ContractBase
+from rankseam.testing.base import StoreContractPart
 
 __all__ = ["VectorLimitContract", "with_vector_component"]
 
@@ -46,16 +44,11 @@ def with_vector_component(snapshot: Path, value: float) -> None:
     (snapshot / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
 
 
-class VectorLimitContract(ContractBase):
+class VectorLimitContract(StoreContractPart):
     """Standard tests of the vectors a store is given; :class:`~rankseam.testing.StoreContract`
     runs them."""
 
     _is_contract = True
-    capabilities: ClassVar[frozenset[Capability]] = frozenset({Capability.PROCESSES})
-    known_capabilities: ClassVar[frozenset[Capability]] = frozenset({Capability.PROCESSES})
-
-    def memory(self, target: str, **overrides: Any) -> AbstractContextManager[Any]:
-        raise NotImplementedError  # StoreContract's
 
     def test_a_snapshot_vector_no_index_holds_is_refused_by_verify_and_import(
         self, store_target: str, tmp_path: Path

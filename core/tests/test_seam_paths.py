@@ -154,6 +154,7 @@ def test_an_inline_reranker_that_suspends_is_its_failure() -> None:
         "reranker 'test.inline.v1' declares needs_event_loop = False, but its rerank suspended "
         "(it awaited something that needs an event loop); remove the declaration or the await"
     )
+    assert info.value.__cause__.policy_id == "test.inline.v1"  # type: ignore[union-attr]
 
 
 def test_a_late_inline_answer_is_discarded() -> None:

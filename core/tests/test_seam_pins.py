@@ -139,6 +139,7 @@ def test_a_wrong_answer_is_named_in_the_error() -> None:
         str(info.value.__cause__)
         == "reranker 'test.scripted.v1' returned list, not a RerankDecision"
     )
+    assert info.value.__cause__.policy_id == "test.scripted.v1"  # type: ignore[union-attr]
     with pytest.raises(RerankError) as scores:
         run(Scripted(RerankDecision((1, 2), scores=(0.5,))))
     assert str(scores.value.__cause__) == (
@@ -146,6 +147,7 @@ def test_a_wrong_answer_is_named_in_the_error() -> None:
         "RerankDecision.scores must hold exactly one score per element of selected_ranks, in "
         "the same order (or be None)"
     )
+    assert scores.value.__cause__.policy_id == "test.scripted.v1"  # type: ignore[union-attr]
     with pytest.raises(RerankError) as fallback:
         run(Scripted(RerankDecision((2, 1), used_fallback=True)))
     assert str(fallback.value.__cause__) == (
@@ -153,6 +155,7 @@ def test_a_wrong_answer_is_named_in_the_error() -> None:
         "but answered the ranks (2, 1); with used_fallback=True answer the coarse ranks 1..k "
         "(or none), otherwise answer your own ranks with used_fallback=False"
     )
+    assert fallback.value.__cause__.policy_id == "test.scripted.v1"  # type: ignore[union-attr]
 
 
 def test_a_degraded_trace_keeps_the_descriptor_and_logs_its_fields(

@@ -11,7 +11,7 @@ candidates:
   write costs the index nothing, and a search always sees the reader's snapshot.
 - **Exact scores from the database.** Candidates of the graph are re-scored with their stored
   float32 vectors of the searched space, read inside the search's read transaction: the
-  graph's own (half-precision) vectors never reach a result, so a stale or damaged index can
+  graph's own (bfloat16) vectors never reach a result, so a stale or damaged index can
   lose recall but never serve a wrong score, a retired revision or a vector of another space.
 - **Maintenance** (:meth:`AnnIndexes.maintain`) merges the delta into a new base: it loads
   the base, adds the new vectors, removes the retired ones and saves a new file. A rebuild
@@ -69,12 +69,20 @@ log = logging.getLogger("rankseam.sqlite.ann")
 
 #: Namespaces × spaces with at least this many live vectors are searched through the index.
 MIN_VECTORS = 20_000
-#: HNSW parameters (chosen by measurement on LoCoMo-derived stores; docs/store.md).
+#: HNSW parameters (chosen by measurement on LoCoMo-derived stores; docs/store.md and
+#: docs/benchmarks.md, "ANN build"): a bfloat16 graph built at expansion 64 costs about a
+#: third of the CPU of a half-precision one built at 128, and a search at 1024 keeps
+#: recall@30 >= 0.99 at 100 000 vectors (8-bit vectors cost as little but lost the order of
+#: the channel's list: recall@120 0.93).
 CONNECTIVITY = 16
-EXPANSION_ADD = 128
-EXPANSION_SEARCH = 512
-#: Stored precision of the graph's vectors (candidates are re-scored exactly).
-DTYPE = "f16"
+EXPANSION_ADD = 64
+EXPANSION_SEARCH = 1024
+#: Stored precision of the graph's vectors (candidates are re-scored exactly). A base built
+#: earlier keeps its own precision until it is rebuilt (a merge adds to a copy of it).
+DTYPE = "bf16"
+#: Threads of one add: one thread costs less CPU per vector than two (a build is background
+#: work; docs/benchmarks.md, "ANN build").
+ADD_THREADS = 1
 #: A base is merged with its delta once the delta holds this share of it (or MERGE_MIN rows).
 MERGE_SHARE = 0.05
 MERGE_MIN = 2_000
@@ -363,6 +371,9 @@ class AnnIndexes:
                 index: Any = Index.restore(str(self.folder / old.manifest.file))  # a copy
                 if index is None:
                     raise RuntimeError(f"cannot load the ANN index {old.manifest.file}")
+                # the file keeps the graph's connectivity and precision, not its expansion:
+                # a restored index adds at usearch's default (128) unless told
+                index.expansion_add = EXPANSION_ADD
                 retired = [
                     r
                     for (r,) in conn.execute(
@@ -409,7 +420,7 @@ class AnnIndexes:
                 for start in range(0, len(rows), ADD_SLICE):
                     self.background.check_running()
                     end = start + ADD_SLICE
-                    index.add(keys[start:end], block[start:end], threads=os.cpu_count() or 1)
+                    index.add(keys[start:end], block[start:end], threads=ADD_THREADS)
             self.background.check_running()
             self._keep_vectors(conn, state)
         finally:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from cli_plugins import keeper_store
 from click.testing import CliRunner
 
 from rankseam import open_memory
@@ -117,14 +118,16 @@ def test_component_options_rule():
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--rerank", "identity", "--mmr-lambda", "0.7"], "not an option of the chosen reranker"),
-        (["--mmr-lambda", "0.7"], "no reranker is chosen"),
+        # keeper: a reranker installed for this test (cli_plugins.KEEPER), not the chosen one
+        (["--rerank", "identity", "--keeper-keep", "2"], "not an option of the chosen reranker"),
+        (["--keeper-keep", "2"], "no reranker is chosen"),
         (["--rerank", "identity", "--identity-x"], "needs a value"),
         (["--rerank", "identity", "stray"], "unexpected extra argument"),
     ],
 )
-def test_component_option_errors_are_usage_errors(db, args, message):
-    out = CliRunner().invoke(cli, ["search", "q", "--db", db, *args])
+def test_component_option_errors_are_usage_errors(tmp_path, monkeypatch, install, args, message):
+    store = keeper_store(tmp_path, monkeypatch, install, ["q"])
+    out = CliRunner().invoke(cli, ["search", "q", "--db", str(store), *args])
     assert out.exit_code == 2
     assert message in out.output
 

@@ -51,7 +51,7 @@ def test_quality_rows_for_the_reranker_and_the_decision_backend(
             # decision reranker keeps the abstentions and drops the noes
             "--option", "decision_backends.learned.yes_threshold=0.99",
             "--option", "decision_backends.learned.no_threshold=0.5",
-            "--out", str(out),
+            "--out", str(out), "--no-plot",
         ]
     )  # fmt: skip
     assert result.exit_code == 0, result.output

@@ -72,7 +72,6 @@ _CORE_TEST_FILES = tuple(
         # seam/views.py are seam modules too)
         "test_chains.py",
         "test_neighbours.py",
-        "test_structure.py",
     )
 )
 

@@ -70,13 +70,14 @@ log = logging.getLogger("rankseam.sqlite.ann")
 #: Namespaces × spaces with at least this many live vectors are searched through the index.
 MIN_VECTORS = 20_000
 #: HNSW parameters (chosen by measurement on LoCoMo-derived stores; docs/store.md and
-#: docs/benchmarks.md, "ANN build"): a bfloat16 graph built at expansion 64 costs about a
-#: third of the CPU of a half-precision one built at 128, and a search at 1024 keeps
-#: recall@30 >= 0.99 at 100 000 vectors (8-bit vectors cost as little but lost the order of
-#: the channel's list: recall@120 0.93).
+#: docs/benchmarks.md, "ANN build"): the same graph in bfloat16 (AVX-512 BF16 dot products
+#: where the CPU has them) is built and searched for about 0.7 of the half-precision graph's CPU
+#: with the same recall@30 (0.992 at 100 000); a sparser build (expansion 64) costs 0.4 but
+#: needs a search at 1024 (1.4x the search CPU) to hold recall@30 at 0.99, and 8-bit vectors
+#: lost the order of the channel's list (recall@120 0.93; the scale tests' top 3 changed).
 CONNECTIVITY = 16
-EXPANSION_ADD = 64
-EXPANSION_SEARCH = 1024
+EXPANSION_ADD = 128
+EXPANSION_SEARCH = 512
 #: Stored precision of the graph's vectors (candidates are re-scored exactly). A base built
 #: earlier keeps its own precision until it is rebuilt (a merge adds to a copy of it).
 DTYPE = "bf16"

@@ -6,7 +6,9 @@
    built FROM that sdist, so a file missing from the sdist fails here.
 2. `twine check` every file (metadata and a README that renders on a package index).
 3. Each wheel: its version is the one its package's ``__version__`` says, its license is
-   Apache-2.0 with the LICENSE file inside, its README links nothing relative.
+   the one its pyproject.toml declares (Apache-2.0 for code; tests/test_packaging.py names the
+   distributions of data under their data's licence) with the LICENSE file inside, its README
+   links nothing relative.
 4. A fresh virtual environment gets the core and the mmr plugin FROM THE WHEELS (their
    third-party dependencies from the index), then `rankseam add` / `search --rerank mmr`
    run there, from a folder outside the checkout, and must cite the stored memory.
@@ -66,7 +68,7 @@ def run(*args: str | Path, cwd: Path | None = None, env: dict[str, str] | None =
     return proc.stdout
 
 
-def check_wheel(name: str, version: str, wheel: Path) -> None:
+def check_wheel(name: str, version: str, wheel: Path, licence: str = "Apache-2.0") -> None:
     with zipfile.ZipFile(wheel) as zf:
         names = zf.namelist()
         meta_name = next(n for n in names if n.endswith(".dist-info/METADATA"))
@@ -74,8 +76,8 @@ def check_wheel(name: str, version: str, wheel: Path) -> None:
     problems = []
     if f"\nVersion: {version}\n" not in meta:
         problems.append(f"version is not {version}")
-    if "License-Expression: Apache-2.0" not in meta:
-        problems.append("no License-Expression: Apache-2.0")
+    if f"License-Expression: {licence}" not in meta:
+        problems.append(f"no License-Expression: {licence}")
     if not any(n.endswith(".dist-info/licenses/LICENSE") for n in names):
         problems.append("no LICENSE file inside")
     for py in ("3.11", "3.12", "3.13"):
@@ -103,7 +105,8 @@ def main() -> int:
         sdist = out / f"{stem}-{version}.tar.gz"
         if not wheel.exists() or not sdist.exists():
             raise SystemExit(f"{name}: expected {wheel.name} and {sdist.name} in {out}")
-        check_wheel(name, version, wheel)
+        declared = tomllib.loads((path / "pyproject.toml").read_text())["project"]["license"]
+        check_wheel(name, version, wheel, declared)
         wheels[name] = wheel
     files = sorted(p for p in out.iterdir() if p.name.endswith((".whl", ".tar.gz")))
     print(run(sys.executable, "-m", "twine", "check", "--strict", *files))

@@ -59,6 +59,13 @@ def test_no_warning_for_a_new_name_or_an_existing_store(folder: Path, name: str)
         rankseam.open_memory(folder / name).close()
 
 
+def test_short_names_that_share_only_their_suffix_are_not_a_typo(tmp_path: Path) -> None:
+    rankseam.open_memory(tmp_path / "c.sqlite3").close()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        rankseam.open_memory(tmp_path / "d.sqlite3").close()  # the names, not the suffix
+
+
 def test_a_first_store_in_an_empty_folder_is_created_silently(tmp_path: Path) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")

@@ -193,7 +193,11 @@ def warn_if_likely_typo(db: str) -> None:
             ][:10_000]
     except OSError:
         return  # no folder (the store's creation says so) or an unreadable one
-    close = difflib.get_close_matches(path.name, siblings, n=3, cutoff=0.8)
+    # names compared without their shared suffix: "d.sqlite3" is not close to "c.sqlite3"
+    stems = {name[: len(name) - len(path.suffix)]: name for name in siblings}
+    close = [
+        stems[stem] for stem in difflib.get_close_matches(path.stem, list(stems), n=3, cutoff=0.8)
+    ]
     if close:
         near = " or ".join(repr(str(path.resolve().parent / c)) for c in close)
         warnings.warn(

@@ -61,6 +61,12 @@ def test_holders_share_the_pool_and_the_last_restores_it(two_threads):
     last holder leaves, whichever thread that is, then is what it was (a holder that restored
     on its own exit would leave the other's product on two threads, or, restoring what the
     other had set, the pool at one thread for good)."""
+    blas_libs = [lib for lib in ThreadpoolController().lib_controllers if lib.user_api == "blas"]
+    if not all(hasattr(lib.dynlib, "openblas_set_num_threads_local") for lib in blas_libs):
+        pytest.skip(
+            "this numpy's OpenBLAS exports no openblas_set_num_threads_local (numpy 2.5's does "
+            "not): holders take turns under one lock instead of sharing the pool"
+        )
     entered = threading.Event()
     leave = threading.Event()
     seen: list[list[int]] = []

@@ -13,8 +13,9 @@ held to one thread (:func:`one_thread`, threadpoolctl), and a larger one with th
 numpy has it. Holding the pool changes no result: each score is the same dot product either
 way (the pool splits the rows, not the sums).
 
-How it is held: on OpenBLAS 0.3.27 on (numpy's wheels) through
-``openblas_set_num_threads_local``, which any thread may call; the count is still the
+How it is held: where numpy's OpenBLAS exports ``openblas_set_num_threads_local`` (0.3.27
+on; numpy 2.4's wheels do, numpy 2.5's scipy-openblas build does not), through it, which any
+thread may call; the count is still the
 process's, so holders share it: the first lowers it, the last one out restores it, and
 concurrent searches never leave it lowered. Any other BLAS threadpoolctl knows (MKL, BLIS, an
 older OpenBLAS) through threadpoolctl, under one lock, lowered and restored by the same thread

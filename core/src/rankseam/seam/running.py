@@ -45,6 +45,7 @@ from rankseam.seam.validation import (
     MAX_POOL,
     OnError,
     check_decision,
+    declared_deadline,
     validate_deadline,
     validate_limit,
     validate_on_error,
@@ -225,23 +226,6 @@ def prepare_reranker(reranker: Any, *, strict: bool = True) -> SeamReranker:
     return SeamReranker(reranker, _SyncRerankerAdapter(reranker).rerank, False)
 
 
-def own_deadline(component: object, policy_id: str) -> float | None:
-    """The deadline a reranker declares for one rerank (its ``deadline_s`` attribute; ``None``:
-    none), checked: the host enforces the lower of it and the search's, so that a plugin never
-    wraps its own work in a deadline (docs/writing-plugins.md, "Attributes the host reads")."""
-    declared = getattr(component, "deadline_s", None)
-    if declared is None:
-        return None
-    try:
-        return validate_deadline(declared, f"reranker {policy_id!r}'s deadline_s")
-    except ValueError as exc:
-        raise RerankError(
-            f"{exc}; the reranker declares it, so fix the reranker (or its deadline_s option)",
-            policy_id=policy_id,
-            reason="exception",
-        ) from exc
-
-
 class RerankStage:
     """The rerank stage of one search: its arguments are checked by the caller (the search
     plan, or :func:`rerank_pool`), the pool is non-empty and a reranker is chosen.
@@ -287,11 +271,11 @@ class RerankStage:
         self.reranker = reranker
         self.on_error = on_error
         self.policy_id = str(getattr(component, "policy_id", type(component).__name__))
-        own = own_deadline(component, self.policy_id)
+        own = declared_deadline(component, self.policy_id)
         #: the reranker's own bound, when it declares one below the search's: the host enforces
         #: it (no plugin wraps its work in a deadline of its own)
         self.own_deadline = own is not None and own < deadline_s
-        self.deadline_s = own if own is not None and self.own_deadline else deadline_s
+        self.deadline_s = own if own is not None and own < deadline_s else deadline_s
         self.descriptor = describe(component)
         fetched = None
         if vectors is not None and getattr(component, "needs_embeddings", False):

@@ -29,6 +29,7 @@ __all__ = [
     "NO_RERANKER",
     "OnError",
     "check_decision",
+    "declared_deadline",
     "normalize_ranks",
     "normalize_scored_ranks",
     "reranker_choice",
@@ -96,6 +97,23 @@ def validate_deadline(deadline_s: object, where: str = "rerank_deadline_s") -> f
             f"the default is {DEFAULT_RERANK_DEADLINE_S}"
         )
     return value
+
+
+def declared_deadline(component: object, policy_id: str) -> float | None:
+    """The deadline a reranker declares for one rerank (its ``deadline_s`` attribute; ``None``:
+    none), checked: the host enforces the lower of it and the search's, so that a plugin never
+    wraps its own work in a deadline (docs/writing-plugins.md, "Attributes the host reads")."""
+    declared = getattr(component, "deadline_s", None)
+    if declared is None:
+        return None
+    try:
+        return validate_deadline(declared, f"reranker {policy_id!r}'s deadline_s")
+    except ValueError as exc:
+        raise RerankError(
+            f"{exc}; the reranker declares it, so fix the reranker (or its deadline_s option)",
+            policy_id=policy_id,
+            reason="exception",
+        ) from exc
 
 
 def validate_on_error(on_error: object) -> DecisionFailurePolicy:

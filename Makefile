@@ -12,8 +12,10 @@ $(BIN)/nox:
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q nox uv
 
-# The demo shows the local rerankers next to the coarse order, so it installs them too.
-DEMO_PLUGINS := plugins/rankseam-mmr plugins/rankseam-decision plugins/rankseam-listwise
+# The demo shows the local rerankers next to the coarse order, so it installs them too (the
+# learned reranker with its LoCoMo model: numpy only, no scikit-learn).
+DEMO_PLUGINS := plugins/rankseam-mmr plugins/rankseam-decision plugins/rankseam-listwise \
+	plugins/rankseam-learned plugins/rankseam-learned-locomo
 
 $(BIN)/rankseam: $(BIN)/nox core/pyproject.toml
 	$(BIN)/python -m uv pip install -q --python $(BIN)/python -e core $(addprefix -e ,$(DEMO_PLUGINS))

@@ -356,22 +356,32 @@ class Neighbour:
 
 @attrs.frozen
 class CandidateRecord:
-    """What a per-candidate policy did with one candidate (kept in the trace)."""
+    """What a per-candidate policy did with one candidate (kept in the trace).
+
+    ``confidence`` is the policy's own score for the candidate where it has one (the
+    ``decision`` reranker copies its backend's ``DecisionResult.confidence``; the ``learned``
+    reranker its probability); ``to_dict`` writes it only when set, so traces of policies
+    without one keep their shape.
+    """
 
     rank: int
     outcome: str
     latency_ms: float = 0.0
     usage: Usage = attrs.field(factory=Usage.zero)
     detail: str | None = None
+    confidence: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "rank": self.rank,
             "outcome": self.outcome,
             "latency_ms": round(self.latency_ms, 3),
             "usage": self.usage.to_dict(),
             "detail": self.detail,
         }
+        if self.confidence is not None:
+            out["confidence"] = round(self.confidence, 6)
+        return out
 
 
 def _optional_any_tuple(value: Iterable[Any] | None) -> tuple[Any, ...] | None:

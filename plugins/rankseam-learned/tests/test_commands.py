@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
-from training_stores import open_store, query, write_judgements
+from training_stores import open_store, query, topic_records, write_judgements
 
 from rankseam.testing import invoke_cli
 from rankseam_learned.model import load
@@ -78,6 +78,59 @@ def test_train_refuses_a_model_that_loses_unless_forced(store: Path, tmp_path: P
     assert report["loses_to_default"] is True and report["model_file"] == str(out)
     assert report["folds"] == 2
     assert out.exists()
+
+
+def test_train_refuses_a_model_that_adds_nothing_unless_forced(store: Path, tmp_path: Path) -> None:
+    # the answer is the coarse first every time: the model can only agree with the default,
+    # every weight ties, and the lowest (0: the default's order) is chosen
+    judged = write_judgements(
+        tmp_path / "j.jsonl",
+        ({"query": query(i), "relevant": [f"d{i}a"], "thread": f"t{i % 3}"} for i in range(30)),
+    )
+    out = tmp_path / "model.json"
+    args = ["train", "--judgements", str(judged), "--db", str(store), "--out", str(out), *TREES]
+    result = invoke_cli(args)
+    assert result.exit_code == 1, result.output
+    assert "adds nothing to the default search" in result.output
+    assert "weight 0" in result.output and "--force" in result.output
+    assert not out.exists()
+    forced = invoke_cli([*args, "--force", "--json"])
+    assert forced.exit_code == 0, forced.output
+    report = json.loads(forced.stdout)
+    assert report["model_weight"] == 0.0 and report["fold_model_weights"] == [0.0] * 3
+    assert report["loses_to_default"] is False
+    assert load(out).model_weight == 0.0
+
+
+def test_train_learns_from_a_bench_data_set(tmp_path: Path) -> None:
+    # a BEIR folder (the layout of `rankseam bench quality --dataset beir:PATH@SPLIT`) whose
+    # qrels name the counted memory of each topic
+    folder = tmp_path / "beir"
+    (folder / "qrels").mkdir(parents=True)
+    topics = range(40)
+    docs = [
+        {"_id": r["id"], "title": "", "text": r["text"]} for i in topics for r in topic_records(i)
+    ]
+    (folder / "corpus.jsonl").write_text("".join(json.dumps(d) + "\n" for d in docs))
+    queries = [{"_id": f"q{i}", "text": query(i)} for i in topics]
+    (folder / "queries.jsonl").write_text("".join(json.dumps(q) + "\n" for q in queries))
+    (folder / "qrels" / "dev.tsv").write_text(
+        "query-id\tcorpus-id\tscore\n" + "".join(f"q{i}\td{i}b\t1\n" for i in topics)
+    )
+    out = tmp_path / "model.json"
+    result = invoke_cli(
+        ["train", "--dataset", f"beir:{folder}@dev", "--out", str(out), "--json", *TREES]
+    )
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert report["source"] == f"dataset beir:{folder}@dev"
+    assert report["queries"] == 40 and report["folds"] == 5  # 40 independent queries
+    assert (
+        report["cross_validated"]["nDCG@10"]["model"]
+        > report["cross_validated"]["nDCG@10"]["default"]
+    )
+    assert report["model_weight"] > 0.5  # the model's order, not the default's
+    assert load(out).model_weight == report["model_weight"]
 
 
 @pytest.mark.parametrize(

@@ -97,3 +97,12 @@ def test_decision_reranking_with_the_learned_backend(tmp_path: Path, model_file:
     ids = [h.ref.memory_id for h in result]
     assert "yes" in ids and "no" not in ids
     assert "yes" in outcomes.values() and "no" in outcomes.values()
+    # every record carries the backend's probability, and it agrees with the verdict
+    thresholds = LearnedDecisionBackend.from_options({"model": str(model_file)})
+    for record in trace["records"]:
+        p = record["confidence"]
+        assert 0.0 <= p <= 1.0
+        if record["outcome"] == "yes":
+            assert p >= thresholds.yes_threshold
+        elif record["outcome"] == "no":
+            assert p < thresholds.no_threshold

@@ -177,6 +177,44 @@ def test_other_feature_set_and_version(tmp_path: Path, model_bytes: bytes) -> No
     _refused(tmp_path, _resign(model_bytes, newer), f"format version {FORMAT_VERSION + 1}")
 
 
+def test_a_bad_rerank_order_is_refused(tmp_path: Path, model_bytes: bytes) -> None:
+    def order(value: object):
+        def change(header: dict) -> None:
+            header["rerank_order"] = value
+
+        return change
+
+    for bad in (2.0, -0.1, "0.5", True, None):
+        _refused(
+            tmp_path,
+            _resign(model_bytes, order({"model_weight": bad})),
+            "'rerank_order' model_weight",
+            "from 0",
+        )
+    _refused(
+        tmp_path,
+        _resign(model_bytes, order({"model_weight": 0.5, "rank_constant": 0})),
+        "rank_constant of 0",
+    )
+    _refused(tmp_path, _resign(model_bytes, order([0.5])), "not an object")
+    _refused(tmp_path, _resign(model_bytes, order({"weight": 0.5})), "not an object")
+    # a valid one loads, and the field is optional (absent: the model's order alone)
+    assert loads(_resign(model_bytes, order({"model_weight": 0.3}))).model_weight == 0.3
+    assert loads(model_bytes).model_weight == 1.0
+
+
+def test_export_writes_the_weight_and_refuses_one_outside_0_1() -> None:
+    from sklearn.linear_model import LogisticRegression
+
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=(100, F))
+    est = LogisticRegression().fit(x, (x[:, 0] > 0).astype(int))
+    model = loads(export(est, FEATURE_SET, {}, model_weight=0.4))
+    assert (model.model_weight, model.rank_constant) == (0.4, 10.0)
+    with pytest.raises(ValueError, match="model_weight must be a number from 0 to 1"):
+        export(est, FEATURE_SET, {}, model_weight=1.5)
+
+
 def test_oversized_is_refused_before_reading(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

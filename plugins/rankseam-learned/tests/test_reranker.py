@@ -17,7 +17,7 @@ from rankseam.types import Hit, MemoryRef
 from rankseam_learned.features import FEATURES
 from rankseam_learned.model import load
 from rankseam_learned.pools import PoolRecorder
-from rankseam_learned.reranker import LearnedReranker, spread_sources
+from rankseam_learned.reranker import LearnedReranker, blended_order, spread_sources
 
 #: (id, thread, position, derived_from, text): two conversations and one observation (o1,
 #: derived from s1-2, restates it).
@@ -74,6 +74,9 @@ def test_orders_the_pool_by_the_model_probability(
     trace = result.trace.to_dict()["rerank"]
     assert trace["status"] == "ok"
     assert trace["records"][0]["detail"] == f"p={max(p):.6f}"
+    assert [r["confidence"] for r in trace["records"]] == [
+        round(float(x), 6) for x in sorted(p, reverse=True)
+    ]
 
 
 def test_the_pool_rows_carry_the_neighbourhood(memory: rankseam.Memory) -> None:
@@ -104,6 +107,29 @@ def test_source_aware_rule_keeps_one_memory_of_a_source_in_the_top(
     group = {"s1-2", "o1", "o2"}
     assert len(group & set(top(False))) >= 2, top(False)
     assert len(group & set(top(True))) == 1, top(True)
+
+
+def test_blended_order_runs_from_the_coarse_order_to_the_models() -> None:
+    rng = np.random.default_rng(11)
+    for n in (1, 2, 7, 30):
+        p = rng.random(n).round(1)  # rounded: ties in p, broken by the coarse order
+        by_p = sorted(range(n), key=lambda i: (-p[i], i))
+        assert blended_order(p, 1.0) == by_p
+        assert blended_order(p, 0.0) == list(range(n))
+        for weight in (0.2, 0.5, 0.8):
+            order = blended_order(p, weight)
+            assert sorted(order) == list(range(n))
+            place = {c: k for k, c in enumerate(order)}
+            # a candidate above another in both orders stays above it in every blend
+            for a in range(n):
+                for b in range(a + 1, n):
+                    if by_p.index(a) < by_p.index(b):
+                        assert place[a] < place[b]
+    # the model's first (coarse last): still last at 0.2, second at 0.5, first at 0.9
+    p = np.array([0.4, 0.3, 0.2, 0.9])
+    assert blended_order(p, 0.2) == [0, 1, 2, 3]
+    assert blended_order(p, 0.5)[:2] == [0, 3]
+    assert blended_order(p, 0.9)[0] == 3
 
 
 def test_spread_sources_moves_repeats_below_the_first_of_each_group() -> None:

@@ -137,6 +137,7 @@ class _Scan:
                         latency_ms,
                         _call_usage(result),
                         "not used: limit reached",
+                        result.confidence,
                     )
                 # Settle each record once: a failed call's exception later carries the
                 # whole rerank's cost (``_attach_usage``), which must not be read back here.
@@ -309,6 +310,7 @@ class DecisionReranker:
                         latency_ms,
                         _call_usage(result),
                         "kept" if kept else "dropped",
+                        result.confidence,
                     )
                     scan.used += 1
         finally:

@@ -1,5 +1,5 @@
 """``rankseam train``: fit the learned reranker on judgements, cross-validate it against the
-default search, and write the model file only when it does not lose (docs/plugins/learned.md,
+default search, and write the model file only when it beats the default (docs/plugins/learned.md,
 "Training")::
 
     rankseam train --judgements judged.jsonl --db my.sqlite3 --out my-model.json
@@ -135,7 +135,7 @@ _HELP = {
     "dataset": "Learn from a bench data set: locomo, scifact, or a 'rankseam bench quality "
     "--dataset' spec (locomo:PATH, beir:PATH@SPLIT).",
     "config": "A rankseam.toml configuration file (default: discovered as for every command).",
-    "out": "Where to write the model file (JSON; written only if the model does not lose).",
+    "out": "Where to write the model file (JSON; written only if the model beats the default).",
 }
 _IN_FILE = click.Path(dir_okay=False, exists=True)
 _OUT_FILE = click.Path(dir_okay=False, writable=True)
@@ -177,7 +177,7 @@ def train_command(
     as_json: bool,
 ) -> None:
     """Train the learned reranker on judged queries, compare it with the default search by
-    leak-proof cross-validation, and write the model file if it does not lose.
+    leak-proof cross-validation, and write the model file if it beats the default.
 
     Then search with it: rankseam search --rerank learned --learned-model OUT "question"."""
     from rankseam_learned.training import train
@@ -199,7 +199,7 @@ def train_command(
     finally:
         bars.close()
     target = Path(out)
-    written = force or not report.loses
+    written = force or not (report.loses or report.adds_nothing)
     if written:
         target.write_bytes(report.model_bytes)
     if as_json:
@@ -214,7 +214,18 @@ def train_command(
             click.echo(
                 f"wrote {target} ({size:,} bytes)"
                 + (" although it loses to the default (--force)" if report.loses else "")
+                + (
+                    " although it ranks as the default does (weight 0, --force)"
+                    if report.adds_nothing and not report.loses
+                    else ""
+                )
             )
+    if not written and not report.loses:
+        raise click.ClickException(
+            "the model adds nothing to the default search: cross-validation gave it weight 0 "
+            f"against the coarse order (it would rank as the default does), so {target} was not "
+            "written. Add judgements where the default's order is wrong, or pass --force"
+        )
     if not written:
         losing = ", ".join(
             f"{c.metric} {c.model:.3f} < {c.default:.3f}"

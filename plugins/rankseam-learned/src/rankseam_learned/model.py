@@ -5,8 +5,15 @@ A model file is one UTF-8 JSON document (docs/plugins/learned.md, "Model files a
     {"format": "rankseam-learned-model", "format_version": 1,
      "feature_set": "pool-v1", "features": [... every column name of the feature set ...],
      "summary": {... the training summary: data, folds, figures ...},
+     "rerank_order": {"model_weight": w, "rank_constant": k} (optional),
      "heads": {"rerank": HEAD, "decision": HEAD (optional)},
      "sha256": "<hex>"}
+
+``rerank_order`` says how the ``learned`` reranker mixes the model's order with the coarse
+order (:func:`rankseam_learned.reranker.blended_order`): each candidate scores
+``w / (k + its rank by the model) + (1 - w) / (k + its coarse rank)`` (ranks from 0), so
+``w = 1`` is the model's order alone (the default when the field is absent) and ``w = 0`` the
+coarse order. Training chooses ``w`` by cross-validation (docs/plugins/learned.md).
 
 ``sha256`` is the SHA-256 of the document without it, serialised canonically (keys sorted,
 no spaces, no NaN). A head is one fitted binary classifier as plain numbers, over the columns
@@ -54,6 +61,7 @@ __all__ = [
     "FORMAT",
     "FORMAT_VERSION",
     "MAX_FILE_BYTES",
+    "RANK_CONSTANT",
     "GradientBoostingHead",
     "Head",
     "LogisticHead",
@@ -75,6 +83,8 @@ MAX_TREES = 5000
 MAX_NODES = 1_000_000
 #: The heads a model file may hold.
 HEAD_NAMES = ("rerank", "decision")
+#: The rank constant ``k`` of the blended order (``rerank_order``) when a file gives none.
+RANK_CONSTANT = 10.0
 #: The first bytes of a pickle (protocol 2+) and of a zip archive (joblib, npz, skops).
 _PICKLE_MAGIC = b"\x80"
 _ZIP_MAGIC = b"PK\x03\x04"
@@ -120,6 +130,10 @@ class Model:
     rerank: Head
     decision: Head | None = None
     size_bytes: int = 0
+    #: The ``rerank_order`` of the file: the model's weight against the coarse order, and the
+    #: rank constant (see the module docstring).
+    model_weight: float = 1.0
+    rank_constant: float = RANK_CONSTANT
 
     def predict_proba(self, x: Any) -> np.ndarray:
         rows = checked_rows(x, len(self.features))
@@ -223,6 +237,7 @@ def loads(data: bytes, *, source: str = "<bytes>") -> Model:
     summary = header.get("summary", {})
     if not isinstance(summary, dict):
         raise fail("has a 'summary' that is not a JSON object")
+    model_weight, rank_constant = _rerank_order(header.get("rerank_order"), fail)
     heads = _json(payload, "its model", fail)
     if not isinstance(heads, dict) or "rerank" not in heads:
         raise fail("has no 'rerank' head (the model must be an object holding one)")
@@ -245,7 +260,38 @@ def loads(data: bytes, *, source: str = "<bytes>") -> Model:
         rerank=rerank,
         decision=decision,
         size_bytes=len(data),
+        model_weight=model_weight,
+        rank_constant=rank_constant,
     )
+
+
+def _rerank_order(order: Any, fail: Callable[[str], ModelFileError]) -> tuple[float, float]:
+    """The ``rerank_order`` field's weight and rank constant, checked; ``(1.0, 10.0)`` when
+    the file has none (the model's order alone)."""
+    if order is None:
+        return 1.0, RANK_CONSTANT
+    if not isinstance(order, dict) or set(order) - {"model_weight", "rank_constant"}:
+        raise fail(
+            "has a 'rerank_order' that is not an object of 'model_weight' and 'rank_constant'; "
+            "re-export the model"
+        )
+    weight = order.get("model_weight", 1.0)
+    constant = order.get("rank_constant", RANK_CONSTANT)
+    if not _real(weight) or not 0.0 <= weight <= 1.0:
+        raise fail(
+            f"has a 'rerank_order' model_weight of {weight!r}; it must be a number from 0 "
+            "(the coarse order) to 1 (the model's order): re-export the model"
+        )
+    if not _real(constant) or not 1.0 <= constant <= 1e6:
+        raise fail(
+            f"has a 'rerank_order' rank_constant of {constant!r}; it must be a number from 1 "
+            "to 1e6: re-export the model"
+        )
+    return float(weight), float(constant)
+
+
+def _real(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def _json(
@@ -434,12 +480,15 @@ def export(
     features: Sequence[str] = FEATURES,
     decision: Any = None,
     decision_features: Sequence[str] = PAIR_FEATURES,
+    model_weight: float = 1.0,
 ) -> bytes:
     """The model file (bytes) of the fitted scikit-learn ``estimator`` (the ``rerank`` head,
     over the columns ``features`` of the feature set) and, optionally, of ``decision`` (the
     ``decision`` head, over ``decision_features``, columns of
     :data:`~rankseam_learned.features.PAIR_FEATURES`), with the training ``summary`` (a
     JSON-able mapping). ``feature_set`` must be the one this version computes.
+    ``model_weight`` (0..1) is the model's weight against the coarse order in the reranker's
+    order (the file's ``rerank_order``; 1: the model's order alone).
 
     Estimators: ``HistGradientBoostingClassifier`` (binary, numeric features) and
     ``LogisticRegression`` (binary), alone or as the last step of a ``Pipeline`` after a
@@ -450,6 +499,8 @@ def export(
         raise ValueError(
             f"this rankseam-learned computes the feature set {FEATURE_SET!r}, not {feature_set!r}"
         )
+    if not _real(model_weight) or not 0.0 <= model_weight <= 1.0:
+        raise ValueError(f"model_weight must be a number from 0 to 1, got {model_weight!r}")
     heads: dict[str, Any] = {"rerank": head_document(estimator, tuple(features))}
     if decision is not None:
         heads["decision"] = head_document(decision, tuple(decision_features))
@@ -463,6 +514,11 @@ def export(
             "summary": dict(summary or {}),
             "payload_bytes": len(payload),
         }
+        if model_weight != 1.0:
+            header["rerank_order"] = {
+                "model_weight": float(model_weight),
+                "rank_constant": RANK_CONSTANT,
+            }
         header["sha256"] = hashlib.sha256(_canonical(header) + b"\n" + payload).hexdigest()
         data = _canonical(header) + b"\n" + payload + b"\n"
     except (TypeError, ValueError) as exc:

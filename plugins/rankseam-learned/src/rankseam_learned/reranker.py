@@ -3,7 +3,9 @@
 For each search it computes the feature rows of the whole pool
 (:func:`rankseam_learned.features.compute`, with the neighbours and vectors it asks the host
 for), scores them with the model's ``rerank`` head, and orders the pool by that probability
-(ties: the coarse order). Then the source-aware rule (option ``distinct_sources``, on by
+(ties: the coarse order), blended with the coarse order by the model file's weight
+(:func:`blended_order`; a model trained where its order alone does best has weight 1, and the
+order is the probability's). Then the source-aware rule (option ``distinct_sources``, on by
 default): a candidate whose source group -- the memory it was derived from, or itself --
 already sits higher goes below the first candidate of every group, in order. It is the rule
 of the host's ``distinct_sources`` (docs/store.md, "Source-aware selection"), implemented
@@ -31,7 +33,13 @@ from rankseam_learned.features import NEIGHBOUR_WINDOW, compute
 from rankseam_learned.installed import model_option, resolve_model
 from rankseam_learned.model import GradientBoostingHead, Model
 
-__all__ = ["POLICY_VERSION", "LearnedOptions", "LearnedReranker", "spread_sources"]
+__all__ = [
+    "POLICY_VERSION",
+    "LearnedOptions",
+    "LearnedReranker",
+    "blended_order",
+    "spread_sources",
+]
 
 #: The reranker's policy; the model's checksum is appended (see the module docstring).
 POLICY_VERSION = "rankseam.rerank.learned.v1"
@@ -67,6 +75,26 @@ def spread_sources(order: Sequence[int], groups: Sequence[str]) -> list[int]:
             seen.add(group)
             first.append(i)
     return first + repeats
+
+
+def blended_order(
+    p: np.ndarray, model_weight: float = 1.0, rank_constant: float = 10.0
+) -> list[int]:
+    """The pool's indices, best first: each candidate scores ``model_weight / (rank_constant +
+    its rank by p) + (1 - model_weight) / (rank_constant + its coarse rank)`` (ranks from 0;
+    ``p`` is in coarse order; ties in ``p`` and in the score: the coarse order). Weight 1 is
+    the order of ``p`` alone, weight 0 the coarse order."""
+    n = len(p)
+    coarse = np.arange(n)
+    by_model = np.lexsort((coarse, -p))
+    if model_weight >= 1.0:
+        return by_model.tolist()
+    model_rank = np.empty(n, dtype=np.float64)
+    model_rank[by_model] = coarse
+    score = model_weight / (rank_constant + model_rank) + (1.0 - model_weight) / (
+        rank_constant + coarse
+    )
+    return np.lexsort((coarse, -score)).tolist()
 
 
 def model_descriptor(model: Model, label: str) -> dict[str, Any]:
@@ -115,6 +143,7 @@ class LearnedReranker:
         return {
             "name": "learned",
             **model_descriptor(self.model, self.label),
+            "model_weight": self.model.model_weight,
             "distinct_sources": self.distinct_sources,
         }
 
@@ -139,7 +168,7 @@ class LearnedReranker:
         if k <= 0:
             return RerankDecision(())
         p = self.probabilities(query, candidates)
-        order = np.lexsort((np.arange(n), -p)).tolist()  # by probability, ties: coarse order
+        order = blended_order(p, self.model.model_weight, self.model.rank_constant)
         if self.distinct_sources:
             groups = [
                 c.derived_from if c.derived_from is not None else c.ref.memory_id
@@ -150,7 +179,7 @@ class LearnedReranker:
         ranks = tuple(candidates[i].rank for i in chosen)
         scores = tuple(float(p[i]) for i in chosen)
         records = tuple(
-            CandidateRecord(rank, "selected", 0.0, _NO_USAGE, f"p={score:.6f}")
+            CandidateRecord(rank, "selected", 0.0, _NO_USAGE, f"p={score:.6f}", score)
             for rank, score in zip(ranks, scores, strict=True)
         )
         return RerankDecision(ranks, records=records, scores=scores)

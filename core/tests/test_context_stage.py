@@ -138,6 +138,18 @@ def test_documents_without_threads_answer_exactly_as_without_the_stage(tmp_path:
     assert len(answers[0]) == 4
 
 
+def test_the_first_conversation_of_a_store_of_documents_is_seen_at_once(tmp_path: Path) -> None:
+    # a store without a thread answers the stage at once (known per write version); the
+    # write that adds the first conversation must make the next search see it
+    with rankseam.open_memory(tmp_path / "docs.sqlite3") as memory:
+        memory.add("the lighthouse museum in Porto has a new wing", memory_id="doc")
+        before = memory.search("lighthouse museum", 10, reranker=None)
+        assert all("context" not in c.matched_by for c in before.trace.coarse)
+        _chat(memory)
+        after = _coarse(memory.search("lighthouse museum", 10, reranker=None))
+        assert after["s1:2"].matched_by[-1] == "context"  # the reply, through its question
+
+
 def test_a_context_stage_never_brings_back_a_deleted_turn(chat) -> None:
     chat.delete("s1:2")
     pool = _coarse(chat.search("lighthouse museum", 10, reranker=None))

@@ -460,7 +460,11 @@ class SQLiteReader:
     def neighbours(self, rids: Sequence[int], before: int, after: int, /) -> dict[int, Neighbours]:
         """The neighbours of each live revision among ``rids`` that belongs to a thread: up to
         ``before`` and ``after`` live revisions of its namespace and thread just before and
-        after it in thread order (position, then rid), two index ranges each."""
+        after it in thread order (position, then rid), two index ranges each. A store with no
+        threaded revision answers at once (known per write version: the context stage asks on
+        every search, and most small stores hold no conversation)."""
+        if not self._store.cached_count(("threaded", self.write_version()), self._threaded):
+            return {}
         places: dict[int, tuple[str, str, float]] = {}
         for chunk in chunks(list(dict.fromkeys(rids))):
             marks = ",".join("?" * len(chunk))
@@ -489,6 +493,14 @@ class SQLiteReader:
             )
             out[rid] = Neighbours(earlier[::-1], later)
         return out
+
+    def _threaded(self) -> int:
+        # read from the partial index revisions_thread, which holds exactly the threaded
+        # revisions (the plan: SCAN revisions USING COVERING INDEX revisions_thread): one probe
+        (found,) = self._conn.execute(
+            "SELECT EXISTS (SELECT 1 FROM revisions WHERE thread IS NOT NULL)"
+        ).fetchone()
+        return int(found)
 
     def resolve(self, ref: MemoryRef, /) -> int | None:
         row = self._conn.execute(

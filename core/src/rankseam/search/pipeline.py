@@ -14,7 +14,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
-from typing import Any
+from typing import Any, TypeGuard
 
 import attrs
 
@@ -252,7 +252,7 @@ class Pooled:
 _LENDS_SNAPSHOT: dict[type, bool] = {}
 
 
-def _lends_snapshot(reader: StoreReader) -> bool:
+def _lends_snapshot(reader: StoreReader) -> TypeGuard[ConcurrentReader]:
     kind = type(reader)
     known = _LENDS_SNAPSHOT.get(kind)
     if known is None:

@@ -14,7 +14,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
-from typing import Any, TypeGuard
+from typing import Any, cast
 
 import attrs
 
@@ -252,7 +252,7 @@ class Pooled:
 _LENDS_SNAPSHOT: dict[type, bool] = {}
 
 
-def _lends_snapshot(reader: StoreReader) -> TypeGuard[ConcurrentReader]:
+def _lends_snapshot(reader: StoreReader) -> bool:
     kind = type(reader)
     known = _LENDS_SNAPSHOT.get(kind)
     if known is None:
@@ -280,7 +280,7 @@ def _admitting_answers(
         except BaseException as exc:  # raised in the caller's thread below
             errors[i] = exc
 
-    with reader.siblings(len(sources) - 1) as others:
+    with cast(ConcurrentReader, reader).siblings(len(sources) - 1) as others:
         threads = [
             threading.Thread(
                 target=contextvars.copy_context().run,

@@ -32,6 +32,8 @@ def source_group(hit: Hit) -> str:
 def spread_sources(items: Sequence[T], hits: Sequence[Hit]) -> list[T]:
     """``items`` (one per hit of ``hits``, the pool in order) with each memory whose source
     group already appeared higher moved below the first memory of every group, in order."""
+    if all(hit.derived_from is None for hit in hits):  # each memory is its own group
+        return list(items)
     seen: set[str] = set()
     first: list[T] = []
     repeats: list[T] = []

@@ -82,7 +82,9 @@ class ScoredKeys(Sequence[ScoredKey]):
 
     @classmethod
     def empty(cls) -> ScoredKeys:
-        """The answer without any key."""
+        """The answer without any key (one shared instance: it holds nothing to change)."""
+        if cls is ScoredKeys:
+            return _EMPTY
         return cls(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64))
 
     def pairs(self) -> list[ScoredKey]:
@@ -120,6 +122,15 @@ class ScoredKeys(Sequence[ScoredKey]):
 
     def __repr__(self) -> str:
         return f"ScoredKeys({self.pairs()!r})"
+
+
+def _frozen_empty(dtype: type) -> np.ndarray:
+    array: np.ndarray = np.zeros(0, dtype=dtype)
+    array.flags.writeable = False
+    return array
+
+
+_EMPTY = ScoredKeys(_frozen_empty(np.int64), _frozen_empty(np.float64))
 
 
 def _terms(value: Sequence[str]) -> tuple[str, ...]:

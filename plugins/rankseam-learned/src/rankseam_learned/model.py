@@ -47,7 +47,7 @@ import math
 import os
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 import attrs
 import numpy as np
@@ -290,7 +290,8 @@ def _rerank_order(order: Any, fail: Callable[[str], ModelFileError]) -> tuple[fl
     return float(weight), float(constant)
 
 
-def _real(value: Any) -> bool:
+def _real(value: object) -> TypeGuard[float]:
+    """Whether ``value`` is a finite JSON number (not a bool)."""
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
@@ -356,7 +357,7 @@ def _integers(head: Mapping[str, Any], key: str, where: str, length: int) -> np.
 
 def _scalar(head: Mapping[str, Any], key: str, where: str) -> float:
     value = head.get(key)
-    if not isinstance(value, int | float) or isinstance(value, bool) or not math.isfinite(value):
+    if not _real(value):
         raise _BadHead(f"{where} '{key}' is not a finite number")
     return float(value)
 

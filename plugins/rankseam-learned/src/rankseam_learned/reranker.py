@@ -31,7 +31,7 @@ from rankseam.plugin.rerankers import MAX_POOL
 from rankseam.types import Candidate, CandidateRecord, RerankDecision, Usage
 from rankseam_learned.features import NEIGHBOUR_WINDOW, compute
 from rankseam_learned.installed import model_option, resolve_model
-from rankseam_learned.model import GradientBoostingHead, Model
+from rankseam_learned.model import RANK_CONSTANT, GradientBoostingHead, Model
 
 __all__ = [
     "POLICY_VERSION",
@@ -78,7 +78,7 @@ def spread_sources(order: Sequence[int], groups: Sequence[str]) -> list[int]:
 
 
 def blended_order(
-    p: np.ndarray, model_weight: float = 1.0, rank_constant: float = 10.0
+    p: np.ndarray, model_weight: float = 1.0, rank_constant: float = RANK_CONSTANT
 ) -> list[int]:
     """The pool's indices, best first: each candidate scores ``model_weight / (rank_constant +
     its rank by p) + (1 - model_weight) / (rank_constant + its coarse rank)`` (ranks from 0;

@@ -14,7 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 import rankseam
-from rankseam import RerankDecision, RerankError, RerankStatus
+from rankseam import CandidateRecord, RerankDecision, RerankError, RerankStatus
 from rankseam.cli import cli
 from rankseam.seam import normalize_scored_ranks, rerank_pool
 from rankseam.testing import synthetic_pool
@@ -163,3 +163,18 @@ def test_scores_through_memory_and_the_cli(tmp_path: Path, install: Any) -> None
     out = CliRunner().invoke(cli, [*args, "--json", "--trace"], catch_exceptions=False)
     data = json.loads(out.output)
     assert [h["rerank_score"] for h in data["hits"]] == data["trace"]["rerank"]["scores"]
+
+
+def test_a_records_confidence_reaches_the_trace_json_only_when_set() -> None:
+    records = (CandidateRecord(1, "yes", confidence=0.8125), CandidateRecord(2, "no"))
+    _, trace = run(RerankDecision((1, 2), records=records))
+    shown = trace.to_dict()["records"]
+    assert shown[0]["confidence"] == 0.8125
+    assert "confidence" not in shown[1]
+    json.dumps(trace.to_dict())  # what the CLI and MCP print
+
+
+@pytest.mark.parametrize("bad", ["0.5", math.nan, math.inf, True, [0.5]])
+def test_a_records_confidence_must_be_a_finite_number(bad: Any) -> None:
+    with pytest.raises(ValueError, match="confidence must be None or a finite number"):
+        CandidateRecord(1, "yes", confidence=bad)

@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 import attrs
 import numpy as np
 
-from rankseam.checks import is_int
+from rankseam.checks import is_int, is_real
 
 __all__ = [
     "Candidate",
@@ -116,6 +116,11 @@ def _optional_non_negative_int(
 ) -> None:
     if value is not None:
         _non_negative_int(_inst, attribute, value)
+
+
+def _optional_real(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is not None and not is_real(value):
+        raise ValueError(f"{attribute.name} must be None or a finite number, got {value!r}")
 
 
 def _finite(_inst: object, attribute: attrs.Attribute[Any], value: float) -> None:
@@ -369,7 +374,7 @@ class CandidateRecord:
     latency_ms: float = 0.0
     usage: Usage = attrs.field(factory=Usage.zero)
     detail: str | None = None
-    confidence: float | None = None
+    confidence: float | None = attrs.field(default=None, validator=_optional_real)
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import attrs
 
@@ -39,6 +39,20 @@ log = logging.getLogger("rankseam.seam")
 
 #: The rerank stage's answer: the final hits and the stage's trace.
 Outcome = tuple[tuple[Hit, ...], RerankTrace]
+
+
+class StageFacts(Protocol):
+    """What an answer is resolved against: the stage's pool (the coarse order, or the
+    previous stage's selection in a chain), its limit, its reranker's id and descriptor."""
+
+    @property
+    def pool(self) -> tuple[Hit, ...]: ...
+    @property
+    def k(self) -> int: ...
+    @property
+    def policy_id(self) -> str: ...
+    @property
+    def descriptor(self) -> Mapping[str, Any]: ...
 
 
 def trace_candidates(pool: Sequence[Hit], *, text: bool = True) -> tuple[TraceCandidate, ...]:
@@ -139,46 +153,34 @@ def degradation(exc: Exception) -> tuple[str, dict[str, Any]]:
     }
 
 
-def degraded(
-    exc: Exception,
-    pool: tuple[Hit, ...],
-    k: int,
-    policy_id: str,
-    descriptor: Mapping[str, Any],
-    latency_ms: float,
-) -> Outcome:
+def degraded(exc: Exception, stage: StageFacts, latency_ms: float) -> Outcome:
     """The fail-open policy's answer for a failed stage: its pool's first ``k`` hits (the coarse
     order, or the previous stage's selection in a chain) marked ``degraded``, with the reason
     and what the failed call spent."""
+    pool, k = stage.pool, stage.k
     reason = _failure_reason(exc)
     usage = getattr(exc, "usage", None)
     cause = exc.__cause__
     # a SystemExit & co. was turned into a RerankError here: the trace names the original
     shown = cause if isinstance(exc, RerankError) and _is_foreign(cause) else exc
     trace = RerankTrace(
-        policy_id=policy_id,
+        policy_id=stage.policy_id,
         status=RerankStatus.DEGRADED,
         selected_ranks=tuple(range(1, k + 1)),
         reason=f"{reason}: {type(shown).__name__}",
         usage=usage if isinstance(usage, Usage) else Usage.zero(),
         latency_ms=latency_ms,
-        descriptor=descriptor,
+        descriptor=stage.descriptor,
         candidate_count=len(pool),
         limit=k,
     )
     return pool[:k], trace
 
 
-def resolve(
-    decision: RerankDecision,
-    pool: tuple[Hit, ...],
-    k: int,
-    policy_id: str,
-    descriptor: Mapping[str, Any],
-    latency_ms: float,
-) -> Outcome:
+def resolve(decision: RerankDecision, stage: StageFacts, latency_ms: float) -> Outcome:
     """A checked decision's ranks, normalised and resolved back to the pool's hits, and the
     stage's trace (status ``ok``, ``repaired`` or ``fell_back``)."""
+    pool, k, policy_id = stage.pool, stage.k, stage.policy_id
     n = len(pool)
     raw = decision.selected_ranks
     selected, scores, seam_discarded, over = normalize(raw, decision.scores, n, k)
@@ -235,7 +237,7 @@ def resolve(
         reason="; ".join(notes) or None,
         usage=decision.usage,
         latency_ms=latency_ms,
-        descriptor=descriptor,
+        descriptor=stage.descriptor,
         records=decision.records,
         candidate_count=n,
         limit=k,

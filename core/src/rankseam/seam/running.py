@@ -375,7 +375,7 @@ class _StageOutcomes:
     def accept(self, value: Any) -> Outcome:
         stage = self.stage
         decision = check_decision(value, stage.policy_id)
-        return resolve(decision, stage.pool, stage.k, stage.policy_id, stage.descriptor, self._ms())
+        return resolve(decision, stage, self._ms())
 
     def why(self, error: Exception) -> Exception:
         """The stage's failure as the seam names it (a deadline, a lost loop and a
@@ -405,10 +405,7 @@ class _StageOutcomes:
         return error
 
     def fallback(self, error: Exception) -> Outcome:
-        stage = self.stage
-        return degraded(
-            self.why(error), stage.pool, stage.k, stage.policy_id, stage.descriptor, self._ms()
-        )
+        return degraded(self.why(error), self.stage, self._ms())
 
     def refuse(self, error: Exception) -> Exception:
         why = self.why(error)

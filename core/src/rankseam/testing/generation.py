@@ -20,15 +20,9 @@ import inspect
 import json
 from typing import Any, ClassVar
 
+from rankseam import generation as port
 from rankseam.errors import BackendError
-from rankseam.generation import (
-    GenerationBackend,
-    GenerationRequest,
-    GenerationResult,
-    parse_output,
-    thaw,
-    validate_output,
-)
+from rankseam.generation import GenerationBackend, GenerationRequest, GenerationResult
 from rankseam.redaction import shown_secrets
 from rankseam.testing.base import Capability, ContractBase
 from rankseam.types import Usage
@@ -115,8 +109,8 @@ class GenerationBackendContract(ContractBase):
         return result
 
     def _assert_valid(self, result: GenerationResult, request: GenerationRequest) -> None:
-        validate_output(result.output, request.output_schema)  # raises if invalid
-        json.dumps(thaw(result.output))
+        port.validate_output(result.output, request.output_schema)  # raises if invalid
+        json.dumps(port.thaw(result.output))
         assert isinstance(result.raw_text, str)
         assert isinstance(result.usage, Usage)
         assert result.usage.calls >= 1, "a generate() call that answered counts at least 1 call"
@@ -146,16 +140,18 @@ class GenerationBackendContract(ContractBase):
         for request in self.make_requests():
             result = self._answer(backend, request)
             if result.raw_text:
-                assert parse_output(result.raw_text, request.output_schema) == thaw(result.output)
+                parsed = port.parse_output(result.raw_text, request.output_schema)
+                assert parsed == port.thaw(result.output)
 
     def test_request_not_mutated(self) -> None:
+        def state(request: GenerationRequest) -> tuple[Any, Any, str]:
+            return port.thaw(request.input), port.thaw(request.output_schema), request.instructions
+
         backend = self.make_backend()
         for request in self.make_requests():
-            snapshot = (thaw(request.input), thaw(request.output_schema), request.instructions)
+            before = state(request)
             self._answer(backend, request)
-            assert (thaw(request.input), thaw(request.output_schema), request.instructions) == (
-                snapshot
-            )
+            assert state(request) == before
 
     def test_concurrent_requests(self) -> None:
         backend = self.make_backend()
@@ -196,5 +192,5 @@ class GenerationBackendContract(ContractBase):
         for request in self.make_requests():
             first = self._answer(backend, request)
             again = self._answer(self.make_backend(), request)
-            assert thaw(first.output) == thaw(again.output)
+            assert port.thaw(first.output) == port.thaw(again.output)
             assert first.raw_text == again.raw_text

@@ -116,6 +116,20 @@ def top_k(scores: np.ndarray, rids: np.ndarray, k: int) -> ScoredKeys:
     return ScoredKeys(rids[idx][keep], top[keep])
 
 
+@attrs.frozen
+class _Wanted:
+    """The matrix a reader asks for: ``namespace``'s live vectors in ``space`` (``dims``
+    wide) at the namespace's ``version`` and vector ``epoch``, of the revisions after
+    ``min_rid``."""
+
+    namespace: str
+    space: str
+    dims: int
+    version: int
+    epoch: int
+    min_rid: int
+
+
 class VectorCache:
     """Matrices per (namespace, space key), reloaded when the namespace's version moved."""
 
@@ -145,10 +159,11 @@ class VectorCache:
             entry = self._entries.get(key)
             if entry is not None and entry.version == version and entry.epoch == epoch:
                 return entry
+            wanted = _Wanted(namespace, space, dims, version, epoch, min_rid)
             if entry is not None and entry.epoch == epoch and entry.version < version:
-                fresh = self._refresh(conn, entry, namespace, space, dims, version, min_rid)
+                fresh = self._refresh(conn, entry, wanted)
             else:
-                fresh = self._load(conn, namespace, space, dims, version, epoch, min_rid)
+                fresh = self._load(conn, wanted)
             if entry is None or (entry.epoch, entry.version) <= (epoch, version):
                 for other in [k for k in self._entries if k[:2] == key[:2] and k != key]:
                     del self._entries[other]  # a matrix for another ANN base is obsolete
@@ -190,30 +205,16 @@ class VectorCache:
         "WHERE r.namespace = ? AND r.live = 1 AND length(v.vector) = ? AND r.rid > ?"
     )
 
-    def _load(
-        self,
-        conn: sqlite3.Connection,
-        namespace: str,
-        space: str,
-        dims: int,
-        version: int,
-        epoch: int,
-        min_rid: int,
-    ) -> VectorMatrix:
+    def _load(self, conn: sqlite3.Connection, wanted: _Wanted) -> VectorMatrix:
         max_rid = self._max_rid(conn)
-        rids, matrix = self._rows(conn, self._WHERE, (space, namespace, dims * 4, min_rid), dims)
-        return VectorMatrix(version, epoch, max_rid, rids, matrix)
+        args = (wanted.space, wanted.namespace, wanted.dims * 4, wanted.min_rid)
+        rids, matrix = self._rows(conn, self._WHERE, args, wanted.dims)
+        return VectorMatrix(wanted.version, wanted.epoch, max_rid, rids, matrix)
 
     def _refresh(
-        self,
-        conn: sqlite3.Connection,
-        entry: VectorMatrix,
-        namespace: str,
-        space: str,
-        dims: int,
-        version: int,
-        min_rid: int,
+        self, conn: sqlite3.Connection, entry: VectorMatrix, wanted: _Wanted
     ) -> VectorMatrix:
+        namespace, dims, version = wanted.namespace, wanted.dims, wanted.version
         max_rid = self._max_rid(conn)
         retired = np.fromiter(
             (
@@ -229,7 +230,7 @@ class VectorCache:
         new_rids, new_matrix = self._rows(
             conn,
             self._WHERE,
-            (space, namespace, dims * 4, max(entry.max_rid, min_rid)),
+            (wanted.space, namespace, dims * 4, max(entry.max_rid, wanted.min_rid)),
             dims,
         )
         n, m = entry.rids.shape[0], new_rids.shape[0]

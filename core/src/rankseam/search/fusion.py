@@ -184,16 +184,36 @@ def fuse(
     with the same float operations in the same order, so they give the same floats."""
     if method not in FUSION_METHODS:
         raise ValueError(f"unknown fusion {method!r}; use one of {', '.join(FUSION_METHODS)}")
-    given = weights or {}
-    given_scales = scales or {}
+    rule = _Rule(method, weights or {}, scales or {}, limit)
     arrays = _as_arrays(channels)
-    if arrays is None:
-        return _fuse_items(channels, ref_of, method, given, given_scales, limit)
-    return _fuse_arrays(channels, arrays, ref_of, method, given, given_scales, limit)
+    fused = None if arrays is None else _fuse_arrays(channels, arrays, ref_of, rule)
+    return _fuse_items(channels, ref_of, rule) if fused is None else fused
 
 
-#: A channel's list for the array path: ``key -> score``, and its keys and scores as arrays.
-_Arrays = tuple[dict[int, float], np.ndarray, np.ndarray]
+class _Rule(NamedTuple):
+    """How one fusion runs: the method, the configured weights and scales (over what the
+    channels declared) and the cut."""
+
+    method: str
+    weights: Mapping[str, float]
+    scales: Mapping[str, str]
+    limit: int | None
+
+    def weight(self, channel: ChannelList) -> float:
+        """``channel``'s weight: the configured one, else (``convex``) the declared one or
+        (``rrf``) 1."""
+        default = 1.0 if self.method == "rrf" else channel.spec.weight
+        return float(self.weights.get(channel.name, default))
+
+    def scale(self, channel: ChannelList) -> str:
+        """``channel``'s scale in the ``convex`` fusion: the configured one, else the
+        declared one."""
+        return self.scales.get(channel.name, channel.spec.scale)
+
+
+#: A channel's list for the array path: its keys and scores as arrays, and ``key -> raw
+#: score`` for a list of pairs (None for a reader's arrays, whose raw scores are the array's).
+_Arrays = tuple[np.ndarray, np.ndarray, dict[int, float] | None]
 #: Most admitting channels the array path takes (``matched_by`` is a bit mask there).
 _MAX_ADMITTING = 62
 
@@ -206,14 +226,13 @@ def _as_arrays(channels: Sequence[ChannelList]) -> list[_Arrays] | None:
         return None
     if sum(1 for ch in channels if ch.admits) > _MAX_ADMITTING:
         return None
-    out = []
+    out: list[_Arrays] = []
     for ch in channels:
         if isinstance(ch.items, ScoredKeys):  # a reader's arrays: no pair to convert
             keys, scores = ch.items.row_keys, ch.items.scores
-            by_key = dict(zip(keys.tolist(), scores.tolist(), strict=True))
-            if len(by_key) != keys.size or not np.isfinite(scores).all():
+            if not np.isfinite(scores).all():
                 return None
-            out.append((by_key, keys, scores))
+            out.append((keys, scores, None))
             continue
         by_key = dict(ch.items)
         n = len(by_key)
@@ -226,7 +245,7 @@ def _as_arrays(channels: Sequence[ChannelList]) -> list[_Arrays] | None:
             return None
         if not np.isfinite(scores).all() or keys.tolist() != list(by_key):
             return None
-        out.append((by_key, keys, scores))
+        out.append((keys, scores, by_key))
     return out
 
 
@@ -249,22 +268,29 @@ def _fuse_arrays(
     channels: Sequence[ChannelList],
     arrays: list[_Arrays],
     ref_of: Callable[[int], MemoryRef],
-    method: str,
-    given: Mapping[str, float],
-    given_scales: Mapping[str, str],
-    limit: int | None,
-) -> list[Fused]:
-    listed = [keys for ch, (_d, keys, _s) in zip(channels, arrays, strict=True) if ch.admits]
+    rule: _Rule,
+) -> list[Fused] | None:
+    """The array path of :func:`fuse`; None when a list repeats a key (the per-key path's
+    case)."""
+    listed = [keys for ch, (keys, _s, _r) in zip(channels, arrays, strict=True) if ch.admits]
     if not listed or not sum(keys.size for keys in listed):
         return []
     # the admitted keys (sorted), and where each was first listed by an admitting channel
-    admitted, first = np.unique(np.concatenate(listed), return_index=True)
+    # (np.unique's steps, without its overhead: a stable sort, then the first of each run)
+    every = np.concatenate(listed)
+    sorter = every.argsort(kind="stable")
+    ordered_keys = every[sorter]
+    head = np.empty(ordered_keys.size, dtype=bool)
+    head[0] = True
+    np.not_equal(ordered_keys[1:], ordered_keys[:-1], out=head[1:])
+    admitted, first = ordered_keys[head], sorter[head]
     n = admitted.size
     fused = np.zeros(n, dtype=np.float64)
     found = np.zeros(n, dtype=np.int64)  # bit i: the i-th admitting channel listed the key
+    raw = np.full((len(channels), n), np.nan)  # each channel's raw score of each key
     names: list[str] = []
     total = 0.0
-    for ch, (_by_key, keys, s) in zip(channels, arrays, strict=True):
+    for c, (ch, (keys, s, _by_key)) in enumerate(zip(channels, arrays, strict=True)):
         pos = np.searchsorted(admitted, keys)
         if ch.admits:
             found[pos] += 1 << len(names)
@@ -272,34 +298,55 @@ def _fuse_arrays(
         elif pos.size:
             pos = np.minimum(pos, n - 1)
             keep = admitted[pos] == keys
-            pos, s = pos[keep], s[keep]
-        if method == "rrf":
-            weight = float(given.get(ch.name, 1.0))
+            if not keep.all():
+                pos, s = pos[keep], s[keep]
+        raw[c, pos] = s
+        weight = rule.weight(ch)
+        if rule.method == "rrf":
             if pos.size:
                 # competition rank: 1 + the number of the list's scores strictly above
                 ranks = s.size - np.searchsorted(np.sort(s), s, side="right") + 1
                 fused[pos] += weight / (RRF_K + ranks)
         else:
-            weight = float(given.get(ch.name, ch.spec.weight))
             total += weight
             if weight and pos.size:
-                fused[pos] += weight * _normalised(given_scales.get(ch.name, ch.spec.scale), s)
-    if method == "convex" and total > 0:
+                fused[pos] += weight * _normalised(rule.scale(ch), s)
+    if _repeats(raw, arrays):
+        return None
+    if rule.method == "convex" and total > 0:
         fused = fused / total
     # best first; equal scores in the order the admitting channels first listed them
     ranked = np.lexsort((first, -fused))
-    ordered = _break_ties(admitted[ranked].tolist(), fused[ranked].tolist(), ref_of, limit)
+    ordered = _break_ties(admitted[ranked].tolist(), fused[ranked].tolist(), ref_of, rule.limit)
     at = np.searchsorted(admitted, ordered)
-    lists = [(ch.name, by_key) for ch, (by_key, _k, _s) in zip(channels, arrays, strict=True)]
+    # each hit's raw scores, channel by channel (NaN: the channel did not list it)
+    raws: list[dict[str, float]] = [{} for _ in ordered]
+    for ch, (_k, _s, by_key), column in zip(channels, arrays, raw[:, at].tolist(), strict=True):
+        if by_key is not None:  # a list of pairs: its scores as given
+            column = [by_key[k] if v == v else v for k, v in zip(ordered, column, strict=True)]
+        name = ch.name
+        for scores, v in zip(raws, column, strict=True):
+            if v == v:
+                scores[name] = v
     matched: dict[int, tuple[str, ...]] = {}
     out = []
-    for k, score, bits in zip(ordered, fused[at].tolist(), found[at].tolist(), strict=True):
+    for k, score, bits, scores in zip(
+        ordered, fused[at].tolist(), found[at].tolist(), raws, strict=True
+    ):
         by = matched.get(bits)
         if by is None:
             by = matched[bits] = tuple(name for i, name in enumerate(names) if bits >> i & 1)
-        raw = {name: by_key[k] for name, by_key in lists if k in by_key}
-        out.append(tuple.__new__(Fused, (k, score, by, raw)))
+        out.append(tuple.__new__(Fused, (k, score, by, scores)))
     return out
+
+
+def _repeats(raw: np.ndarray, arrays: list[_Arrays]) -> bool:
+    """Whether a list repeats a key. ``raw`` holds each channel's scores of the admitted keys
+    (NaN where it listed none): a channel with as many there as its list is long lists each
+    key once (the usual case, told without sorting a list)."""
+    if np.array_equal(np.count_nonzero(raw == raw, axis=1), [a[0].size for a in arrays]):
+        return False
+    return any(np.unique(keys).size < keys.size for keys, _s, _r in arrays)
 
 
 def _break_ties(
@@ -321,12 +368,7 @@ def _break_ties(
 
 
 def _fuse_items(
-    channels: Sequence[ChannelList],
-    ref_of: Callable[[int], MemoryRef],
-    method: str,
-    given: Mapping[str, float],
-    given_scales: Mapping[str, str],
-    limit: int | None,
+    channels: Sequence[ChannelList], ref_of: Callable[[int], MemoryRef], rule: _Rule
 ) -> list[Fused]:
     """:func:`fuse` key by key, for lists that repeat a key (its first score is its raw score,
     the last its normalised one) or hold a score that is not a finite number, and channels
@@ -345,20 +387,19 @@ def _fuse_items(
         items = [(k, s) for k, s in ch.items if k in admitted]
         for k, s in items:
             raw[k].setdefault(ch.name, s)
-        if method == "rrf":
-            weight = float(given.get(ch.name, 1.0))
+        weight = rule.weight(ch)
+        if rule.method == "rrf":
             for k, rank in competition_ranks(items).items():
                 fused[k] += weight / (RRF_K + rank)
         else:
-            weight = float(given.get(ch.name, ch.spec.weight))
             total += weight
             if weight:
-                for k, s in normalise(given_scales.get(ch.name, ch.spec.scale), items).items():
+                for k, s in normalise(rule.scale(ch), items).items():
                     fused[k] += weight * s
-    if method == "convex" and total > 0:
+    if rule.method == "convex" and total > 0:
         fused = {k: v / total for k, v in fused.items()}
     order = sorted(fused, key=lambda k: -fused[k])
-    order = _break_ties(order, [fused[k] for k in order], ref_of, limit)
+    order = _break_ties(order, [fused[k] for k in order], ref_of, rule.limit)
     return [Fused(k, fused[k], tuple(admitted[k]), raw[k]) for k in order]
 
 

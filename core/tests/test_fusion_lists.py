@@ -36,7 +36,7 @@ def _lists(rng: random.Random, repeat: bool) -> list[tuple[str, bool, list[tuple
     rng.shuffle(prior)
     lists = [("lexical", True, lexical), ("vector", True, vector), ("importance", False, prior)]
     if repeat and admitted:  # a channel names a key twice
-        name, admits, items = lists[rng.randrange(3)]
+        items = lists[rng.randrange(3)][2]
         items.append((rng.choice(admitted), rng.uniform(0, 1)))
     return lists
 
@@ -47,10 +47,12 @@ def test_a_readers_arrays_fuse_as_the_pairs_they_hold(seed: int) -> None:
     specs = [ScoreSpec(s, w) for s in ("max", "unit", "minmax") for w in (0.0, 0.1, 1.0)]
     lists = _lists(rng, repeat=seed % 3 == 0)
     chosen = [rng.choice(specs) for _ in lists]
-    pairs = [ChannelList(n, a, items, spec) for (n, a, items), spec in zip(lists, chosen)]
+    pairs = [
+        ChannelList(n, a, items, spec) for (n, a, items), spec in zip(lists, chosen, strict=True)
+    ]
     typed = [
         ChannelList(n, a, ScoredKeys.of(items), spec)
-        for (n, a, items), spec in zip(lists, chosen)
+        for (n, a, items), spec in zip(lists, chosen, strict=True)
     ]
     for method in ("convex", "rrf"):
         for limit in (None, 1, 5, 30):

@@ -6,6 +6,7 @@ key and cosine only ever compares vectors of the active embedder's space.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
@@ -128,6 +129,8 @@ def embed_checked(embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
             f"embedder {embedder.descriptor.name!r} returned shape {vectors.shape}, expected "
             f"({len(texts)}, {dims}); fix the embedder"
         )
+    if _plainly_valid(vectors, embedder.descriptor):
+        return vectors
     finite = np.isfinite(vectors).all(axis=1)
     if not finite.all():
         row = int(np.argmin(finite))
@@ -149,6 +152,18 @@ def embed_checked(embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
 #: How far from 1 the norm of a vector of an L2-normalised space may be (float32 rounding
 #: and quantised models stay far inside it).
 UNIT_NORM_TOLERANCE = 1e-2
+
+
+def _plainly_valid(vectors: np.ndarray, descriptor: EmbedderDescriptor) -> bool:
+    """Whether every row of ``vectors`` (float32) is plainly valid, told by one sum of squares
+    per row: a finite sum means finite values, and (an L2-normalised space) a sum within
+    :data:`UNIT_NORM_TOLERANCE` of 1 a norm within half of it, far beyond float32 rounding.
+    False says nothing: :func:`embed_checked`'s own checks then decide (a zero vector, a norm
+    near the tolerance, a value that is not finite or whose square is not)."""
+    squares = np.einsum("ij,ij->i", vectors, vectors).tolist()
+    if descriptor.normalization != "l2":
+        return all(map(math.isfinite, squares))
+    return all(abs(square - 1.0) <= UNIT_NORM_TOLERANCE for square in squares)
 
 
 def unnormalised_row(

@@ -62,6 +62,10 @@ MAX_METADATA_BYTES = 64 * 1024
 MAX_METADATA_DEPTH = 32
 
 
+#: The metadata of a revision stored without any: one read-only empty mapping for them all.
+_NO_METADATA: Mapping[str, Any] = MappingProxyType({})
+
+
 @attrs.frozen
 class StoredMemory:
     """One stored revision of a memory, exactly as it was written.
@@ -100,7 +104,8 @@ class StoredMemory:
         revision, text, importance, metadata JSON, created at, content hash, thread,
         position, derived from), optionally followed by the memory's ``deleted`` flag
         (absent: not deleted)."""
-        _key, ns, mid, rev, text, importance, meta, created, chash, thread, pos, source = row[:12]
+        fields = row if len(row) == 12 else row[:12]  # a search's row has no flag: no copy
+        _key, ns, mid, rev, text, importance, meta, created, chash, thread, pos, source = fields
         # a store's row holds what the store checked when it wrote it: built without
         # re-checking (a search reads dozens per query)
         return prechecked(
@@ -108,7 +113,7 @@ class StoredMemory:
             prechecked(MemoryRef, ns, mid, int(rev)),
             text,
             float(importance),
-            MappingProxyType({} if meta == "{}" else json.loads(meta)),
+            _NO_METADATA if meta == "{}" else MappingProxyType(json.loads(meta)),
             float(created),
             chash,
             len(row) > 12 and bool(row[12]),

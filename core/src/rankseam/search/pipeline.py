@@ -343,6 +343,7 @@ class SearchPipeline:
         # fused pool (the context stage: docs/store.md, "The context stage")
         self._sources = tuple(s for s in sources if channel_stage(s[1]) != CONTEXT)
         self._context = tuple(s for s in sources if channel_stage(s[1]) == CONTEXT)
+        self._admitting = tuple((name, src) for name, src in self._sources if src.admits)
         self._needs_query_vector = any(src.needs_query_vector for _n, src in self._sources)
         self._settings = settings
         # each source's ScoreSpec, declared for the embedder's space (asked once per space)
@@ -410,7 +411,7 @@ class SearchPipeline:
         k = over_fetch(plan.pool)
         results: dict[str, Sequence[tuple[int, float]]] = {}
         first_seen: dict[int, None] = {}  # the admitted keys, in the order first listed
-        admitting = [(name, src) for name, src in self._sources if src.admits]
+        admitting = self._admitting
         with self._store.read() as reader:
             answers = _admitting_answers(
                 reader,
@@ -421,12 +422,14 @@ class SearchPipeline:
             )
             for (name, _src), found in zip(admitting, answers, strict=True):
                 # the host's sources answer ScoredKeys: fusion reads their arrays
-                items = found[:k] if isinstance(found, ScoredKeys) else list(found)[:k]
-                results[name] = items
-                if isinstance(items, ScoredKeys):
-                    first_seen.update(dict.fromkeys(items.row_keys.tolist()))
+                if isinstance(found, ScoredKeys):
+                    kept = found if len(found) <= k else found[:k]
+                    first_seen.update(dict.fromkeys(kept.row_keys.tolist()))
+                    results[name] = kept
                 else:
-                    first_seen.update(dict.fromkeys(key for key, _s in items))
+                    pairs = list(found)[:k]
+                    first_seen.update(dict.fromkeys(key for key, _s in pairs))
+                    results[name] = pairs
             admitted = tuple(first_seen)
             for name, src in self._sources:
                 if not src.admits:
@@ -505,6 +508,8 @@ class SearchPipeline:
                 reader, plan.namespace, plan.query, plan.pool, where=plan.where, pool=pool
             )
         )
+        if isinstance(answered, ScoredKeys) and not len(answered):
+            return fused  # the built-in channel's usual answer on a store without threads
         answered = list(answered)[: plan.pool]
         if not answered:
             return fused

@@ -80,10 +80,12 @@ class ContextSource:
         if not len(pool) or not (self.before or self.after) or not self.weight:
             return ScoredKeys.empty()
         top = pool.row_keys[: self.strongest].tolist()
-        scores = dict(zip(top, pool.scores[: len(top)].tolist(), strict=True))
         # the reader offers NeighbourReader (checked when the store was opened); a neighbour
         # the search's filter rejects is left out, as every channel's own candidates are
         near = thread_neighbours(request.reader, top, self.before, self.after, where=request.where)
+        if not near.placed:  # none of them in a thread (a store without conversations)
+            return ScoredKeys.empty()
+        scores = dict(zip(top, pool.scores[: len(top)].tolist(), strict=True))
         found: dict[int, float] = {}
         for key, placed in near.placed.items():
             score = self.weight * scores[key]

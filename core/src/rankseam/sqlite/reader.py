@@ -6,6 +6,7 @@ identities through batched reads."""
 from __future__ import annotations
 
 import sqlite3
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING
 
@@ -15,6 +16,7 @@ from rankseam.embedding import EmbedderDescriptor
 from rankseam.sqlite import ann as ann_module
 from rankseam.sqlite.blas import matvec
 from rankseam.sqlite.filters import AllowedRows, allowed_rows
+from rankseam.sqlite.lexical_index import LexicalIndexes, LexicalSnapshot, indexes_of
 from rankseam.sqlite.rows import vector_state
 from rankseam.sqlite.vector_cache import top_k
 from rankseam.store.filters import Filter
@@ -141,12 +143,55 @@ class SQLiteReader:
         Scoring terms only add their BM25 to the rows the finding terms find. Each row is
         scored as by the OR of both (BM25 is a sum over the query's terms), but FTS5 computes
         BM25 only for the rows the finding terms find, never for the long posting lists of
-        the scoring terms alone."""
+        the scoring terms alone.
+
+        A small store's query is answered by its lexical index
+        (:mod:`rankseam.sqlite.lexical_index`: FTS5's postings in numpy, the same answer to
+        the bit) once it is built; the others, and the queries it cannot answer, by FTS5."""
+        indexes = self._lexical_indexes()
+        snapshot = indexes.snapshot(
+            self._conn, self.write_version(), self.live_count(query.namespace)
+        )
+        start = time.thread_time()  # what an answer costs (not advancing the snapshot)
+        if snapshot is not None:
+            found = self._indexed(snapshot, query)
+            if found is not None:
+                indexes.answered(time.thread_time() - start, by_fts5=False)
+                return found
         match, ns, k = or_joined(query.terms), query.namespace, query.k
         if query.scoring and query.require_scoring:
-            return self.fts(f"{match} AND ({or_joined(query.scoring)})", ns, k, where=query.where)
-        scoring = or_joined(query.scoring) if query.scoring else None
-        return self.fts(match, ns, k, scoring=scoring, where=query.where)
+            found = self.fts(f"{match} AND ({or_joined(query.scoring)})", ns, k, where=query.where)
+        else:
+            scoring = or_joined(query.scoring) if query.scoring else None
+            found = self.fts(match, ns, k, scoring=scoring, where=query.where)
+        indexes.answered(time.thread_time() - start, by_fts5=True)
+        return found
+
+    def _lexical_indexes(self) -> LexicalIndexes:
+        return indexes_of(self._store)
+
+    def _indexed(self, snapshot: LexicalSnapshot, query: LexicalQuery) -> ScoredKeys | None:
+        """:meth:`lexical`'s answer from ``snapshot``, or ``None`` for a query it leaves to
+        FTS5: a word that is not one token (FTS5 matches it as a phrase), or several finding
+        words with ``require_scoring`` (FTS5 reads ``a OR b AND (c)`` as ``a OR (b AND c)``)."""
+        require = bool(query.scoring and query.require_scoring)
+        if not query.terms or (require and len(query.terms) > 1):
+            return None
+        tokens = self._lexical_indexes().tokenizer.words([*query.terms, *query.scoring])
+        if any(len(t) != 1 for t in tokens):
+            return None
+        allowed = None
+        if query.where is not None:
+            allowed = self.allowed(query.where, query.namespace).rids
+        words = [t for (t,) in tokens]
+        return snapshot.search(
+            words[: len(query.terms)],
+            words[len(query.terms) :],
+            require_scoring=require,
+            namespace=query.namespace,
+            allowed=allowed,
+            k=query.k,
+        )
 
     def fts(
         self,
@@ -238,15 +283,27 @@ class SQLiteReader:
     def document_frequency(self, namespace: str, term: str, cap: int, /) -> int:
         """How many live revisions (of every namespace, as :meth:`live_count`) match the word
         ``term`` (quoted: plain text), counted up to ``cap``."""
-        term = fts5_string(term)
+        quoted = fts5_string(term)
         return self._store.cached_count(
-            ("df", self.write_version(), term, cap),
-            lambda: int(
-                self._conn.execute(
-                    "SELECT count(*) FROM (SELECT 1 FROM fts WHERE fts MATCH ? LIMIT ?)",
-                    (term, cap),
-                ).fetchone()[0]
-            ),
+            ("df", self.write_version(), quoted, cap),
+            lambda: self._document_frequency(namespace, term, quoted, cap),
+        )
+
+    def _document_frequency(self, namespace: str, term: str, quoted: str, cap: int) -> int:
+        indexes = self._lexical_indexes()
+        snapshot = indexes.snapshot(
+            self._conn, self.write_version(), self.live_count(namespace), query=False
+        )
+        # (a word not known yet is counted by FTS5: asking the tokenizer costs as much)
+        tokens = None if snapshot is None else indexes.tokenizer.known(term)
+        if snapshot is not None and tokens is not None and len(tokens) == 1:
+            hits = int(snapshot.postings(tokens[0])[0].shape[0])
+            return hits if cap < 0 else min(hits, cap)
+        return int(
+            self._conn.execute(
+                "SELECT count(*) FROM (SELECT 1 FROM fts WHERE fts MATCH ? LIMIT ?)",
+                (quoted, cap),
+            ).fetchone()[0]
         )
 
     def vector(

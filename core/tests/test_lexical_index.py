@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 import rankseam
 from rankseam.bench import synthetic
 from rankseam.plugin.stores import LexicalQuery, ScoredKeys
-from rankseam.sqlite import SQLiteStore, lexical_index
+from rankseam.sqlite import SQLiteStore, lexical_cache, lexical_index
 from rankseam.sqlite.reader import SQLiteReader, or_joined
 from rankseam.store.filters import parse_where
 
@@ -31,7 +31,7 @@ WORDS = (
 @pytest.fixture
 def _index_at_once(monkeypatch):
     # the index is built by the first query of a store (not after FTS5 has cost a build)
-    monkeypatch.setattr(lexical_index, "BUILD_S_PER_ROW", 0.0)
+    monkeypatch.setattr(lexical_cache, "BUILD_S_PER_ROW", 0.0)
 
 
 def by_fts5(reader: SQLiteReader, query: LexicalQuery) -> ScoredKeys:
@@ -52,7 +52,7 @@ def assert_same(reader: SQLiteReader, query: LexicalQuery) -> ScoredKeys:
 
 
 def held(memory) -> lexical_index.LexicalSnapshot | None:
-    return lexical_index.indexes_of(memory.store).held()
+    return lexical_cache.indexes_of(memory.store).held()
 
 
 text = st.lists(st.sampled_from(WORDS), min_size=0, max_size=12).map(" ".join)

@@ -40,7 +40,7 @@ import numpy as np
 import rankseam
 from rankseam.bench.whole_search import FILTER_BUCKETS, corpus_queries, corpus_texts
 from rankseam.search.terms import query_terms
-from rankseam.sqlite import lexical_index
+from rankseam.sqlite import lexical_cache, lexical_index
 from rankseam.sqlite.reader import SQLiteReader, or_joined
 from rankseam.sqlite.store import SQLiteStore
 from rankseam.store.filters import parse_where
@@ -127,7 +127,7 @@ def study(path: Path, count: int, rounds: int, corpus: str) -> None:
                 f"{len(snapshot.vocabulary)} tokens, {snapshot.nbytes / 2**20:.1f} MiB; "
                 f"build {build_cpu:.1f} ms CPU ({build_wall:.1f} ms wall)"
             )
-        lexical_index.BUILD_S_PER_ROW = 0.0  # the study's reader builds the index at once
+        lexical_cache.BUILD_S_PER_ROW = 0.0  # the study's reader builds the index at once
         cpu = {f: {"index": [], "fts5": []} for f in FORMS}
         wall = {f: {"index": [], "fts5": []} for f in FORMS}
         checked = {f: 0 for f in FORMS}
@@ -172,7 +172,7 @@ def loop(path: Path, count: int, corpus: str, folder: Path) -> None:
     lexical index and one without, interleaved step by step: CPU and wall time per step."""
     import shutil
 
-    lexical_index.BUILD_S_PER_ROW = 1e-5  # the library's rule: build once FTS5 has cost one
+    lexical_cache.BUILD_S_PER_ROW = 1e-5  # the library's rule: build once FTS5 has cost one
     copies = {}
     for name in ("index", "fts5"):
         copy = folder / f"loop-{name}-{path.name}"
@@ -182,7 +182,7 @@ def loop(path: Path, count: int, corpus: str, folder: Path) -> None:
         shutil.copy(path, copy)
         copies[name] = rankseam.open_memory(str(copy))
     # the copy without the index never builds one (as for a store too large to hold)
-    lexical_index.indexes_of(copies["fts5"].store).refuse()
+    lexical_cache.indexes_of(copies["fts5"].store).refuse()
     questions = corpus_queries(corpus, count)
     for question in corpus_queries(corpus, 150):  # searched before: the index is built
         for memory in copies.values():
@@ -200,7 +200,7 @@ def loop(path: Path, count: int, corpus: str, folder: Path) -> None:
                     cpu[name]["add"].append(c_add)
                     cpu[name]["search"].append(c_search)
         for name, by in cpu.items():
-            snapshot = lexical_index.indexes_of(copies[name].store).held()
+            snapshot = lexical_cache.indexes_of(copies[name].store).held()
             state = "no index" if snapshot is None else f"index, {snapshot.added.rows} added"
             print(
                 f"  loop {name:5s} ({state}): add p50 {statistics.median(by['add']):.3f} ms, "

@@ -7,8 +7,8 @@ What is held is read from FTS5 itself, never tokenized again: each token's docum
 counts from an ``fts5vocab`` table in ``instance`` mode (the tokens the index holds), each
 document's length from ``fts_docsize`` and the row count and total length from FTS5's
 "averages" record, the figures its ``bm25()`` reads. A query word becomes a token by the
-store's own tokenizer (a private in-memory FTS5 table of the same ``tokenize`` setting); a word
-that is not exactly one token (a phrase, or nothing) is left to FTS5.
+store's own tokenizer (:mod:`rankseam.sqlite.fts_tokens`); a word that is not exactly one
+token (a phrase, or nothing) is left to FTS5.
 
 A score is computed with the operations of FTS5's ``fts5Bm25Function`` in its order (for each
 phrase of the query in turn, ``idf * (f * (k1 + 1)) / (f + k1 * (1 - b + b * D / avgdl))``
@@ -19,9 +19,9 @@ BY bm25, rowid``) is FTS5's, ties included.
 A snapshot (:class:`LexicalSnapshot`) is one write version of the store. After a write the
 next reader's snapshot is the last one advanced: the revisions added since tokenized the same
 way (their postings kept beside the base's until :data:`MERGE_SHARE` of the base), those
-retired since masked out. A write it cannot follow (a forget, an import) drops it; a new one
-is built when the FTS5 queries answered meanwhile have cost as much CPU as a build is
-expected to (:class:`LexicalIndexes`), so a store searched once is never indexed and a store
+retired since masked out. A write it cannot follow (a forget, an import) drops it. When a
+snapshot is built, advanced or left to FTS5 is decided by what each costs
+(:mod:`rankseam.sqlite.lexical_cache`): a store searched once is never indexed, a store
 searched often is indexed after a few searches.
 """
 
@@ -29,31 +29,26 @@ from __future__ import annotations
 
 import logging
 import math
-import re
 import sqlite3
-import threading
-import time
-import weakref
 from collections import Counter
-from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import attrs
 import numpy as np
 
-from rankseam.sqlite.schema import TOKENIZERS
 from rankseam.store.readers import ScoredKeys
 
 if TYPE_CHECKING:
-    from rankseam.sqlite.store import SQLiteStore
+    from rankseam.sqlite.fts_tokens import Tokenizer
 
 __all__ = [
     "MAX_POSTINGS",
     "MAX_ROWS",
-    "LexicalIndexes",
     "LexicalSnapshot",
-    "Tokenizer",
-    "indexes_of",
+    "advance",
+    "averages",
+    "build",
 ]
 
 log = logging.getLogger(__name__)
@@ -66,101 +61,11 @@ MAX_POSTINGS = 4_000_000
 MERGE_SHARE = 0.1
 #: ... and at least this many.
 MERGE_MIN = 1_000
-#: A build's expected CPU per revision (seconds; 9.8 µs measured at 10k LoCoMo-derived
-#: revisions): FTS5 answers until its answers have cost this much per live revision.
-BUILD_S_PER_ROW = 1e-5
-#: The newest memories whose words' tokens are asked of FTS5 with a build (at most 10 ms).
-LEARN_TEXTS = 2_000
-#: The most query words whose tokens a tokenizer remembers.
-MAX_WORDS = 50_000
 #: The most postings whose weights a snapshot keeps (:meth:`LexicalSnapshot.postings`): 12
 #: bytes each.
 MAX_WEIGHTS = 1_000_000
-#: A query word of ASCII letters and digits (lower-cased, as the channel's words are).
-_PLAIN = re.compile(r"[a-z0-9]+\Z")
-#: Every byte but ASCII's lower-case letters and digits as a space (the ASCII words of a
-#: lower-cased text, split at anything else).
-_SPACES = bytes(
-    c if chr(c).isascii() and (chr(c).islower() or chr(c).isdigit()) else 32 for c in range(256)
-)
 #: FTS5's bm25() constants (fts5_aux.c).
 K1, B = 1.2, 0.75
-
-
-class Tokenizer:
-    """FTS5's tokenizer of one ``tokenize`` setting, asked through a private in-memory FTS5
-    table (contentless: only its index is kept): the tokens of query words (remembered) or of
-    revisions' texts."""
-
-    def __init__(self, tokenize: str) -> None:
-        self._lock = threading.Lock()
-        self._conn = sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
-        self._conn.execute(
-            f"CREATE VIRTUAL TABLE t USING fts5(text, content='', tokenize='{tokenize}')"
-        )
-        self._conn.execute("CREATE VIRTUAL TABLE v USING fts5vocab(t, instance)")
-        self._words: dict[str, tuple[str, ...]] = {}
-
-    def words(self, words: Sequence[str]) -> list[tuple[str, ...]]:
-        """The tokens of each of ``words``, in order."""
-        known = self._words
-        found = {w: known.get(w) for w in words}
-        missing = [w for w, tokens in found.items() if tokens is None]
-        if missing:
-            asked = self._ask(missing)
-            if len(known) + len(asked) > MAX_WORDS:
-                known.clear()
-            known.update(asked)
-            found.update(asked)
-        return [found[w] or () for w in words]
-
-    def _ask(self, words: list[str]) -> dict[str, tuple[str, ...]]:
-        # words of ASCII letters and digits are one token each (unicode61 separates tokens
-        # at anything else): all of them are asked as one text, the others one text each
-        plain = [w for w in words if _PLAIN.match(w)]
-        alone = [w for w in words if not _PLAIN.match(w)]
-        rows = [(i + 2, w) for i, w in enumerate(alone)]
-        if plain:
-            rows.append((1, " ".join(plain)))
-        by_doc: dict[int, list[tuple[int, str]]] = {}
-        for doc, offset, term in self._tokens(rows, "doc, offset, term"):
-            by_doc.setdefault(doc, []).append((offset, term))
-        tokens = [t for _o, t in sorted(by_doc.get(1, []))]
-        if len(tokens) != len(plain):  # (never: unicode61 reads ASCII so) ask one by one
-            plain, alone, tokens = [], words, []
-            by_doc = {}
-            rows = [(i + 2, w) for i, w in enumerate(alone)]
-            for doc, offset, term in self._tokens(rows, "doc, offset, term"):
-                by_doc.setdefault(doc, []).append((offset, term))
-        out: dict[str, tuple[str, ...]] = {w: (t,) for w, t in zip(plain, tokens, strict=True)}
-        for i, word in enumerate(alone):
-            out[word] = tuple(t for _o, t in sorted(by_doc.get(i + 2, [])))
-        return out
-
-    def known(self, word: str) -> tuple[str, ...] | None:
-        """The tokens of ``word`` when they are known without asking FTS5."""
-        return self._words.get(word)
-
-    def learn(self, texts: Iterable[str]) -> None:
-        """Know the tokens of the ASCII words of ``texts`` (those a question shares with
-        the memories it looks for), asked of FTS5 at once."""
-        # (bytes.translate and split: a tenth of the CPU of a regular expression)
-        joined = " ".join(texts).lower().encode("ascii", "replace").translate(_SPACES)
-        words = {w.decode("ascii") for w in set(joined.split())}.difference(self._words)
-        if words and len(self._words) + len(words) <= MAX_WORDS:
-            self.words(sorted(words))
-
-    def texts(self, rows: Sequence[tuple[int, str]]) -> Counter[tuple[str, int]]:
-        """How many times each token is in each text of ``rows`` (``(rid, text)``), by
-        ``(token, rid)``."""
-        return Counter(self._tokens(rows, "term, doc"))
-
-    def _tokens(self, rows: Sequence[tuple[int, str]], columns: str) -> list[Any]:
-        with self._lock:
-            self._conn.executemany("INSERT INTO t(rowid, text) VALUES (?, ?)", rows)
-            out = self._conn.execute(f"SELECT {columns} FROM v").fetchall()
-            self._conn.execute("INSERT INTO t(t) VALUES ('delete-all')")
-        return out
 
 
 def _varints(data: bytes) -> list[int]:
@@ -523,119 +428,3 @@ def advance(
         weights={},
         weighed=[0],
     )
-
-
-def _mean(old: float | None, new: float) -> float:
-    """A running mean of recent costs (the latest weighs a quarter)."""
-    return new if old is None else 0.75 * old + 0.25 * new
-
-
-class LexicalIndexes:
-    """The lexical snapshot of one store, kept per process: the latest one built or advanced,
-    shared by the readers of its write version (thread-safe: a snapshot never changes).
-
-    What it costs decides when it is made, from the CPU time each step took in this process:
-    a first snapshot is built once FTS5's answers have cost what a build is expected to
-    (:data:`BUILD_S_PER_ROW` a revision); after a write, the first lexical query is answered
-    by FTS5 unless advancing the snapshot and answering from it cost less, and the next one
-    of the same write version advances it (an agent that adds a memory and searches once
-    pays no more than FTS5; one that searches twice gets the index)."""
-
-    def __init__(self, tokenize: str) -> None:
-        self.tokenizer = Tokenizer(tokenize)
-        self._lock = threading.Lock()
-        self._current: LexicalSnapshot | None = None
-        self._spent = 0.0  # CPU of FTS5's answers since the last snapshot was made
-        self._asked = -1  # the write version of FTS5's last answer
-        self._never = False  # the store's index cannot be held (too many postings)
-        self._fts5: float | None = None  # recent CPU of an FTS5 answer (seconds)
-        self._indexed: float | None = None  # ... of an answer from a snapshot
-        self._advance: float | None = None  # ... of advancing a snapshot
-
-    def snapshot(
-        self, conn: sqlite3.Connection, version: int, rows: int, *, query: bool = True
-    ) -> LexicalSnapshot | None:
-        """The snapshot at ``version`` (``rows`` live revisions), advanced or built now for
-        a lexical ``query`` when that is worth it (never for a document frequency); ``None``:
-        ask FTS5."""
-        current = self._current
-        if current is not None and current.version == version:
-            return current
-        if rows > MAX_ROWS:
-            self._current = None  # the store outgrew the index
-            return None
-        if not query or self._never:
-            return None
-        if current is not None and current.version > version:
-            return None  # a reader of an older snapshot than the one held
-        with self._lock:
-            current = self._current
-            if current is not None and current.version == version:
-                return current
-            if current is not None:
-                cheaper = (self._advance or 0.0) + (self._indexed or 0.0) < (self._fts5 or 0.0)
-                if self._asked != version and not cheaper:
-                    self._asked = version  # FTS5 answers; the next query advances
-                    return None
-                start = time.thread_time()
-                fresh = advance(current, conn, version, self.tokenizer)
-                if fresh is not None:
-                    self._advance = _mean(self._advance, time.thread_time() - start)
-                    self._current, self._spent = fresh, 0.0
-                    return fresh
-                self._current = None
-            if self._spent < BUILD_S_PER_ROW * rows:
-                return None
-            start = time.thread_time()
-            fresh = build(conn, version)
-            if fresh is None:
-                self._never = True
-                return None
-            # the words of the newest memories: most of a question's words are then known
-            self.tokenizer.learn(
-                t
-                for (t,) in conn.execute(
-                    "SELECT text FROM revisions WHERE live = 1 ORDER BY rid DESC LIMIT ?",
-                    (LEARN_TEXTS,),
-                )
-            )
-            log.debug(
-                "lexical index of %d revisions built in %.1f ms of CPU",
-                rows,
-                1e3 * (time.thread_time() - start),
-            )
-            self._current, self._spent = fresh, 0.0
-            return fresh
-
-    def held(self) -> LexicalSnapshot | None:
-        """The snapshot held now (``None``: none is built)."""
-        return self._current
-
-    def answered(self, seconds: float, *, by_fts5: bool) -> None:
-        """Count the CPU a lexical answer took, by FTS5 or from a snapshot."""
-        if by_fts5:
-            self._spent += seconds
-            self._fts5 = _mean(self._fts5, seconds)
-        else:
-            self._indexed = _mean(self._indexed, seconds)
-
-    def refuse(self) -> None:
-        """Hold no snapshot of this store from now on: FTS5 answers every query (what a
-        comparison of both paths needs)."""
-        with self._lock:
-            self._current, self._never = None, True
-
-
-_STORES: weakref.WeakKeyDictionary[Any, LexicalIndexes] = weakref.WeakKeyDictionary()
-_STORES_LOCK = threading.Lock()
-
-
-def indexes_of(store: SQLiteStore) -> LexicalIndexes:
-    """The lexical snapshots of ``store`` (made on first use, with its FTS5 tokenizer)."""
-    found = _STORES.get(store)
-    if found is None:
-        with _STORES_LOCK:
-            found = _STORES.get(store)
-            if found is None:
-                found = _STORES[store] = LexicalIndexes(TOKENIZERS[store.tokenizer])
-    return found

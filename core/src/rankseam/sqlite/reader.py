@@ -16,7 +16,8 @@ from rankseam.embedding import EmbedderDescriptor
 from rankseam.sqlite import ann as ann_module
 from rankseam.sqlite.blas import matvec
 from rankseam.sqlite.filters import AllowedRows, allowed_rows
-from rankseam.sqlite.lexical_index import LexicalIndexes, LexicalSnapshot, indexes_of
+from rankseam.sqlite.lexical_cache import LexicalIndexes, indexes_of
+from rankseam.sqlite.lexical_index import LexicalSnapshot
 from rankseam.sqlite.rows import vector_state
 from rankseam.sqlite.vector_cache import top_k
 from rankseam.store.filters import Filter

@@ -94,3 +94,23 @@ def test_raw_scores_of_pairs_keep_their_type() -> None:
         (1, repr(1 / 1.1), ("lexical",), repr({"lexical": 3})),
         (2, repr((1 / 3 + 0.1) / 1.1), ("lexical",), repr({"lexical": 1, "importance": 1})),
     ]
+
+
+def test_many_admitting_channels_fuse_as_the_per_key_path_does() -> None:
+    rng = random.Random(7)
+    channels = [
+        ChannelList(
+            f"c{i}",
+            True,
+            ScoredKeys.of([(k, rng.uniform(0, 5)) for k in rng.sample(range(1, 200), 5)]),
+            ScoreSpec("max", 1.0),
+        )
+        for i in range(70)
+    ]
+    # a prior that repeats a key no channel admitted: the per-key path, the same result
+    prior = ChannelList("importance", False, [(500, 0.1), (500, 0.2)], ScoreSpec("unit", 0.0))
+    for limit in (None, 30):
+        got = fuse(channels, _ref, limit=limit)
+        want = fuse([*channels, prior], _ref, limit=limit)
+        assert _seen(got) == _seen(want)
+        assert got[0].matched_by and all(len(f.matched_by) >= 1 for f in got)

@@ -214,8 +214,6 @@ class _Rule(NamedTuple):
 #: A channel's list for the array path: its keys and scores as arrays, and ``key -> raw
 #: score`` for a list of pairs (None for a reader's arrays, whose raw scores are the array's).
 _Arrays = tuple[np.ndarray, np.ndarray, dict[int, float] | None]
-#: Most admitting channels the array path takes (``matched_by`` is a bit mask there).
-_MAX_ADMITTING = 62
 
 
 def _as_arrays(channels: Sequence[ChannelList]) -> list[_Arrays] | None:
@@ -223,8 +221,6 @@ def _as_arrays(channels: Sequence[ChannelList]) -> list[_Arrays] | None:
     key that is not an integer or a score that is not a finite number, or two channels share
     a name (the per-key path's cases)."""
     if len({ch.name for ch in channels}) != len(channels):
-        return None
-    if sum(1 for ch in channels if ch.admits) > _MAX_ADMITTING:
         return None
     out: list[_Arrays] = []
     for ch in channels:
@@ -286,16 +282,11 @@ def _fuse_arrays(
     admitted, first = ordered_keys[head], sorter[head]
     n = admitted.size
     fused = np.zeros(n, dtype=np.float64)
-    found = np.zeros(n, dtype=np.int64)  # bit i: the i-th admitting channel listed the key
     raw = np.full((len(channels), n), np.nan)  # each channel's raw score of each key
-    names: list[str] = []
     total = 0.0
     for c, (ch, (keys, s, _by_key)) in enumerate(zip(channels, arrays, strict=True)):
         pos = np.searchsorted(admitted, keys)
-        if ch.admits:
-            found[pos] += 1 << len(names)
-            names.append(ch.name)
-        elif pos.size:
+        if not ch.admits and pos.size:  # a prior: the admitted keys of its list only
             pos = np.minimum(pos, n - 1)
             keep = admitted[pos] == keys
             if not keep.all():
@@ -311,42 +302,51 @@ def _fuse_arrays(
             total += weight
             if weight and pos.size:
                 fused[pos] += weight * _normalised(rule.scale(ch), s)
-    if _repeats(raw, arrays):
+    # a list that names each key once has as many raw scores as it is long (they are finite)
+    if np.count_nonzero(raw == raw) != sum(keys.size for keys, _s, _r in arrays) and any(
+        np.unique(keys).size < keys.size for keys, _s, _r in arrays
+    ):
         return None
     if rule.method == "convex" and total > 0:
         fused = fused / total
     # best first; equal scores in the order the admitting channels first listed them
     ranked = np.lexsort((first, -fused))
-    ordered = _break_ties(admitted[ranked].tolist(), fused[ranked].tolist(), ref_of, rule.limit)
-    at = np.searchsorted(admitted, ordered)
+    ordered, scores = _best(admitted[ranked], fused[ranked], ref_of, rule.limit)
     # each hit's raw scores, channel by channel (NaN: the channel did not list it)
     raws: list[dict[str, float]] = [{} for _ in ordered]
+    at = np.searchsorted(admitted, ordered)
     for ch, (_k, _s, by_key), column in zip(channels, arrays, raw[:, at].tolist(), strict=True):
         if by_key is not None:  # a list of pairs: its scores as given
             column = [by_key[k] if v == v else v for k, v in zip(ordered, column, strict=True)]
         name = ch.name
-        for scores, v in zip(raws, column, strict=True):
+        for listed_by, v in zip(raws, column, strict=True):
             if v == v:
-                scores[name] = v
-    matched: dict[int, tuple[str, ...]] = {}
+                listed_by[name] = v
+    # matched_by: the admitting channels among those that listed the key, in their order
+    admitting = {ch.name for ch in channels if ch.admits}
+    matched: dict[tuple[str, ...], tuple[str, ...]] = {}
     out = []
-    for k, score, bits, scores in zip(
-        ordered, fused[at].tolist(), found[at].tolist(), raws, strict=True
-    ):
-        by = matched.get(bits)
+    for k, score, listed_by in zip(ordered, scores, raws, strict=True):
+        names = tuple(listed_by)
+        by = matched.get(names)
         if by is None:
-            by = matched[bits] = tuple(name for i, name in enumerate(names) if bits >> i & 1)
-        out.append(tuple.__new__(Fused, (k, score, by, scores)))
+            by = matched[names] = tuple(name for name in names if name in admitting)
+        out.append(tuple.__new__(Fused, (k, score, by, listed_by)))
     return out
 
 
-def _repeats(raw: np.ndarray, arrays: list[_Arrays]) -> bool:
-    """Whether a list repeats a key. ``raw`` holds each channel's scores of the admitted keys
-    (NaN where it listed none): a channel with as many there as its list is long lists each
-    key once (the usual case, told without sorting a list)."""
-    if np.array_equal(np.count_nonzero(raw == raw, axis=1), [a[0].size for a in arrays]):
-        return False
-    return any(np.unique(keys).size < keys.size for keys, _s, _r in arrays)
+def _best(
+    keys: np.ndarray, values: np.ndarray, ref_of: Callable[[int], MemoryRef], limit: int | None
+) -> tuple[list[int], list[float]]:
+    """The best ``limit`` of ``keys`` (ordered by score, ``values`` their scores), ties by
+    identity (:func:`_break_ties`), with their scores. Only the cut and the rest of a tied
+    run that crosses it are read out of the arrays (equal scores stand side by side)."""
+    end = keys.size
+    if limit is not None and 0 < limit < end:
+        end = limit + int(np.count_nonzero(values[limit:] == values[limit - 1]))
+    order = _break_ties(keys[:end].tolist(), scores := values[:end].tolist(), ref_of, limit)
+    # a tie-break moves keys only within runs of equal scores: the scores stay in place
+    return order, scores[: len(order)]
 
 
 def _break_ties(

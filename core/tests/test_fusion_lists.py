@@ -42,24 +42,31 @@ def _lists(rng: random.Random, repeat: bool) -> list[tuple[str, bool, list[tuple
 
 
 @pytest.mark.parametrize("seed", range(60))
-def test_a_readers_arrays_fuse_as_the_pairs_they_hold(seed: int) -> None:
+def test_a_readers_arrays_fuse_as_the_per_key_path_does(seed: int) -> None:
     rng = random.Random(seed)
     specs = [ScoreSpec(s, w) for s in ("max", "unit", "minmax") for w in (0.0, 0.1, 1.0)]
     lists = _lists(rng, repeat=seed % 3 == 0)
     chosen = [rng.choice(specs) for _ in lists]
-    pairs = [
-        ChannelList(n, a, items, spec) for (n, a, items), spec in zip(lists, chosen, strict=True)
-    ]
     typed = [
         ChannelList(n, a, ScoredKeys.of(items), spec)
         for (n, a, items), spec in zip(lists, chosen, strict=True)
     ]
+    # the reference: the same pairs, with a prior that repeats a key no channel admitted
+    # (which changes nothing, but sends every list down the per-key path)
+    aside = ChannelList("aside", False, [(999, 1.0), (999, 2.0)], ScoreSpec("unit", 0.0))
+    pairs = [
+        *(
+            ChannelList(n, a, items, spec)
+            for (n, a, items), spec in zip(lists, chosen, strict=True)
+        ),
+        aside,
+    ]
     for method in ("convex", "rrf"):
         for limit in (None, 1, 5, 30):
             options = {"method": method, "limit": limit}
-            want = fuse(pairs, _ref, **options)
             got = fuse(typed, _ref, **options)
-            # a reader's scores are float64: compare with the pairs' scores as floats
+            want = fuse(pairs, _ref, **options)
+            # a reader's scores are float64: the pairs' raw scores compared as floats
             assert [(f.key, repr(f.score), f.matched_by) for f in got] == [
                 (f.key, repr(f.score), f.matched_by) for f in want
             ]

@@ -38,7 +38,7 @@ def by_fts5(reader: SQLiteReader, query: LexicalQuery) -> ScoredKeys:
     """FTS5's answer to ``query``: the query text ``SQLiteReader.lexical`` gives FTS5."""
     match = or_joined(query.terms)
     if query.scoring and query.require_scoring:
-        required = f"{match} AND ({or_joined(query.scoring)})"
+        required = f"({match}) AND ({or_joined(query.scoring)})"
         return reader.fts(required, query.namespace, query.k, where=query.where)
     scoring = or_joined(query.scoring) if query.scoring else None
     return reader.fts(match, query.namespace, query.k, scoring=scoring, where=query.where)
@@ -208,6 +208,29 @@ def test_a_write_advances_the_index_that_the_next_queries_use(tmp_path):
         assert after.docs is base.docs  # the base's postings are shared, not read again
     finally:
         memory.close()
+
+
+@pytest.mark.usefixtures("_index_at_once")
+def test_a_forget_leaves_nothing_of_the_erased_memory_in_the_process(tmp_path):
+    memory, vocabulary = _store(tmp_path, 300)
+    try:
+        secret = memory.add("zanzibar passcode", memory_id="secret").ref
+        memory.search("zanzibar", 10, reranker=None)
+        memory.search("zanzibar", 10, reranker=None)
+        tokenizer = memory.store.lexical.tokenizer
+        assert held(memory) is not None and tokenizer.known("zanzibar") is not None
+        memory.forget(secret.memory_id)
+        assert held(memory) is None  # its postings are gone with the snapshot
+        assert tokenizer.known("zanzibar") is None  # and the words it taught the tokenizer
+        hits = memory.search("zanzibar passcode", 10, reranker=None).hits
+        assert "secret" not in [h.ref.memory_id for h in hits]
+        with memory.store.read() as reader:  # FTS5 and a rebuilt index agree again
+            assert len(assert_same(reader, LexicalQuery("default", 10, ["zanzibar"]))) == 0
+            assert_same(reader, LexicalQuery("default", 10, [vocabulary[0], "passcode"]))
+    finally:
+        memory.close()
+    with pytest.raises(rankseam.ValidationError, match="closed"):
+        memory.store.lexical  # noqa: B018 - a closed store holds no index
 
 
 @pytest.mark.usefixtures("_index_at_once")

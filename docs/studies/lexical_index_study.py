@@ -98,7 +98,7 @@ def by_fts5(reader: SQLiteReader, query: LexicalQuery) -> ScoredKeys:
     match = or_joined(query.terms)
     if query.scoring and query.require_scoring:
         return reader.fts(
-            f"{match} AND ({or_joined(query.scoring)})", query.namespace, query.k,
+            f"({match}) AND ({or_joined(query.scoring)})", query.namespace, query.k,
             where=query.where,
         )  # fmt: skip
     scoring = or_joined(query.scoring) if query.scoring else None

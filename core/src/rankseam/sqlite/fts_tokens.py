@@ -79,6 +79,17 @@ class Tokenizer:
         """The tokens of ``word`` when they are known without asking FTS5."""
         return self._words.get(word)
 
+    def forget(self) -> None:
+        """Forget every word remembered (asked again when next seen)."""
+        with self._lock:
+            self._words = {}
+
+    def close(self) -> None:
+        """Release the private FTS5 table (a closed tokenizer is not asked again)."""
+        with self._lock:
+            self._words = {}
+            self._conn.close()
+
     def learn(self, texts: Iterable[str]) -> None:
         """Know the tokens of the ASCII words of ``texts`` (those a question shares with
         the memories it looks for), asked of FTS5 at once."""

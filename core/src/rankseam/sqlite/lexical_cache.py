@@ -7,13 +7,11 @@ from __future__ import annotations
 import logging
 import threading
 import time
-import weakref
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from rankseam.sqlite import lexical_index
 from rankseam.sqlite.fts_tokens import Tokenizer
 from rankseam.sqlite.lexical_index import LexicalSnapshot, advance, build
-from rankseam.sqlite.schema import TOKENIZERS
 
 if TYPE_CHECKING:
     import sqlite3
@@ -125,6 +123,14 @@ class LexicalIndexes:
         else:
             self._indexed = _mean(self._indexed, seconds)
 
+    def clear(self) -> None:
+        """Drop what is held (the snapshot and the tokenizer's remembered words): after a
+        forget, nothing of an erased memory stays in this process; after a close, nothing
+        is held at all. The next queries start again from FTS5."""
+        with self._lock:
+            self._current, self._spent, self._asked = None, 0.0, -1
+            self.tokenizer.forget()
+
     def refuse(self) -> None:
         """Hold no snapshot of this store from now on: FTS5 answers every query (what a
         comparison of both paths needs)."""
@@ -132,16 +138,6 @@ class LexicalIndexes:
             self._current, self._never = None, True
 
 
-_STORES: weakref.WeakKeyDictionary[Any, LexicalIndexes] = weakref.WeakKeyDictionary()
-_STORES_LOCK = threading.Lock()
-
-
 def indexes_of(store: SQLiteStore) -> LexicalIndexes:
-    """The lexical snapshots of ``store`` (made on first use, with its FTS5 tokenizer)."""
-    found = _STORES.get(store)
-    if found is None:
-        with _STORES_LOCK:
-            found = _STORES.get(store)
-            if found is None:
-                found = _STORES[store] = LexicalIndexes(TOKENIZERS[store.tokenizer])
-    return found
+    """The lexical snapshots of ``store`` (its own, made with it)."""
+    return store.lexical

@@ -161,7 +161,8 @@ class SQLiteReader:
                 return found
         match, ns, k = or_joined(query.terms), query.namespace, query.k
         if query.scoring and query.require_scoring:
-            found = self.fts(f"{match} AND ({or_joined(query.scoring)})", ns, k, where=query.where)
+            required = f"({match}) AND ({or_joined(query.scoring)})"
+            found = self.fts(required, ns, k, where=query.where)
         else:
             scoring = or_joined(query.scoring) if query.scoring else None
             found = self.fts(match, ns, k, scoring=scoring, where=query.where)
@@ -173,10 +174,9 @@ class SQLiteReader:
 
     def _indexed(self, snapshot: LexicalSnapshot, query: LexicalQuery) -> ScoredKeys | None:
         """:meth:`lexical`'s answer from ``snapshot``, or ``None`` for a query it leaves to
-        FTS5: a word that is not one token (FTS5 matches it as a phrase), or several finding
-        words with ``require_scoring`` (FTS5 reads ``a OR b AND (c)`` as ``a OR (b AND c)``)."""
+        FTS5: a word that is not one token (FTS5 matches it as a phrase)."""
         require = bool(query.scoring and query.require_scoring)
-        if not query.terms or (require and len(query.terms) > 1):
+        if not query.terms:
             return None
         tokens = self._lexical_indexes().tokenizer.words([*query.terms, *query.scoring])
         if any(len(t) != 1 for t in tokens):

@@ -35,11 +35,13 @@ from rankseam.sqlite.bulk import SQLiteBulkReader, SQLiteBulkWriter
 from rankseam.sqlite.feedback import SQLiteFeedback
 from rankseam.sqlite.filters import compile_where
 from rankseam.sqlite.forget import checkpoint, forget_memories, forgotten_at
+from rankseam.sqlite.lexical_cache import LexicalIndexes
 from rankseam.sqlite.reader import FactsCache, SQLiteReader, chunks
 from rankseam.sqlite.rows import bump
 from rankseam.sqlite.schema import (
     PAGE_SIZE,
     SCHEMA_VERSION,
+    TOKENIZERS,
     check_identity,
     ensure_schema,
 )
@@ -133,6 +135,8 @@ class SQLiteStore(SQLiteFeedback):
         self._versions: dict[tuple[Any, ...], tuple[int, int]] = {}
         self._memo_lock = threading.Lock()
         self.facts = FactsCache()
+        # the lexical index of a small store (made once the tokenizer is known)
+        self._lexical: LexicalIndexes | None = None
         try:
             Path(self.path).expanduser().parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -144,6 +148,7 @@ class SQLiteStore(SQLiteFeedback):
             # Refuse another application's file before this connection sets WAL on it.
             check_identity(self.path)
             self.tokenizer = ensure_schema(self._conn(), path=self.path, tokenizer=tokenizer)
+            self._lexical = LexicalIndexes(TOKENIZERS[self.tokenizer])
         except BaseException as exc:
             self.close()
             if not isinstance(exc, sqlite3.DatabaseError):
@@ -155,6 +160,14 @@ class SQLiteStore(SQLiteFeedback):
                 f"cannot open the store {self.path!r}: {exc}; is it an SQLite file? choose "
                 "another path (--db / RANKSEAM_DB)"
             ) from None
+
+    @property
+    def lexical(self) -> LexicalIndexes:
+        """The lexical index of this store (docs/performance.md, "The lexical index of a
+        small store")."""
+        if self._lexical is None:
+            raise ValidationError(f"the store {self.path!r} is closed; open it again")
+        return self._lexical
 
     def cached_count(self, key: tuple[Any, ...], compute: Callable[[], int]) -> int:
         """A small memo for counts its readers compute (keys carry the write version, so a
@@ -270,6 +283,9 @@ class SQLiteStore(SQLiteFeedback):
                 pass
         self._local = threading.local()
         self.vector_cache.clear()
+        if self._lexical is not None:
+            self._lexical.tokenizer.close()
+            self._lexical = None
         if self._tempdir is not None:
             shutil.rmtree(self._tempdir, ignore_errors=True)
             self._tempdir = None
@@ -370,6 +386,8 @@ class SQLiteStore(SQLiteFeedback):
             done = forget_memories(conn, namespace, memory_ids)
             spaces = [key for (key,) in conn.execute("SELECT key FROM spaces")]
         if done.memories:
+            if self._lexical is not None:
+                self._lexical.clear()  # nothing of an erased memory stays in this process
             if self.ann is not None:
                 self.ann.discard(namespace, spaces)
             checkpoint(self._conn(), self.path)

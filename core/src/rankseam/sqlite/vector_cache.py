@@ -106,10 +106,15 @@ def top_k(scores: np.ndarray, rids: np.ndarray, k: int) -> ScoredKeys:
         return ScoredKeys.empty()
     k = min(k, n)
     if k < n:
-        idx = np.argpartition(-scores, k - 1)[:k]
+        part = np.argpartition(-scores, k - 1)
+        idx, rest = part[:k], part[k:]
+        # a row left out with the k-th best score competes for its place by rid
+        tied = rest[scores[rest] == scores[part[k - 1]]]
+        if tied.size:
+            idx = np.concatenate([idx, tied])
     else:
         idx = np.arange(n)
-    order = np.lexsort((rids[idx], -scores[idx]))
+    order = np.lexsort((rids[idx], -scores[idx]))[:k]
     idx = idx[order]
     top = scores[idx]
     keep = top != -np.inf  # rows retired since the last compaction

@@ -49,6 +49,19 @@ class ReaderContract(StoreContractPart):
             with m.store.read() as reader:
                 assert isinstance(reader, declared), (type(reader), declared)
 
+    def test_required_scoring_words_hold_for_every_finding_word(self, store_target: str) -> None:
+        """A lexical query with ``require_scoring`` finds the memories that hold one of its
+        words *and* one of its scoring words, whichever finding word they hold (never a
+        memory with a finding word alone)."""
+        texts = {"a": "alpha", "b": "beta", "ag": "alpha gamma", "bg": "beta gamma"}
+        with self.memory(store_target) as m:
+            m.ingest({"id": key, "text": text} for key, text in texts.items())
+            query = LexicalQuery(_NS, 10, ("alpha", "beta"), ("gamma",), require_scoring=True)
+            with m.store.read() as reader:
+                keys = reader.lexical(query).row_keys.tolist()
+                found = {ref.memory_id for ref in reader.identities(keys).values()}
+        assert found == {"ag", "bg"}, found
+
     def test_siblings_read_the_readers_snapshot(self, store_target: str) -> None:
         """Siblings used from other threads answer every channel exactly as their reader
         does, and none sees what was committed after the reader's snapshot was taken."""

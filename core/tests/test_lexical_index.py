@@ -177,96 +177,91 @@ def _store(tmp_path, count: int):
     return memory, vocabulary
 
 
-def test_a_store_searched_once_is_not_indexed_one_searched_often_is(tmp_path):
+@pytest.fixture
+def store300(tmp_path):
+    """A store of 300 memories of a 200-word vocabulary (closed after the test), and the
+    vocabulary."""
     memory, vocabulary = _store(tmp_path, 300)
-    try:
-        memory.search(vocabulary[0], 10, reranker=None)
-        assert held(memory) is None  # FTS5 answered: one search does not pay for a build
-        for _ in range(50):  # until FTS5's answers have cost what a build costs
-            for word in vocabulary:
-                memory.search(word, 10, reranker=None)
-            if held(memory) is not None:
-                break
-        assert held(memory) is not None
-    finally:
-        memory.close()
+    yield memory, vocabulary
+    memory.close()
+
+
+def test_a_store_searched_once_is_not_indexed_one_searched_often_is(store300):
+    memory, vocabulary = store300
+    memory.search(vocabulary[0], 10, reranker=None)
+    assert held(memory) is None  # FTS5 answered: one search does not pay for a build
+    for _ in range(50):  # until FTS5's answers have cost what a build costs
+        for word in vocabulary:
+            memory.search(word, 10, reranker=None)
+        if held(memory) is not None:
+            break
+    assert held(memory) is not None
 
 
 @pytest.mark.usefixtures("_index_at_once")
-def test_a_write_advances_the_index_that_the_next_queries_use(tmp_path):
-    memory, vocabulary = _store(tmp_path, 300)
-    try:
-        memory.search(vocabulary[0], 10, reranker=None)
-        base = held(memory)
-        assert base is not None and base.added.rows == 0
-        memory.add(f"{vocabulary[1]} harbour")
-        for word in ("harbour", vocabulary[1]):  # the second query at least advances it
-            with memory.store.read() as reader:
-                assert_same(reader, LexicalQuery("default", 10, [word]))
-        after = held(memory)
-        assert after is not None and after.added.rows == 1
-        assert after.docs is base.docs  # the base's postings are shared, not read again
-    finally:
-        memory.close()
+def test_a_write_advances_the_index_that_the_next_queries_use(store300):
+    memory, vocabulary = store300
+    memory.search(vocabulary[0], 10, reranker=None)
+    base = held(memory)
+    assert base is not None and base.added.rows == 0
+    memory.add(f"{vocabulary[1]} harbour")
+    for word in ("harbour", vocabulary[1]):  # the second query at least advances it
+        with memory.store.read() as reader:
+            assert_same(reader, LexicalQuery("default", 10, [word]))
+    after = held(memory)
+    assert after is not None and after.added.rows == 1
+    assert after.docs is base.docs  # the base's postings are shared, not read again
 
 
 @pytest.mark.usefixtures("_index_at_once")
-def test_a_forget_leaves_nothing_of_the_erased_memory_in_the_process(tmp_path):
-    memory, vocabulary = _store(tmp_path, 300)
-    try:
-        secret = memory.add("zanzibar passcode", memory_id="secret").ref
-        memory.search("zanzibar", 10, reranker=None)
-        memory.search("zanzibar", 10, reranker=None)
-        tokenizer = memory.store.lexical.tokenizer
-        assert held(memory) is not None and tokenizer.known("zanzibar") is not None
-        memory.forget(secret.memory_id)
-        assert held(memory) is None  # its postings are gone with the snapshot
-        assert tokenizer.known("zanzibar") is None  # and the words it taught the tokenizer
-        hits = memory.search("zanzibar passcode", 10, reranker=None).hits
-        assert "secret" not in [h.ref.memory_id for h in hits]
-        with memory.store.read() as reader:  # FTS5 and a rebuilt index agree again
-            assert len(assert_same(reader, LexicalQuery("default", 10, ["zanzibar"]))) == 0
-            assert_same(reader, LexicalQuery("default", 10, [vocabulary[0], "passcode"]))
-    finally:
-        memory.close()
+def test_a_forget_leaves_nothing_of_the_erased_memory_in_the_process(store300):
+    memory, vocabulary = store300
+    secret = memory.add("zanzibar passcode", memory_id="secret").ref
+    memory.search("zanzibar", 10, reranker=None)
+    memory.search("zanzibar", 10, reranker=None)
+    tokenizer = memory.store.lexical.tokenizer
+    assert held(memory) is not None and tokenizer.known("zanzibar") is not None
+    memory.forget(secret.memory_id)
+    assert held(memory) is None  # its postings are gone with the snapshot
+    assert tokenizer.known("zanzibar") is None  # and the words it taught the tokenizer
+    hits = memory.search("zanzibar passcode", 10, reranker=None).hits
+    assert "secret" not in [h.ref.memory_id for h in hits]
+    with memory.store.read() as reader:  # FTS5 and a rebuilt index agree again
+        assert len(assert_same(reader, LexicalQuery("default", 10, ["zanzibar"]))) == 0
+        assert_same(reader, LexicalQuery("default", 10, [vocabulary[0], "passcode"]))
+    memory.close()
     with pytest.raises(rankseam.ValidationError, match="closed"):
         memory.store.lexical  # noqa: B018 - a closed store holds no index
 
 
 @pytest.mark.usefixtures("_index_at_once")
-def test_a_store_over_the_bound_stays_with_fts5(tmp_path, monkeypatch):
+def test_a_store_over_the_bound_stays_with_fts5(store300, monkeypatch):
     monkeypatch.setattr(lexical_index, "MAX_ROWS", 100)
-    memory, vocabulary = _store(tmp_path, 300)
-    try:
-        with memory.store.read() as reader:
-            assert_same(reader, LexicalQuery("default", 10, vocabulary[:3]))
-        assert held(memory) is None
-    finally:
-        memory.close()
+    memory, vocabulary = store300
+    with memory.store.read() as reader:
+        assert_same(reader, LexicalQuery("default", 10, vocabulary[:3]))
+    assert held(memory) is None
 
 
 @pytest.mark.usefixtures("_index_at_once")
-def test_a_reader_of_an_older_snapshot_gets_its_own_answer(tmp_path):
-    memory, vocabulary = _store(tmp_path, 300)
-    try:
-        query = LexicalQuery("default", 10, [vocabulary[2], "harbour"])
-        with memory.store.read() as older:
-            before = assert_same(older, query)
+def test_a_reader_of_an_older_snapshot_gets_its_own_answer(store300):
+    memory, vocabulary = store300
+    query = LexicalQuery("default", 10, [vocabulary[2], "harbour"])
+    with memory.store.read() as older:
+        before = assert_same(older, query)
 
-            def write_and_search() -> None:  # another thread: its own connection
-                memory.add(f"harbour {vocabulary[2]}")
-                memory.search("harbour", 10, reranker=None)
-                memory.search("harbour", 10, reranker=None)
+        def write_and_search() -> None:  # another thread: its own connection
+            memory.add(f"harbour {vocabulary[2]}")
+            memory.search("harbour", 10, reranker=None)
+            memory.search("harbour", 10, reranker=None)
 
-            thread = threading.Thread(target=write_and_search)
-            thread.start()
-            thread.join()
-            snapshot = held(memory)
-            assert snapshot is not None and snapshot.version > older.write_version()
-            # the snapshot held is newer than this reader's: FTS5 answers it, as before
-            assert assert_same(older, query).row_keys.tolist() == before.row_keys.tolist()
-    finally:
-        memory.close()
+        thread = threading.Thread(target=write_and_search)
+        thread.start()
+        thread.join()
+        snapshot = held(memory)
+        assert snapshot is not None and snapshot.version > older.write_version()
+        # the snapshot held is newer than this reader's: FTS5 answers it, as before
+        assert assert_same(older, query).row_keys.tolist() == before.row_keys.tolist()
 
 
 @pytest.mark.usefixtures("_index_at_once")

@@ -31,10 +31,12 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MAX_FACTS",
+    "MAX_ROW_CHARS",
     "NEIGHBOURS_AFTER",
     "NEIGHBOURS_BEFORE",
     "ROW_COLUMNS",
     "FactsCache",
+    "RowsCache",
     "SQLiteReader",
     "chunks",
     "fts5_string",
@@ -47,6 +49,9 @@ _SQL_VARS = 900  # stay under SQLITE_MAX_VARIABLE_NUMBER of old builds
 _TAKE = 65_536
 #: Most revisions whose facts a store keeps (:class:`FactsCache`).
 MAX_FACTS = 100_000
+#: Most characters of text (with their metadata's) the rows a store keeps may hold
+#: (:class:`RowsCache`): about 32 MiB of ASCII.
+MAX_ROW_CHARS = 32 * 1024 * 1024
 
 #: The live revisions just before a place ``(position, rid)`` of a thread, nearest first:
 #: a range of the index ``revisions_thread`` read backwards (docs/store.md shows the plan).
@@ -80,6 +85,36 @@ class FactsCache:
             facts = {}
             self._current = (write_version, facts)
         return facts
+
+
+class RowsCache:
+    """The revisions read at one write version (:meth:`SQLiteReader.memories`), shared by the
+    readers of that version as :class:`FactsCache` is: a search reads the rows of its pool,
+    and searches between two writes read many of the same. Kept to :data:`MAX_ROW_CHARS`
+    characters; emptied by a forget (:meth:`clear`), so no erased text stays in it."""
+
+    def __init__(self) -> None:
+        self._current: tuple[int, dict[int, StoredMemory]] = (-1, {})
+        self._chars = 0
+
+    def table(self, write_version: int) -> dict[int, StoredMemory]:
+        """The table of ``write_version`` (an empty one for a version not seen last)."""
+        version, rows = self._current
+        if version != write_version or self._chars > MAX_ROW_CHARS:
+            rows = {}
+            self._current, self._chars = (write_version, rows), 0
+        return rows
+
+    def counted(self, row: StoredMemory) -> None:
+        """Count the characters of ``row``, just kept."""
+        self._chars += len(row.text) + len(row.metadata)
+
+    def held(self) -> list[StoredMemory]:
+        """The rows held now (those of the last write version read)."""
+        return list(self._current[1].values())
+
+    def clear(self) -> None:
+        self._current, self._chars = (-1, {}), 0
 
 
 def chunks(items: Sequence[int]) -> Iterator[list[int]]:
@@ -505,15 +540,19 @@ class SQLiteReader:
         return Identities({rid: known[rid] for rid in rids if rid in known and known[rid][4]})
 
     def memories(self, rids: Sequence[int], /) -> dict[int, StoredMemory]:
-        """The revisions ``rids`` (one batched query per 900 ids)."""
-        out: dict[int, StoredMemory] = {}
-        for chunk in chunks(rids):
+        """The revisions ``rids`` (one batched query per 900 ids of those not read before at
+        this snapshot's write version: :class:`RowsCache`)."""
+        cache = self._store.row_cache
+        known = cache.table(self.write_version())
+        missing = [rid for rid in rids if rid not in known]
+        for chunk in chunks(missing):
             marks = ",".join("?" * len(chunk))
             for row in self._conn.execute(
                 f"SELECT {ROW_COLUMNS} FROM revisions r WHERE r.rid IN ({marks})", chunk
             ):
-                out[int(row[0])] = StoredMemory.from_row(row)
-        return out
+                memory = known[int(row[0])] = StoredMemory.from_row(row)
+                cache.counted(memory)
+        return {rid: known[rid] for rid in rids if rid in known}
 
     def neighbours(self, rids: Sequence[int], before: int, after: int, /) -> dict[int, Neighbours]:
         """The neighbours of each live revision among ``rids`` that belongs to a thread: up to

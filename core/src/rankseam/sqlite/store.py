@@ -36,7 +36,7 @@ from rankseam.sqlite.feedback import SQLiteFeedback
 from rankseam.sqlite.filters import compile_where
 from rankseam.sqlite.forget import checkpoint, forget_memories, forgotten_at
 from rankseam.sqlite.lexical_cache import LexicalIndexes
-from rankseam.sqlite.reader import FactsCache, SQLiteReader, chunks
+from rankseam.sqlite.reader import FactsCache, RowsCache, SQLiteReader, chunks
 from rankseam.sqlite.rows import bump
 from rankseam.sqlite.schema import (
     PAGE_SIZE,
@@ -135,6 +135,7 @@ class SQLiteStore(SQLiteFeedback):
         self._versions: dict[tuple[Any, ...], tuple[int, int]] = {}
         self._memo_lock = threading.Lock()
         self.facts = FactsCache()
+        self.row_cache = RowsCache()
         # the lexical index of a small store (made once the tokenizer is known)
         self._lexical: LexicalIndexes | None = None
         try:
@@ -283,6 +284,7 @@ class SQLiteStore(SQLiteFeedback):
                 pass
         self._local = threading.local()
         self.vector_cache.clear()
+        self.row_cache.clear()
         if self._lexical is not None:
             self._lexical.tokenizer.close()
             self._lexical = None
@@ -386,8 +388,9 @@ class SQLiteStore(SQLiteFeedback):
             done = forget_memories(conn, namespace, memory_ids)
             spaces = [key for (key,) in conn.execute("SELECT key FROM spaces")]
         if done.memories:
+            self.row_cache.clear()  # nothing of an erased memory stays in this process
             if self._lexical is not None:
-                self._lexical.clear()  # nothing of an erased memory stays in this process
+                self._lexical.clear()
             if self.ann is not None:
                 self.ann.discard(namespace, spaces)
             checkpoint(self._conn(), self.path)

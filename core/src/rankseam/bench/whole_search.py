@@ -214,7 +214,7 @@ def _ingest_child(path: str, size: int, corpus: str, progress: bool) -> dict[str
         {**record, "metadata": {"bucket": n % FILTER_BUCKETS}}
         for n, record in enumerate(corpus_texts(corpus, size))
     ]
-    memory = rankseam.open_memory(path)
+    memory = rankseam.open_memory(path, create=True)  # a new store, named by its size
     try:
         t0 = time.perf_counter()
         memory.ingest(records, batch_size=1000, progress=progress)

@@ -143,6 +143,7 @@ class SQLiteReader:
         self._conn = conn
         self._version: int | None = None
         self._known: dict[int, Facts] | None = None
+        self._facts_read: tuple[int, ...] | None = None  # the keys whose facts were read last
         self._allowed: dict[tuple[str, Filter], AllowedRows] = {}
 
     def allowed(self, where: Filter, namespace: str) -> AllowedRows:
@@ -508,6 +509,8 @@ class SQLiteReader:
         known = self._known
         if known is None:
             known = self._known = self._store.facts.table(self.write_version())
+        if rids is self._facts_read:
+            return known  # the same keys again (a search's importance, then identities)
         missing = [rid for rid in rids if rid not in known]
         for chunk in chunks(list(dict.fromkeys(missing))):
             marks = ",".join("?" * len(chunk))
@@ -517,6 +520,8 @@ class SQLiteReader:
                 chunk,
             ).fetchall()
             known.update([(row[0], row[1:]) for row in rows])
+        if isinstance(rids, tuple):  # (a tuple cannot change before it is asked again)
+            self._facts_read = rids
         return known
 
     def importance(self, rids: Sequence[int], /) -> dict[int, float]:

@@ -52,7 +52,7 @@ def assert_same(reader: SQLiteReader, query: LexicalQuery) -> ScoredKeys:
 
 
 def held(memory) -> lexical_index.LexicalSnapshot | None:
-    return lexical_cache.indexes_of(memory.store).held()
+    return memory.store.lexical.held()
 
 
 text = st.lists(st.sampled_from(WORDS), min_size=0, max_size=12).map(" ".join)

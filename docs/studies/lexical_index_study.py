@@ -182,7 +182,7 @@ def loop(path: Path, count: int, corpus: str, folder: Path) -> None:
         shutil.copy(path, copy)
         copies[name] = rankseam.open_memory(str(copy))
     # the copy without the index never builds one (as for a store too large to hold)
-    lexical_cache.indexes_of(copies["fts5"].store).refuse()
+    copies["fts5"].store.lexical.refuse()
     questions = corpus_queries(corpus, count)
     for question in corpus_queries(corpus, 150):  # searched before: the index is built
         for memory in copies.values():
@@ -200,7 +200,7 @@ def loop(path: Path, count: int, corpus: str, folder: Path) -> None:
                     cpu[name]["add"].append(c_add)
                     cpu[name]["search"].append(c_search)
         for name, by in cpu.items():
-            snapshot = lexical_cache.indexes_of(copies[name].store).held()
+            snapshot = copies[name].store.lexical.held()
             state = "no index" if snapshot is None else f"index, {snapshot.added.rows} added"
             print(
                 f"  loop {name:5s} ({state}): add p50 {statistics.median(by['add']):.3f} ms, "

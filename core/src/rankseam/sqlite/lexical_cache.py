@@ -1,6 +1,6 @@
-"""The lexical index of each store, kept per process: when it is built, advanced or left to
-FTS5, decided by what each step costs (docs/performance.md, "The lexical index of a small
-store"). The index itself is :mod:`rankseam.sqlite.lexical_index`."""
+"""The lexical index of a store, kept by the store (``SQLiteStore.lexical``): when it is
+built, advanced or left to FTS5, decided by what each step costs (docs/performance.md, "The
+lexical index of a small store"). The index itself is :mod:`rankseam.sqlite.lexical_index`."""
 
 from __future__ import annotations
 
@@ -16,9 +16,7 @@ from rankseam.sqlite.lexical_index import LexicalSnapshot, advance, build
 if TYPE_CHECKING:
     import sqlite3
 
-    from rankseam.sqlite.store import SQLiteStore
-
-__all__ = ["BUILD_S_PER_ROW", "LEARN_TEXTS", "LexicalIndexes", "indexes_of"]
+__all__ = ["BUILD_S_PER_ROW", "LEARN_TEXTS", "LexicalIndexes"]
 
 log = logging.getLogger(__name__)
 
@@ -136,8 +134,3 @@ class LexicalIndexes:
         comparison of both paths needs)."""
         with self._lock:
             self._current, self._never = None, True
-
-
-def indexes_of(store: SQLiteStore) -> LexicalIndexes:
-    """The lexical snapshots of ``store`` (its own, made with it)."""
-    return store.lexical

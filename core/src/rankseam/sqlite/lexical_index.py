@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING
 import attrs
 import numpy as np
 
+from rankseam.sqlite.vector_cache import top_k
 from rankseam.store.readers import ScoredKeys
 
 if TYPE_CHECKING:
@@ -217,26 +218,12 @@ class LexicalSnapshot:
             inside = place < allowed.shape[0]
             inside[inside] = allowed[place[inside]] == rids[inside]
             at, rids = at[inside], rids[inside]
-        return _best(total[at], rids, k)
+        # the best k by score, ties by rid (SQL's ORDER BY s, r LIMIT k; a negative k is no
+        # limit, as SQLite's)
+        return top_k(total[at], rids, rids.shape[0] if k < 0 else k)
 
 
 _NONE = np.zeros(0, dtype=np.int32)
-
-
-def _best(scores: np.ndarray, rids: np.ndarray, k: int) -> ScoredKeys:
-    """The best ``k`` by score (descending), ties by rid, of ``rids`` ascending: SQL's
-    ``ORDER BY s, r LIMIT k`` of ``s = -score`` (a negative ``k`` is no limit, as SQLite's)."""
-    n = scores.shape[0]
-    if n == 0 or k == 0:
-        return ScoredKeys.empty()
-    if 0 < k < n:
-        # every row at least as good as the k-th best (in rid order still), then their order
-        keep = scores >= np.partition(scores, n - k)[n - k]
-        scores, rids = scores[keep], rids[keep]
-    order = np.argsort(-scores, kind="stable")  # ties stay in rid order
-    if 0 < k < order.shape[0]:
-        order = order[:k]
-    return ScoredKeys(rids[order], scores[order])
 
 
 def _norms(lengths: np.ndarray, avgdl: float) -> np.ndarray:

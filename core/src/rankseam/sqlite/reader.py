@@ -16,7 +16,6 @@ from rankseam.embedding import EmbedderDescriptor
 from rankseam.sqlite import ann as ann_module
 from rankseam.sqlite.blas import matvec
 from rankseam.sqlite.filters import AllowedRows, allowed_rows
-from rankseam.sqlite.lexical_cache import LexicalIndexes, indexes_of
 from rankseam.sqlite.lexical_index import LexicalSnapshot
 from rankseam.sqlite.rows import vector_state
 from rankseam.sqlite.vector_cache import top_k
@@ -200,7 +199,7 @@ class SQLiteReader:
         A small store's query is answered by its lexical index
         (:mod:`rankseam.sqlite.lexical_index`: FTS5's postings in numpy, the same answer to
         the bit) once it is built; the others, and the queries it cannot answer, by FTS5."""
-        indexes = self._lexical_indexes()
+        indexes = self._store.lexical
         snapshot = indexes.snapshot(
             self._conn, self.write_version(), self.live_count(query.namespace)
         )
@@ -220,16 +219,13 @@ class SQLiteReader:
         indexes.answered(time.thread_time() - start, by_fts5=True)
         return found
 
-    def _lexical_indexes(self) -> LexicalIndexes:
-        return indexes_of(self._store)
-
     def _indexed(self, snapshot: LexicalSnapshot, query: LexicalQuery) -> ScoredKeys | None:
         """:meth:`lexical`'s answer from ``snapshot``, or ``None`` for a query it leaves to
         FTS5: a word that is not one token (FTS5 matches it as a phrase)."""
         require = bool(query.scoring and query.require_scoring)
         if not query.terms:
             return None
-        tokens = self._lexical_indexes().tokenizer.words([*query.terms, *query.scoring])
+        tokens = self._store.lexical.tokenizer.words([*query.terms, *query.scoring])
         if any(len(t) != 1 for t in tokens):
             return None
         allowed = None
@@ -342,7 +338,7 @@ class SQLiteReader:
         )
 
     def _document_frequency(self, namespace: str, term: str, quoted: str, cap: int) -> int:
-        indexes = self._lexical_indexes()
+        indexes = self._store.lexical
         snapshot = indexes.snapshot(
             self._conn, self.write_version(), self.live_count(namespace), query=False
         )

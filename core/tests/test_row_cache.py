@@ -8,7 +8,7 @@ import rankseam
 
 
 def _texts_held(memory) -> set[str]:
-    return {row.text for row in memory.store.row_cache.held()}
+    return {row.text for row in memory.store.row_cache.held().values()}
 
 
 def test_a_write_is_seen_by_the_next_search(tmp_path):

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import numpy as np
 
@@ -37,7 +37,9 @@ __all__ = [
     "FactsCache",
     "FactsTable",
     "RowsCache",
+    "RowsTable",
     "SQLiteReader",
+    "VersionTables",
     "chunks",
     "fts5_string",
 ]
@@ -71,6 +73,36 @@ NEIGHBOURS_AFTER = (
 Facts = tuple[str, str, int, float, int]
 
 
+_Table = TypeVar("_Table", bound=dict[int, Any])
+
+
+class VersionTables(Generic[_Table]):
+    """What the readers of one write version (:meth:`SQLiteReader.write_version`) read, kept
+    for the readers of that version: a revision's row never changes but for ``live``, which
+    changes only with a write, and a write makes a new version, so a table is never read at
+    another one. A table is started anew for another version, once ``full`` says it holds
+    too much, and by :meth:`clear`."""
+
+    def __init__(self, new: Callable[[], _Table], full: Callable[[_Table], bool]) -> None:
+        self._new, self._full = new, full
+        self._current: tuple[int, _Table] = (-1, new())
+
+    def table(self, write_version: int) -> _Table:
+        """The table of ``write_version`` (an empty one for a version not seen last)."""
+        version, table = self._current
+        if version != write_version or self._full(table):
+            table = self._new()
+            self._current = (write_version, table)
+        return table
+
+    def held(self) -> _Table:
+        """The table held now (that of the last write version read)."""
+        return self._current[1]
+
+    def clear(self) -> None:
+        self._current = (-1, self._new())
+
+
 class FactsTable(dict[int, "Facts"]):
     """The facts read at one write version; ``missed``: how many were read key by key,
     ``whole``: every revision of the version is in it (a key it lacks has no row)."""
@@ -79,56 +111,35 @@ class FactsTable(dict[int, "Facts"]):
     whole = False
 
 
-class FactsCache:
-    """The facts of revisions read at one write version (:meth:`SQLiteReader.write_version`),
-    shared by the readers of that version: a revision's row never changes but for ``live``,
-    which changes only with a write, and a write makes a new version, so a table is never
-    read at another one. Kept to :data:`MAX_FACTS` revisions. Once the keys read one by one
-    at a version come to half the store's revisions (a store of at most
-    :data:`WHOLE_FACTS_FROM` of them), the rest are read at once (one statement, about half
-    a microsecond a row, where a key read alone costs more): a small store searched between
-    two writes then reads no facts at all."""
+class FactsCache(VersionTables[FactsTable]):
+    """The facts of revisions read at one write version, shared by the readers of that
+    version (a search asks the same rows for their importance and for their identities, and
+    searches between two writes ask many of the same). Kept to :data:`MAX_FACTS` revisions.
+    Once the keys read one by one at a version come to half the store's revisions (a store
+    of at most :data:`WHOLE_FACTS_FROM` of them), the rest are read at once (one statement,
+    about half a microsecond a row, where a key read alone costs more): a small store
+    searched between two writes then reads no facts at all."""
 
     def __init__(self) -> None:
-        self._current: tuple[int, FactsTable] = (-1, FactsTable())
-
-    def table(self, write_version: int) -> FactsTable:
-        """The table of ``write_version`` (an empty one for a version not seen last)."""
-        version, facts = self._current
-        if version != write_version or len(facts) > MAX_FACTS:
-            facts = FactsTable()
-            self._current = (write_version, facts)
-        return facts
+        super().__init__(FactsTable, lambda table: len(table) > MAX_FACTS)
 
 
-class RowsCache:
+class RowsTable(dict[int, StoredMemory]):
+    """The revisions read at one write version; ``chars``: the characters of their texts
+    and metadata."""
+
+    chars = 0
+
+
+class RowsCache(VersionTables[RowsTable]):
     """The revisions read at one write version (:meth:`SQLiteReader.memories`), shared by the
     readers of that version as :class:`FactsCache` is: a search reads the rows of its pool,
     and searches between two writes read many of the same. Kept to :data:`MAX_ROW_CHARS`
-    characters; emptied by a forget (:meth:`clear`), so no erased text stays in it."""
+    characters; emptied by a forget (:meth:`~VersionTables.clear`), so no erased text stays
+    in it."""
 
     def __init__(self) -> None:
-        self._current: tuple[int, dict[int, StoredMemory]] = (-1, {})
-        self._chars = 0
-
-    def table(self, write_version: int) -> dict[int, StoredMemory]:
-        """The table of ``write_version`` (an empty one for a version not seen last)."""
-        version, rows = self._current
-        if version != write_version or self._chars > MAX_ROW_CHARS:
-            rows = {}
-            self._current, self._chars = (write_version, rows), 0
-        return rows
-
-    def counted(self, row: StoredMemory) -> None:
-        """Count the characters of ``row``, just kept."""
-        self._chars += len(row.text) + len(row.metadata)
-
-    def held(self) -> list[StoredMemory]:
-        """The rows held now (those of the last write version read)."""
-        return list(self._current[1].values())
-
-    def clear(self) -> None:
-        self._current, self._chars = (-1, {}), 0
+        super().__init__(RowsTable, lambda table: table.chars > MAX_ROW_CHARS)
 
 
 def chunks(items: Sequence[int]) -> Iterator[list[int]]:
@@ -573,8 +584,7 @@ class SQLiteReader:
     def memories(self, rids: Sequence[int], /) -> dict[int, StoredMemory]:
         """The revisions ``rids`` (one batched query per 900 ids of those not read before at
         this snapshot's write version: :class:`RowsCache`)."""
-        cache = self._store.row_cache
-        known = cache.table(self.write_version())
+        known = self._store.row_cache.table(self.write_version())
         missing = [rid for rid in rids if rid not in known]
         for chunk in chunks(missing):
             marks = ",".join("?" * len(chunk))
@@ -582,7 +592,7 @@ class SQLiteReader:
                 f"SELECT {ROW_COLUMNS} FROM revisions r WHERE r.rid IN ({marks})", chunk
             ):
                 memory = known[int(row[0])] = StoredMemory.from_row(row)
-                cache.counted(memory)
+                known.chars += len(memory.text) + len(memory.metadata)
         return {rid: known[rid] for rid in rids if rid in known}
 
     def neighbours(self, rids: Sequence[int], before: int, after: int, /) -> dict[int, Neighbours]:

@@ -57,23 +57,22 @@ class Tokenizer:
         # at anything else): all of them are asked as one text, the others one text each
         plain = [w for w in words if _PLAIN.match(w)]
         alone = [w for w in words if not _PLAIN.match(w)]
-        rows = [(i + 2, w) for i, w in enumerate(alone)]
-        if plain:
-            rows.append((1, " ".join(plain)))
+        by_doc = self._in_order([" ".join(plain), *alone] if plain else ["", *alone])
+        tokens = by_doc[0]
+        if len(tokens) != len(plain):  # (never: unicode61 reads ASCII so) ask one by one
+            plain, alone, tokens = [], words, ()
+            by_doc = self._in_order(["", *alone])
+        out: dict[str, tuple[str, ...]] = {w: (t,) for w, t in zip(plain, tokens, strict=True)}
+        out.update(zip(alone, by_doc[1:], strict=True))
+        return out
+
+    def _in_order(self, texts: list[str]) -> list[tuple[str, ...]]:
+        """The tokens of each of ``texts``, in the text's order."""
         by_doc: dict[int, list[tuple[int, str]]] = {}
+        rows = [(i + 1, text) for i, text in enumerate(texts)]
         for doc, offset, term in self._tokens(rows, "doc, offset, term"):
             by_doc.setdefault(doc, []).append((offset, term))
-        tokens = [t for _o, t in sorted(by_doc.get(1, []))]
-        if len(tokens) != len(plain):  # (never: unicode61 reads ASCII so) ask one by one
-            plain, alone, tokens = [], words, []
-            by_doc = {}
-            rows = [(i + 2, w) for i, w in enumerate(alone)]
-            for doc, offset, term in self._tokens(rows, "doc, offset, term"):
-                by_doc.setdefault(doc, []).append((offset, term))
-        out: dict[str, tuple[str, ...]] = {w: (t,) for w, t in zip(plain, tokens, strict=True)}
-        for i, word in enumerate(alone):
-            out[word] = tuple(t for _o, t in sorted(by_doc.get(i + 2, [])))
-        return out
+        return [tuple(t for _o, t in sorted(by_doc.get(i + 1, []))) for i in range(len(texts))]
 
     def known(self, word: str) -> tuple[str, ...] | None:
         """The tokens of ``word`` when they are known without asking FTS5."""
